@@ -1,0 +1,164 @@
+"""The assembled multibody system and its equations of motion.
+
+:class:`System` bundles what is built once from a mechanism: constraints,
+mass matrix, forces, the assembled initial pose, the independent constraint
+rows used by the dynamics and a default choice of independent coordinates.
+
+Forward dynamics in dependent coordinates, seed 000 Eq. 5/6, is solved with
+the augmented (saddle-point) system
+
+    [M  Φqᵀ] [q̈]   [Q]
+    [Φq  0 ] [λ] = [c],   c = −Φ̇q q̇   (Eq. 3)
+
+restricted to a maximal set of independent constraint rows (chosen once at
+the assembled pose by pivoted QR; generic mechanisms keep their rank along a
+motion). The augmented matrix stays invertible when M is only semidefinite,
+which is the case with relative coordinates (they carry no mass; see the
+remark under seed 000 Eq. 47), so Eq. 6's M⁻¹ is never formed.
+
+Analytic Jacobians (the seed's library used central differences, one full
+solve per column): differentiating the augmented system gives
+
+    A [∂q̈/∂q; ∂λ/∂q]   = [Q_q − Σλ_k Φqq^k ; −(Φ̇q q̇)_q − (Φq q̈)_q]
+    A [∂q̈/∂q̇; ∂λ/∂q̇] = [Q_q̇ ; −2 Φ̇q]
+    A [∂q̈/∂Q; ∂λ/∂Q]   = [I ; 0]                       (Eq. 47)
+
+so every Jacobian costs one solve with the already factored A.
+Independent coordinates: z̈ = B q̈ (Eq. 12 with B R = I, B S = 0) equals
+Eq. 15's M̄⁻¹ Q̄; the tests check that identity.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple, Sequence
+
+import numpy as np
+
+from .constraints import Constraints
+from .errors import MechanismError
+from .forces import Forces, mass_matrix
+from .kinematics import choose_independent, independent_rows, r_s_matrices, solve_position
+from .model import Mechanism, load_mechanism
+
+__all__ = ['System', 'build_system', 'load_system', 'Accel', 'forward_accel',
+           'accel_independent_eq15']
+
+
+@dataclass(frozen=True, eq=False)
+class System:
+    """A mechanism ready for computation (immutable)."""
+
+    mech: Mechanism
+    constraints: Constraints
+    forces: Forces
+    M: np.ndarray
+    q0: np.ndarray
+    rows: np.ndarray          # independent constraint rows used by the dynamics
+    dof: int
+    z_idx: tuple[int, ...]    # default independent coordinates
+
+    @property
+    def n(self) -> int:
+        return self.mech.n
+
+    @property
+    def m(self) -> int:
+        return self.constraints.m
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return self.mech.coordinate_names
+
+
+def build_system(mech: Mechanism, z_idx: Sequence[int] | None = None) -> System:
+    """Assemble a mechanism: solve the position problem from the YAML pose.
+
+    :raises MechanismError: if it cannot be assembled, has no degree of
+        freedom, or a degree of freedom carries no inertia.
+    """
+    cons = Constraints(mech)
+    q0 = solve_position(cons, mech.q_guess(), source=mech.source)
+    Jq = cons.phi_q(q0)
+    rows = independent_rows(Jq)
+    dof = mech.n - len(rows)
+    if dof <= 0:
+        raise MechanismError(f'the mechanism has no degree of freedom ({mech.n} coordinates, '
+                             f'{len(rows)} independent constraints)', source=mech.source,
+                             path='planar_bodies')
+    n_pts = mech.n - len(mech.relative)
+    prefer = list(range(n_pts, mech.n))
+    if z_idx is None:
+        z_idx = choose_independent(Jq, dof, prefer=prefer)
+    z_idx = tuple(int(i) for i in z_idx)
+    if len(z_idx) != dof:
+        raise MechanismError(f'{len(z_idx)} independent coordinates given, the mechanism has '
+                             f'{dof} degrees of freedom', source=mech.source, path='')
+    M = mass_matrix(mech)
+    R = r_s_matrices(Jq, z_idx).R
+    Mbar = R.T @ M @ R
+    if np.linalg.cond(Mbar) > 1e12:
+        raise MechanismError('a degree of freedom has no inertia (reduced mass matrix '
+                             'R^T M R is singular): give the bodies mass and I0',
+                             source=mech.source, path='planar_bodies')
+    return System(mech, cons, Forces(mech), M, q0, rows, dof, z_idx)
+
+
+def load_system(path: str | Path, z_idx: Sequence[int] | None = None) -> System:
+    """Load a mechanism YAML file and assemble it (see :func:`build_system`)."""
+    return build_system(load_mechanism(path), z_idx)
+
+
+class Accel(NamedTuple):
+    """q̈(q, q̇, Q) and, when asked, its Jacobians (seed 000 Eqs. 26d, 28d-g)."""
+
+    qdd: np.ndarray
+    lam: np.ndarray                 # multipliers of ``System.rows``
+    qdd_q: np.ndarray | None = None
+    qdd_qd: np.ndarray | None = None
+    qdd_Q: np.ndarray | None = None
+
+
+def forward_accel(sys: System, q: np.ndarray, qd: np.ndarray, tau: np.ndarray | None = None,
+                  *, Q_extra: np.ndarray | None = None, jacobians: bool = False,
+                  jac_Q: bool = False) -> Accel:
+    """Dependent-coordinate accelerations q̈(q, q̇, Q), seed 000 Eq. 5/6.
+
+    ``tau``: actuator efforts (order of ``mech.actuators``); ``Q_extra``: any
+    further generalized force (e.g. the unknown Q of inverse dynamics).
+    """
+    n, rows = sys.n, sys.rows
+    cons = sys.constraints
+    t = cons.terms(q, qd)
+    ft = sys.forces.evaluate(q, qd, tau, jacobians=jacobians)
+    Q = ft.Q if Q_extra is None else ft.Q + Q_extra
+    Jq = t.phi_q[rows]
+    r = len(rows)
+    A = np.zeros((n + r, n + r))
+    A[:n, :n] = sys.M
+    A[:n, n:] = Jq.T
+    A[n:, :n] = Jq
+    Ainv = np.linalg.inv(A)
+    c = -(t.phi_q_dot[rows] @ qd)
+    sol = Ainv[:, :n] @ Q + Ainv[:, n:] @ c
+    qdd, lam = sol[:n], sol[n:]
+    if not jacobians:
+        return Accel(qdd, lam, None, None, Ainv[:n, :n] if jac_Q else None)
+    lam_full = np.zeros(sys.m)
+    lam_full[rows] = lam
+    top_q = ft.Q_q - cons.hess_weighted(q, lam_full)
+    bot_q = -(t.gamma_q[rows] + cons.hess_vec(q, qdd)[rows])
+    qdd_q = Ainv[:n, :n] @ top_q + Ainv[:n, n:] @ bot_q
+    qdd_qd = Ainv[:n, :n] @ ft.Q_qd + Ainv[:n, n:] @ (-2.0 * t.phi_q_dot[rows])
+    return Accel(qdd, lam, qdd_q, qdd_qd, Ainv[:n, :n] if jac_Q else None)
+
+
+def accel_independent_eq15(sys: System, q: np.ndarray, qd: np.ndarray,
+                           Q: np.ndarray, z_idx: Sequence[int] | None = None) -> np.ndarray:
+    """z̈ by seed 000 Eq. 15 literally: (RᵀMR)⁻¹ Rᵀ(Q − M S c). For tests and reference."""
+    z_idx = sys.z_idx if z_idx is None else z_idx
+    cons = sys.constraints
+    Jq = cons.phi_q(q)
+    R, S = r_s_matrices(Jq, z_idx)
+    c = -(cons.phi_q_dot(q, qd) @ qd)
+    return np.linalg.solve(R.T @ sys.M @ R, R.T @ (Q - sys.M @ (S @ c)))

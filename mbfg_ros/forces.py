@@ -1,0 +1,254 @@
+"""Mass matrix M and generalized forces Q(q, q̇) in natural coordinates.
+
+Seed 000 Eq. 4: ``M q̈ + Φqᵀ λ = Q``. A planar body with basic points i, j
+(length L) places its material point at local (ξ, η) at
+``r = A(ξ, η) [ri; rj]``, ``A = [(1 − ξ/L) I − (η/L) P, (ξ/L) I + (η/L) P]``
+with P the 90° rotation. Then ``M_b = ∫ Aᵀ A dm``, constant, which needs only
+the mass, the centre of gravity and I0 about the first point (García de
+Jalón & Bayo's natural-coordinate body, the model the seed's library uses);
+relative coordinates carry no mass. Gravity acts at the centre of mass,
+``Q_b = A(cog)ᵀ m g``; a force at a body-fixed location is ``A(at)ᵀ F``.
+
+Elements that depend on the state (body torques, translational and
+rotational springs and dampers, torques of actuators at revolute joints) use
+the body angle θ = atan2(dy, dx) of the vector d = rj − ri, with
+``∂θ/∂d = (−dy, dx)/|d|²`` (virtual power), and return analytic Jacobians
+``Q_q``, ``Q_qd`` for the dynamics factors.
+"""
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from .model import GROUND, Mechanism
+
+__all__ = ['mass_matrix', 'Forces', 'ForceTerms', 'body_matrix_A']
+
+_P = np.array([[0.0, -1.0], [1.0, 0.0]])
+
+
+def body_matrix_A(xi: float, eta: float, length: float) -> np.ndarray:
+    """The 2x4 matrix A with ``r(ξ, η) = A [ri; rj]`` for a two-point body frame."""
+    a, b = xi / length, eta / length
+    return np.hstack(((1 - a) * np.eye(2) - b * _P, a * np.eye(2) + b * _P))
+
+
+def _body_w_index(mech: Mechanism, body: int, dump: int) -> np.ndarray:
+    """Indices in q of (xi, yi, xj, yj) of a body's basic points; ``dump`` for fixed."""
+    if body == GROUND:
+        return np.full(4, dump)
+    pidx = mech.point_index
+    i, j = mech.bodies[body].points[:2]
+    idx = np.concatenate((pidx[i], pidx[j]))
+    return np.where(idx < 0, dump, idx)
+
+
+def mass_matrix(mech: Mechanism) -> np.ndarray:
+    """Constant mass matrix M (n x n) of seed 000 Eq. 4 in natural coordinates."""
+    n = mech.n
+    M = np.zeros((n + 1, n + 1))
+    for b, body in enumerate(mech.bodies):
+        L, m, I0 = body.length, body.mass, body.I0
+        cx, cy = body.cog
+        Mii = (m - 2 * m * cx / L + I0 / L ** 2) * np.eye(2)
+        Mij = (m * cx / L - I0 / L ** 2) * np.eye(2) + (m * cy / L) * _P
+        Mjj = (I0 / L ** 2) * np.eye(2)
+        Mb = np.block([[Mii, Mij], [Mij.T, Mjj]])
+        idx = _body_w_index(mech, b, n)
+        M[np.ix_(idx, idx)] += Mb
+    pidx = mech.point_index
+    for p, mass in mech.point_masses:
+        if pidx[p, 0] >= 0:
+            M[pidx[p], pidx[p]] += mass
+    M = M[:n, :n]
+    return M
+
+
+class ForceTerms(NamedTuple):
+    """Q and its Jacobians at one state."""
+
+    Q: np.ndarray     # (n,)
+    Q_q: np.ndarray   # (n, n)
+    Q_qd: np.ndarray  # (n, n)
+
+
+class _Angle(NamedTuple):
+    grad: np.ndarray   # (4,) ∂θ/∂(ri, rj)
+    hess: np.ndarray   # (4, 4)
+    rate: float        # θ̇
+    rate_q: np.ndarray  # (4,) ∂θ̇/∂(ri, rj)
+    value: float
+
+
+def _angle(ext: np.ndarray, ext_d: np.ndarray, idx: np.ndarray) -> _Angle:
+    """Body angle θ = atan2(dy, dx) and its derivatives (ground: θ = 0)."""
+    dx, dy = ext[idx[2]] - ext[idx[0]], ext[idx[3]] - ext[idx[1]]
+    r2 = dx * dx + dy * dy
+    G = np.array([-dy, dx]) / r2
+    Hd = np.array([[2 * dx * dy, dy * dy - dx * dx], [dy * dy - dx * dx, -2 * dx * dy]]) / r2 ** 2
+    dd = np.array([ext_d[idx[2]] - ext_d[idx[0]], ext_d[idx[3]] - ext_d[idx[1]]])
+    grad = np.concatenate((-G, G))
+    hess = np.block([[Hd, -Hd], [-Hd, Hd]])
+    Hdd = Hd @ dd
+    return _Angle(grad, hess, float(G @ dd), np.concatenate((-Hdd, Hdd)), math.atan2(dy, dx))
+
+
+class Forces:
+    """Generalized forces Q(q, q̇, τ) of a mechanism (immutable after build).
+
+    ``tau`` are the actuator efforts in the order of ``mech.actuators``:
+    a coordinate actuator adds τ to that coordinate's Q; a joint actuator adds
+    the torque τ between its two bodies (virtual power, ``τ ∂φ/∂q``).
+
+    State-dependent elements work on an extended vector ``[q, fixed point
+    coordinates, 0]`` so that fixed points enter with their real coordinates;
+    Jacobian columns of constants are dropped.
+    """
+
+    def __init__(self, mech: Mechanism) -> None:
+        n = self.n = mech.n
+        g = np.array(mech.gravity, dtype=float)
+        pidx = mech.point_index
+        consts: list[float] = []
+        pw = np.zeros((len(mech.points), 2), dtype=int)
+        for i, p in enumerate(mech.points):
+            if p.fixed:
+                pw[i] = (n + len(consts), n + len(consts) + 1)
+                consts += [p.x, p.y]
+            else:
+                pw[i] = pidx[i]
+        self._consts = np.array(consts + [0.0])
+        self.W = W = n + len(self._consts)
+        ground = np.full(4, W - 1)
+
+        def body_idx(b: int) -> np.ndarray:
+            if b == GROUND:
+                return ground
+            i, j = mech.bodies[b].points[:2]
+            return np.concatenate((pw[i], pw[j]))
+
+        Q0 = np.zeros(W)
+        for b, body in enumerate(mech.bodies):
+            A = body_matrix_A(body.cog[0], body.cog[1], body.length)
+            Q0[body_idx(b)] += A.T @ (body.mass * g)
+        for p, mass in mech.point_masses:
+            Q0[pw[p]] += mass * g
+        for f in mech.forces:
+            F = np.array([f.fx, f.fy])
+            if f.point is not None:
+                Q0[pw[f.point]] += F
+            else:
+                A = body_matrix_A(f.at[0], f.at[1], mech.bodies[f.body].length)
+                Q0[body_idx(f.body)] += A.T @ F
+        self.Q0 = Q0[:n].copy()
+        self._torques = [(body_idx(t.body), t.torque) for t in mech.torques]
+        self._springs = [(np.concatenate((pw[s.points[0]], pw[s.points[1]])), s)
+                         for s in mech.springs]
+        self._rsprings = [(body_idx(s.bodies[0]), body_idx(s.bodies[1]), s)
+                          for s in mech.rotational_springs]
+        self._act = []
+        for a in mech.actuators:
+            if a.coordinate is not None:
+                self._act.append(('coord', a.coordinate))
+            else:
+                j = mech.joint(a.joint)
+                self._act.append(('joint', (body_idx(j.bodies[0]), body_idx(j.bodies[1]))))
+        self._ground = ground
+        self.n_act = len(self._act)
+        self.state_dependent = bool(self._torques or self._springs or self._rsprings)
+        self.joint_actuated = any(k == 'joint' for k, _ in self._act)
+
+    def _ext(self, q: np.ndarray) -> np.ndarray:
+        return np.concatenate((q, self._consts))
+
+    def _ext_rate(self, qd: np.ndarray) -> np.ndarray:
+        out = np.zeros(self.W)
+        out[:self.n] = qd
+        return out
+
+    def _is_ground(self, idx: np.ndarray) -> bool:
+        return idx is self._ground
+
+    def evaluate(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray | None = None,
+                 jacobians: bool = True) -> ForceTerms:
+        """Q(q, q̇, τ) and, if asked, ``Q_q``, ``Q_qd`` (analytic)."""
+        n, W = self.n, self.W
+        Q = np.zeros(W)
+        Q[:n] = self.Q0
+        Qq = np.zeros((W, W))
+        Qqd = np.zeros((W, W))
+        if not (self.state_dependent or (tau is not None and self.n_act)):
+            return ForceTerms(Q[:n], Qq[:n, :n], Qqd[:n, :n])
+        ext, extd = self._ext(q), self._ext_rate(qd)
+        for idx, torque in self._torques:
+            a = _angle(ext, extd, idx)
+            Q[idx] += torque * a.grad
+            Qq[np.ix_(idx, idx)] += torque * a.hess
+        for idx, spring in self._springs:
+            r, v = ext[idx], extd[idx]
+            d, dd = r[2:] - r[:2], v[2:] - v[:2]
+            length = math.hypot(d[0], d[1])
+            e = d / length
+            ldot = e @ dd
+            f = spring.k * (length - spring.length) + spring.c * ldot
+            Qb = -f * e
+            Q[idx[:2]] -= Qb
+            Q[idx[2:]] += Qb
+            if jacobians:
+                Pe = (np.eye(2) - np.outer(e, e)) / length
+                df_dd = spring.k * e + spring.c * (Pe @ dd)
+                K = -(np.outer(e, df_dd) + f * Pe)
+                Kd = -spring.c * np.outer(e, e)
+                Qq[np.ix_(idx, idx)] += np.block([[K, -K], [-K, K]])
+                Qqd[np.ix_(idx, idx)] += np.block([[Kd, -Kd], [-Kd, Kd]])
+        for ia, ib, s in self._rsprings:
+            idx = np.concatenate((ia, ib))
+            grad = np.zeros(8)
+            hess = np.zeros((8, 8))
+            rate_q = np.zeros(8)
+            phi, rate = 0.0, 0.0
+            for sign, sl, ii in ((-1.0, slice(0, 4), ia), (1.0, slice(4, 8), ib)):
+                if self._is_ground(ii):
+                    continue
+                a = _angle(ext, extd, ii)
+                grad[sl] = sign * a.grad
+                hess[sl, sl] = sign * a.hess
+                rate_q[sl] = sign * a.rate_q
+                phi += sign * a.value
+                rate += sign * a.rate
+            err = math.remainder(phi - s.angle, 2 * math.pi)
+            tq = -s.k * err - s.c * rate
+            np.add.at(Q, idx, tq * grad)
+            if jacobians:
+                dtq_dq = -s.k * grad - s.c * rate_q
+                np.add.at(Qq, (idx[:, None], idx[None, :]), np.outer(grad, dtq_dq) + tq * hess)
+                np.add.at(Qqd, (idx[:, None], idx[None, :]), -s.c * np.outer(grad, grad))
+        if tau is not None and self.n_act:
+            for k, (kind, what) in enumerate(self._act):
+                if kind == 'coord':
+                    Q[what] += tau[k]
+                    continue
+                for sign, ii in ((-1.0, what[0]), (1.0, what[1])):
+                    if self._is_ground(ii):
+                        continue
+                    a = _angle(ext, extd, ii)
+                    Q[ii] += sign * tau[k] * a.grad
+                    Qq[np.ix_(ii, ii)] += sign * tau[k] * a.hess
+        return ForceTerms(Q[:n], Qq[:n, :n], Qqd[:n, :n])
+
+    def actuator_matrix(self, q: np.ndarray) -> np.ndarray:
+        """B_act(q) (n x n_act): Q gains ``B_act τ`` from actuator efforts τ."""
+        B = np.zeros((self.W, self.n_act))
+        ext = self._ext(q)
+        zero = np.zeros(self.W)
+        for k, (kind, what) in enumerate(self._act):
+            if kind == 'coord':
+                B[what, k] = 1.0
+                continue
+            for sign, ii in ((-1.0, what[0]), (1.0, what[1])):
+                if self._is_ground(ii):
+                    continue
+                B[ii, k] += sign * _angle(ext, zero, ii).grad
+        return B[:self.n]

@@ -1,0 +1,677 @@
+"""Mechanism model: the YAML description turned into an immutable model.
+
+Reads the upstream format of seed 000's reference library verbatim
+(``parameters``, ``points``, ``planar_bodies``, ``relative_coordinates``;
+Listing 1 of seed 000) plus the extensions documented in the README
+(gravity, sliders, forces, torques, springs, point masses, actuators, joints,
+sensors). Coordinates are natural coordinates (seed 000 §2, App. III): the
+x, y of each non-fixed point in index order, then the relative coordinates.
+
+Nothing here depends on ROS or GTSAM. The model is built once and never
+changed by the algorithms (Pinocchio's model/data split).
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import yaml
+
+from .errors import ExpressionError, MechanismError
+from .expr import evaluate
+
+__all__ = ['Point', 'Body', 'RelativeCoordinate', 'Slider', 'PointForce', 'BodyTorque',
+           'Spring', 'RotationalSpring', 'Actuator', 'Joint', 'Imu', 'Mechanism',
+           'GROUND', 'load_mechanism', 'parse_mechanism']
+
+GROUND = -1
+"""Body index that stands for the fixed frame (``ground`` in the YAML)."""
+
+
+@dataclass(frozen=True)
+class Point:
+    """A point of the mechanism; ``x``, ``y`` are its (approximate) YAML position."""
+
+    x: float
+    y: float
+    fixed: bool
+    name: str
+
+
+@dataclass(frozen=True)
+class Body:
+    """A rigid planar body through 2+ points.
+
+    Its frame has the origin at the first point and +x toward the second;
+    ``cog`` is in that frame and ``I0`` is the inertia about the first point.
+    """
+
+    name: str
+    points: tuple[int, ...]
+    length: float
+    mass: float
+    I0: float
+    cog: tuple[float, float]
+
+
+@dataclass(frozen=True)
+class RelativeCoordinate:
+    """An angle added to q.
+
+    ``RelativeAngleAbsoluteDOF``: angle of the vector ``points[0] -> points[1]``
+    from the global x axis. ``RelativeAngle``: angle of body ``bodies[1]``
+    minus angle of body ``bodies[0]`` (either may be ground).
+    """
+
+    name: str
+    type: str
+    points: tuple[int, int] | None = None
+    bodies: tuple[int, int] | None = None
+
+
+@dataclass(frozen=True)
+class Slider:
+    """Point ``point`` moves on the line through two points (seed 000 Eqs. 42-43).
+
+    ``line`` names two mechanism points (fixed or mobile); ``through`` gives
+    two fixed global coordinates instead.
+    """
+
+    name: str
+    point: int
+    line: tuple[int, int] | None
+    through: tuple[tuple[float, float], tuple[float, float]] | None
+
+
+@dataclass(frozen=True)
+class PointForce:
+    """A constant force (world frame) at a point or at a body-fixed location."""
+
+    fx: float
+    fy: float
+    point: int | None = None
+    body: int | None = None
+    at: tuple[float, float] = (0.0, 0.0)
+
+
+@dataclass(frozen=True)
+class BodyTorque:
+    """A constant torque on a body (counter-clockwise positive)."""
+
+    body: int
+    torque: float
+
+
+@dataclass(frozen=True)
+class Spring:
+    """Translational spring-damper between two points."""
+
+    points: tuple[int, int]
+    k: float
+    c: float
+    length: float
+
+
+@dataclass(frozen=True)
+class RotationalSpring:
+    """Rotational spring-damper between two bodies (either may be ground).
+
+    The torque on ``bodies[1]`` is ``-k (phi - angle) - c phidot`` with
+    ``phi`` the angle of body 1 minus the angle of body 0; body 0 gets the
+    opposite torque.
+    """
+
+    bodies: tuple[int, int]
+    k: float
+    c: float
+    angle: float
+
+
+@dataclass(frozen=True)
+class Joint:
+    """A named joint whose position JointState reports.
+
+    ``revolute``: the angle of ``bodies[1]`` minus that of ``bodies[0]``
+    (ground allowed) minus ``offset``. ``prismatic``: the signed distance of
+    the slider's point from the first point of its line, along the line,
+    minus ``offset``.
+    """
+
+    name: str
+    type: str
+    bodies: tuple[int, int] | None = None
+    slider: int | None = None
+    offset: float = 0.0
+
+
+@dataclass(frozen=True)
+class Actuator:
+    """A motor: drives one coordinate of q, or a named joint."""
+
+    name: str
+    coordinate: int | None = None
+    joint: str | None = None
+
+
+@dataclass(frozen=True)
+class Imu:
+    """An IMU on a body, mounted at ``point`` (body frame) and rotated by ``angle``."""
+
+    name: str
+    body: int
+    point: tuple[float, float]
+    angle: float
+    frame_id: str
+    topic: str
+
+
+@dataclass(frozen=True)
+class Mechanism:
+    """Immutable description of a planar mechanism in natural coordinates."""
+
+    source: str
+    name: str
+    points: tuple[Point, ...]
+    bodies: tuple[Body, ...]
+    relative: tuple[RelativeCoordinate, ...]
+    sliders: tuple[Slider, ...] = ()
+    gravity: tuple[float, float] = (0.0, -9.81)
+    forces: tuple[PointForce, ...] = ()
+    torques: tuple[BodyTorque, ...] = ()
+    springs: tuple[Spring, ...] = ()
+    rotational_springs: tuple[RotationalSpring, ...] = ()
+    point_masses: tuple[tuple[int, float], ...] = ()
+    actuators: tuple[Actuator, ...] = ()
+    joints: tuple[Joint, ...] = ()
+    sensors: tuple[Imu, ...] = ()
+    parameters: Mapping[str, float] = field(default_factory=dict)
+
+    @property
+    def point_index(self) -> np.ndarray:
+        """(P, 2) int array: index in q of each point's x and y, -1 if fixed."""
+        idx = -np.ones((len(self.points), 2), dtype=int)
+        k = 0
+        for i, p in enumerate(self.points):
+            if not p.fixed:
+                idx[i] = (k, k + 1)
+                k += 2
+        return idx
+
+    @property
+    def n(self) -> int:
+        """Number of generalized (dependent) coordinates."""
+        return 2 * sum(not p.fixed for p in self.points) + len(self.relative)
+
+    @property
+    def coordinate_names(self) -> tuple[str, ...]:
+        """Names of q: ``x<i>``, ``y<i>`` per moving point i, then relative names."""
+        names = []
+        for i, p in enumerate(self.points):
+            if not p.fixed:
+                names += [f'x{i}', f'y{i}']
+        names += [r.name for r in self.relative]
+        return tuple(names)
+
+    def coordinate(self, key: int | str, *, path: str = 'coordinate') -> int:
+        """Index of a coordinate given by index or name."""
+        names = self.coordinate_names
+        if isinstance(key, bool):
+            raise MechanismError(f'expected a coordinate index or name, got {key!r}',
+                                 source=self.source, path=path)
+        if isinstance(key, int) or (isinstance(key, str) and key.strip().isdigit()):
+            i = int(key)
+            if not 0 <= i < len(names):
+                raise MechanismError(f'coordinate index {i} out of range 0..{len(names) - 1}',
+                                     source=self.source, path=path)
+            return i
+        if key in names:
+            return names.index(key)
+        raise MechanismError(f'unknown coordinate {key!r} (coordinates: {", ".join(names)})',
+                             source=self.source, path=path)
+
+    def joint(self, name: str) -> Joint:
+        """The joint called ``name``."""
+        for j in self.joints:
+            if j.name == name:
+                return j
+        raise KeyError(name)
+
+    def q_guess(self) -> np.ndarray:
+        """Approximate q from the YAML pose (before the position problem)."""
+        q = [c for p in self.points if not p.fixed for c in (p.x, p.y)]
+        for r in self.relative:
+            q.append(self._relative_angle_at_pose(r))
+        return np.array(q, dtype=float)
+
+    def body_angle_at_pose(self, b: int) -> float:
+        """Angle of body ``b`` (first->second point) at the YAML pose; 0 for ground."""
+        if b == GROUND:
+            return 0.0
+        i, j = self.bodies[b].points[:2]
+        pi, pj = self.points[i], self.points[j]
+        return math.atan2(pj.y - pi.y, pj.x - pi.x)
+
+    def _relative_angle_at_pose(self, r: RelativeCoordinate) -> float:
+        if r.points is not None:
+            pi, pj = self.points[r.points[0]], self.points[r.points[1]]
+            return math.atan2(pj.y - pi.y, pj.x - pi.x)
+        assert r.bodies is not None
+        a = self.body_angle_at_pose(r.bodies[1]) - self.body_angle_at_pose(r.bodies[0])
+        return math.atan2(math.sin(a), math.cos(a))
+
+
+# --------------------------------------------------------------------------
+# Parsing
+# --------------------------------------------------------------------------
+
+_TOP_KEYS = {'parameters', 'points', 'planar_bodies', 'relative_coordinates', 'gravity',
+             'sliders', 'forces', 'torques', 'springs', 'rotational_springs', 'point_masses',
+             'actuators', 'joints', 'sensors', 'name', 'description'}
+
+
+class _Ctx:
+    """Parsing context: the file name and the namespace for expressions."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.names: dict[str, float] = {}
+
+    def error(self, path: str, message: str) -> MechanismError:
+        return MechanismError(message, source=self.source, path=path)
+
+    def number(self, value: Any, path: str, extra: Mapping[str, float] | None = None) -> float:
+        names = dict(self.names)
+        if extra:
+            names.update(extra)
+        try:
+            return evaluate(value, names)
+        except ExpressionError as exc:
+            raise self.error(path, str(exc)) from None
+
+    def mapping(self, value: Any, path: str, allowed: set[str], required: Sequence[str] = ()
+                ) -> dict:
+        if not isinstance(value, dict):
+            raise self.error(path, f'expected a mapping, got {type(value).__name__}')
+        for key in value:
+            if key not in allowed:
+                raise self.error(f'{path}.{key}' if path else str(key),
+                                 f'unknown key {key!r} (allowed: {", ".join(sorted(allowed))})')
+        for key in required:
+            if key not in value:
+                raise self.error(path, f'missing required key {key!r}')
+        return value
+
+    def sequence(self, value: Any, path: str) -> list:
+        if not isinstance(value, list):
+            raise self.error(path, f'expected a list, got {type(value).__name__}')
+        return value
+
+    def index(self, value: Any, path: str, count: int, what: str) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.error(path, f'expected an integer {what} index, got {value!r}')
+        if not 0 <= value < count:
+            raise self.error(path, f'{what} index {value} out of range 0..{count - 1}')
+        return value
+
+    def body_ref(self, value: Any, path: str, count: int) -> int:
+        if value == 'ground':
+            return GROUND
+        return self.index(value, path, count, 'body')
+
+    def pair(self, value: Any, path: str) -> tuple[float, float]:
+        seq = self.sequence(value, path)
+        if len(seq) != 2:
+            raise self.error(path, f'expected 2 numbers, got {len(seq)}')
+        return (self.number(seq[0], f'{path}[0]'), self.number(seq[1], f'{path}[1]'))
+
+    def name(self, value: Any, path: str) -> str:
+        if not isinstance(value, str) or not value.strip():
+            raise self.error(path, f'expected a non-empty name, got {value!r}')
+        return value
+
+
+def load_mechanism(path: str | Path) -> Mechanism:
+    """Read a mechanism YAML file and return the (unassembled) :class:`Mechanism`.
+
+    :raises MechanismError: naming the file and YAML path of any problem.
+    """
+    source = str(path)
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise MechanismError(f'cannot read file: {exc.strerror}', source=source) from None
+    return parse_mechanism(text, source=source)
+
+
+def parse_mechanism(text: str, *, source: str = '<string>') -> Mechanism:
+    """Parse mechanism YAML text (see :func:`load_mechanism`)."""
+    ctx = _Ctx(source)
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, 'problem_mark', None)
+        where = f'line {mark.line + 1}' if mark is not None else 'document'
+        raise ctx.error(where, f'invalid YAML: {getattr(exc, "problem", exc)}') from None
+    if not isinstance(doc, dict):
+        raise ctx.error('', 'expected a mapping at the top level')
+    ctx.mapping(doc, '', _TOP_KEYS, required=('points', 'planar_bodies'))
+
+    params = doc.get('parameters') or {}
+    ctx.mapping(params, 'parameters', set(params) if isinstance(params, dict) else set())
+    for key, value in params.items():
+        ctx.names[str(key)] = ctx.number(value, f'parameters.{key}')
+    parameters = dict(ctx.names)
+
+    points = _parse_points(ctx, doc['points'])
+    P = len(points)
+    bodies = _parse_bodies(ctx, doc['planar_bodies'], points)
+    B = len(bodies)
+    relative = _parse_relative(ctx, doc.get('relative_coordinates') or [], P, B)
+    sliders = _parse_sliders(ctx, doc.get('sliders') or [], points)
+
+    gravity = (0.0, -9.81)
+    if 'gravity' in doc:
+        gravity = ctx.pair(doc['gravity'], 'gravity')
+
+    forces = []
+    for k, item in enumerate(ctx.sequence(doc.get('forces') or [], 'forces')):
+        path = f'forces[{k}]'
+        ctx.mapping(item, path, {'point', 'body', 'at', 'fx', 'fy'})
+        if ('point' in item) == ('body' in item):
+            raise ctx.error(path, "give exactly one of 'point' or 'body'")
+        fx = ctx.number(item.get('fx', 0.0), f'{path}.fx')
+        fy = ctx.number(item.get('fy', 0.0), f'{path}.fy')
+        if 'point' in item:
+            forces.append(PointForce(fx, fy, point=ctx.index(item['point'], f'{path}.point',
+                                                             P, 'point')))
+        else:
+            at = ctx.pair(item['at'], f'{path}.at') if 'at' in item else (0.0, 0.0)
+            forces.append(PointForce(fx, fy, body=ctx.index(item['body'], f'{path}.body', B,
+                                                            'body'), at=at))
+
+    torques = []
+    for k, item in enumerate(ctx.sequence(doc.get('torques') or [], 'torques')):
+        path = f'torques[{k}]'
+        ctx.mapping(item, path, {'body', 'torque'}, required=('body', 'torque'))
+        torques.append(BodyTorque(ctx.index(item['body'], f'{path}.body', B, 'body'),
+                                  ctx.number(item['torque'], f'{path}.torque')))
+
+    springs = []
+    for k, item in enumerate(ctx.sequence(doc.get('springs') or [], 'springs')):
+        path = f'springs[{k}]'
+        ctx.mapping(item, path, {'points', 'k', 'c', 'length'}, required=('points', 'k'))
+        pts = _index_list(ctx, item['points'], f'{path}.points', P, 'point', exact=2)
+        pa, pb = points[pts[0]], points[pts[1]]
+        auto = math.hypot(pb.x - pa.x, pb.y - pa.y)
+        length = auto if item.get('length', 'auto') == 'auto' else \
+            ctx.number(item['length'], f'{path}.length')
+        springs.append(Spring((pts[0], pts[1]), ctx.number(item['k'], f'{path}.k'),
+                              ctx.number(item.get('c', 0.0), f'{path}.c'), length))
+
+    partial = Mechanism(source=source, name='', points=points, bodies=bodies, relative=())
+    rsprings = []
+    for k, item in enumerate(ctx.sequence(doc.get('rotational_springs') or [],
+                                          'rotational_springs')):
+        path = f'rotational_springs[{k}]'
+        ctx.mapping(item, path, {'bodies', 'k', 'c', 'angle'}, required=('bodies', 'k'))
+        bb = _body_pair(ctx, item['bodies'], f'{path}.bodies', B)
+        auto = partial.body_angle_at_pose(bb[1]) - partial.body_angle_at_pose(bb[0])
+        angle = auto if item.get('angle', 'auto') == 'auto' else \
+            ctx.number(item['angle'], f'{path}.angle')
+        rsprings.append(RotationalSpring(bb, ctx.number(item['k'], f'{path}.k'),
+                                         ctx.number(item.get('c', 0.0), f'{path}.c'), angle))
+
+    point_masses = []
+    for k, item in enumerate(ctx.sequence(doc.get('point_masses') or [], 'point_masses')):
+        path = f'point_masses[{k}]'
+        ctx.mapping(item, path, {'point', 'mass'}, required=('point', 'mass'))
+        mass = ctx.number(item['mass'], f'{path}.mass')
+        if mass < 0:
+            raise ctx.error(f'{path}.mass', f'mass must be >= 0, got {mass}')
+        point_masses.append((ctx.index(item['point'], f'{path}.point', P, 'point'), mass))
+
+    joints = _parse_joints(ctx, doc.get('joints') or [], B, len(sliders))
+    mech = Mechanism(source=source, name=str(doc.get('name', Path(source).stem)),
+                     points=points, bodies=bodies, relative=relative, sliders=sliders,
+                     gravity=gravity, forces=tuple(forces), torques=tuple(torques),
+                     springs=tuple(springs), rotational_springs=tuple(rsprings),
+                     point_masses=tuple(point_masses), joints=joints,
+                     parameters=parameters)
+    actuators = _parse_actuators(ctx, doc.get('actuators') or [], mech)
+    sensors = _parse_sensors(ctx, doc.get('sensors') or [], B)
+    mech = Mechanism(**{**mech.__dict__, 'actuators': actuators, 'sensors': sensors})
+    return mech
+
+
+def _index_list(ctx: _Ctx, value: Any, path: str, count: int, what: str,
+                exact: int | None = None, minimum: int = 0) -> list[int]:
+    seq = ctx.sequence(value, path)
+    if exact is not None and len(seq) != exact:
+        raise ctx.error(path, f'expected {exact} {what} indices, got {len(seq)}')
+    if len(seq) < minimum:
+        raise ctx.error(path, f'expected at least {minimum} {what} indices, got {len(seq)}')
+    out = [ctx.index(v, f'{path}[{k}]', count, what) for k, v in enumerate(seq)]
+    if len(set(out)) != len(out):
+        raise ctx.error(path, f'repeated {what} index in {out}')
+    return out
+
+
+def _body_pair(ctx: _Ctx, value: Any, path: str, count: int) -> tuple[int, int]:
+    seq = ctx.sequence(value, path)
+    if len(seq) != 2:
+        raise ctx.error(path, f'expected 2 bodies, got {len(seq)}')
+    a = ctx.body_ref(seq[0], f'{path}[0]', count)
+    b = ctx.body_ref(seq[1], f'{path}[1]', count)
+    if a == b:
+        raise ctx.error(path, 'the two bodies must differ')
+    return a, b
+
+
+def _parse_points(ctx: _Ctx, value: Any) -> tuple[Point, ...]:
+    points = []
+    for i, item in enumerate(ctx.sequence(value, 'points')):
+        path = f'points[{i}]'
+        ctx.mapping(item, path, {'x', 'y', 'fixed', 'name'}, required=('x', 'y'))
+        x = ctx.number(item['x'], f'{path}.x')
+        y = ctx.number(item['y'], f'{path}.y')
+        fixed = item.get('fixed', False)
+        if not isinstance(fixed, bool):
+            raise ctx.error(f'{path}.fixed', f'expected true or false, got {fixed!r}')
+        name = ctx.name(item['name'], f'{path}.name') if 'name' in item else f'p{i}'
+        points.append(Point(x, y, fixed, name))
+        ctx.names[f'x{i}'] = x
+        ctx.names[f'y{i}'] = y
+    if not points:
+        raise ctx.error('points', 'a mechanism needs at least one point')
+    return tuple(points)
+
+
+def _parse_bodies(ctx: _Ctx, value: Any, points: Sequence[Point]) -> tuple[Body, ...]:
+    bodies = []
+    for b, item in enumerate(ctx.sequence(value, 'planar_bodies')):
+        path = f'planar_bodies[{b}]'
+        ctx.mapping(item, path, {'points', 'length', 'mass', 'I0', 'cog', 'visual', 'name'},
+                    required=('points', 'mass', 'I0'))
+        pts = _index_list(ctx, item['points'], f'{path}.points', len(points), 'point',
+                          minimum=2)
+        local = {'index': float(b + 1)}  # upstream: 1-based body index
+        for (a, pa), (c, pc) in itertools.combinations(enumerate(pts), 2):
+            d = math.hypot(points[pc].x - points[pa].x, points[pc].y - points[pa].y)
+            local[f'length{a + 1}{c + 1}'] = d
+        auto = local['length12']
+        if auto <= 1e-12:
+            raise ctx.error(f'{path}.points', 'the first two points coincide')
+        if len(pts) == 2 and item.get('length', 'auto') != 'auto':
+            length = ctx.number(item['length'], f'{path}.length', local)
+            if length <= 0:
+                raise ctx.error(f'{path}.length', f'length must be > 0, got {length}')
+        else:
+            length = auto  # upstream: length is ignored for 3+ point bodies
+        local['length'] = length
+        mass = ctx.number(item['mass'], f'{path}.mass', local)
+        if mass < 0:
+            raise ctx.error(f'{path}.mass', f'mass must be >= 0, got {mass}')
+        local['mass'] = mass
+        I0 = ctx.number(item['I0'], f'{path}.I0', local)
+        if I0 < 0:
+            raise ctx.error(f'{path}.I0', f'I0 must be >= 0, got {I0}')
+        cog = (0.0, 0.0)
+        if 'cog' in item:
+            seq = ctx.sequence(item['cog'], f'{path}.cog')
+            if len(seq) != 2:
+                raise ctx.error(f'{path}.cog', f'expected 2 numbers, got {len(seq)}')
+            cog = (ctx.number(seq[0], f'{path}.cog[0]', local),
+                   ctx.number(seq[1], f'{path}.cog[1]', local))
+        if len(pts) >= 3:
+            p0, p1 = points[pts[0]], points[pts[1]]
+            ux, uy = p1.x - p0.x, p1.y - p0.y
+            for k in pts[2:]:
+                cross = ux * (points[k].y - p0.y) - uy * (points[k].x - p0.x)
+                if abs(cross) <= 1e-9 * (ux * ux + uy * uy):
+                    raise ctx.error(f'{path}.points',
+                                    f'point {k} is colinear with points {pts[0]} and {pts[1]}:'
+                                    ' distances cannot make this body rigid')
+        name = ctx.name(item['name'], f'{path}.name') if 'name' in item else f'body{b}'
+        bodies.append(Body(name, tuple(pts), length, mass, I0, cog))
+    if not bodies:
+        raise ctx.error('planar_bodies', 'a mechanism needs at least one body')
+    return tuple(bodies)
+
+
+_REL_TYPES = ('RelativeAngleAbsoluteDOF', 'RelativeAngle')
+
+
+def _parse_relative(ctx: _Ctx, value: Any, P: int, B: int) -> tuple[RelativeCoordinate, ...]:
+    out = []
+    for k, item in enumerate(ctx.sequence(value, 'relative_coordinates')):
+        path = f'relative_coordinates[{k}]'
+        ctx.mapping(item, path, {'type', 'points', 'bodies', 'name'}, required=('type',))
+        typ = item['type']
+        name = ctx.name(item['name'], f'{path}.name') if 'name' in item else f'theta{k}'
+        if typ == 'RelativeAngleAbsoluteDOF':
+            if 'points' not in item:
+                raise ctx.error(path, "missing required key 'points'")
+            pts = _index_list(ctx, item['points'], f'{path}.points', P, 'point', exact=2)
+            out.append(RelativeCoordinate(name, typ, points=(pts[0], pts[1])))
+        elif typ == 'RelativeAngle':
+            if 'bodies' not in item:
+                raise ctx.error(path, "missing required key 'bodies'")
+            out.append(RelativeCoordinate(name, typ,
+                                          bodies=_body_pair(ctx, item['bodies'],
+                                                            f'{path}.bodies', B)))
+        else:
+            raise ctx.error(f'{path}.type',
+                            f'unknown type {typ!r} (known: {", ".join(_REL_TYPES)})')
+    names = [r.name for r in out]
+    if len(set(names)) != len(names):
+        raise ctx.error('relative_coordinates', f'repeated name in {names}')
+    return tuple(out)
+
+
+def _parse_sliders(ctx: _Ctx, value: Any, points: Sequence[Point]) -> tuple[Slider, ...]:
+    out = []
+    for k, item in enumerate(ctx.sequence(value, 'sliders')):
+        path = f'sliders[{k}]'
+        ctx.mapping(item, path, {'point', 'line', 'through', 'name'}, required=('point',))
+        p = ctx.index(item['point'], f'{path}.point', len(points), 'point')
+        if ('line' in item) == ('through' in item):
+            raise ctx.error(path, "give exactly one of 'line' (two point indices) or "
+                            "'through' (two [x, y] pairs)")
+        line = through = None
+        if 'line' in item:
+            a, b = _index_list(ctx, item['line'], f'{path}.line', len(points), 'point', exact=2)
+            if p in (a, b):
+                raise ctx.error(f'{path}.line', 'the slider point cannot define its own line')
+            line = (a, b)
+            ends = ((points[a].x, points[a].y), (points[b].x, points[b].y))
+        else:
+            seq = ctx.sequence(item['through'], f'{path}.through')
+            if len(seq) != 2:
+                raise ctx.error(f'{path}.through', f'expected two [x, y] pairs, got {len(seq)}')
+            through = (ctx.pair(seq[0], f'{path}.through[0]'),
+                       ctx.pair(seq[1], f'{path}.through[1]'))
+            ends = through
+        if math.hypot(ends[1][0] - ends[0][0], ends[1][1] - ends[0][1]) <= 1e-12:
+            raise ctx.error(path, 'the two points that define the line coincide')
+        name = ctx.name(item['name'], f'{path}.name') if 'name' in item else f'slider{k}'
+        out.append(Slider(name, p, line, through))
+    return tuple(out)
+
+
+def _parse_joints(ctx: _Ctx, value: Any, B: int, S: int) -> tuple[Joint, ...]:
+    out = []
+    for k, item in enumerate(ctx.sequence(value, 'joints')):
+        path = f'joints[{k}]'
+        ctx.mapping(item, path, {'name', 'type', 'bodies', 'slider', 'offset'},
+                    required=('name', 'type'))
+        name = ctx.name(item['name'], f'{path}.name')
+        offset = ctx.number(item.get('offset', 0.0), f'{path}.offset')
+        if item['type'] == 'revolute':
+            if 'bodies' not in item:
+                raise ctx.error(path, "missing required key 'bodies'")
+            out.append(Joint(name, 'revolute',
+                             bodies=_body_pair(ctx, item['bodies'], f'{path}.bodies', B),
+                             offset=offset))
+        elif item['type'] == 'prismatic':
+            if 'slider' not in item:
+                raise ctx.error(path, "missing required key 'slider'")
+            out.append(Joint(name, 'prismatic',
+                             slider=ctx.index(item['slider'], f'{path}.slider', S, 'slider'),
+                             offset=offset))
+        else:
+            raise ctx.error(f'{path}.type',
+                            f"unknown joint type {item['type']!r} (known: revolute, prismatic)")
+    names = [j.name for j in out]
+    if len(set(names)) != len(names):
+        raise ctx.error('joints', f'repeated joint name in {names}')
+    return tuple(out)
+
+
+def _parse_actuators(ctx: _Ctx, value: Any, mech: Mechanism) -> tuple[Actuator, ...]:
+    out = []
+    joints = {j.name for j in mech.joints}
+    for k, item in enumerate(ctx.sequence(value, 'actuators')):
+        path = f'actuators[{k}]'
+        ctx.mapping(item, path, {'name', 'coordinate', 'joint'}, required=('name',))
+        name = ctx.name(item['name'], f'{path}.name')
+        if ('coordinate' in item) == ('joint' in item):
+            raise ctx.error(path, "give exactly one of 'coordinate' or 'joint'")
+        if 'coordinate' in item:
+            out.append(Actuator(name, coordinate=mech.coordinate(item['coordinate'],
+                                                                 path=f'{path}.coordinate')))
+        else:
+            joint = item['joint']
+            if joint not in joints:
+                raise ctx.error(f'{path}.joint', f'unknown joint {joint!r} '
+                                f'(joints: {", ".join(sorted(joints)) or "none"})')
+            if mech.joint(joint).type != 'revolute':
+                raise ctx.error(f'{path}.joint', f'joint {joint!r} is not revolute; drive a '
+                                'prismatic joint through a coordinate instead')
+            out.append(Actuator(name, joint=joint))
+    names = [a.name for a in out]
+    if len(set(names)) != len(names):
+        raise ctx.error('actuators', f'repeated actuator name in {names}')
+    return tuple(out)
+
+
+def _parse_sensors(ctx: _Ctx, value: Any, B: int) -> tuple[Imu, ...]:
+    out = []
+    for k, item in enumerate(ctx.sequence(value, 'sensors')):
+        path = f'sensors[{k}]'
+        ctx.mapping(item, path, {'name', 'type', 'body', 'point', 'angle', 'frame_id', 'topic'},
+                    required=('name', 'type', 'body'))
+        if item['type'] != 'imu':
+            raise ctx.error(f'{path}.type', f"unknown sensor type {item['type']!r} (known: imu)")
+        name = ctx.name(item['name'], f'{path}.name')
+        point = ctx.pair(item['point'], f'{path}.point') if 'point' in item else (0.0, 0.0)
+        out.append(Imu(name, ctx.index(item['body'], f'{path}.body', B, 'body'), point,
+                       ctx.number(item.get('angle', 0.0), f'{path}.angle'),
+                       str(item.get('frame_id', name)), str(item.get('topic', f'imu/{name}'))))
+    names = [s.name for s in out]
+    if len(set(names)) != len(names):
+        raise ctx.error('sensors', f'repeated sensor name in {names}')
+    return tuple(out)
