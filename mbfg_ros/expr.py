@@ -31,7 +31,6 @@ _BINARY = {
     ast.Mult: lambda a, b: a * b,
     ast.Div: lambda a, b: a / b,
     ast.Pow: lambda a, b: a ** b,
-    ast.BitXor: lambda a, b: a ** b,  # '^' is power in the upstream format
 }
 _UNARY = {ast.UAdd: lambda a: +a, ast.USub: lambda a: -a}
 
@@ -52,7 +51,9 @@ def evaluate(text: str | int | float, names: Mapping[str, float] | None = None) 
         raise ExpressionError(f'expected a number or an expression, got {type(text).__name__}')
     names = names or {}
     try:
-        tree = ast.parse(text.strip(), mode='eval')
+        # '^' is power in the upstream format; Python parses it as XOR, with a
+        # lower precedence than '*', so it is rewritten before parsing.
+        tree = ast.parse(text.strip().replace('^', '**'), mode='eval')
     except SyntaxError:
         raise ExpressionError(f'cannot parse expression {text!r}') from None
     try:
