@@ -1,0 +1,1 @@
+"""Command-line tools of mbfg_ros (console_scripts entry points)."""
