@@ -96,7 +96,10 @@ def euler_error(dt: float, xs: Sequence[np.ndarray], want: bool):
 
 
 def trapezoidal_error(dt: float, xs: Sequence[np.ndarray], want: bool):
-    """f_ti, Eq. 23: e = x_{t+1} − x_t − Δt/2 (ẋ_t + ẋ_{t+1}); vars (x_t, x_{t+1}, ẋ_t, ẋ_{t+1})."""
+    """f_ti, Eq. 23: e = x_{t+1} − x_t − Δt/2 (ẋ_t + ẋ_{t+1}).
+
+    Variables (x_t, x_{t+1}, ẋ_t, ẋ_{t+1}).
+    """
     x0, x1, xd0, xd1 = xs
     e = x1 - x0 - 0.5 * dt * (xd0 + xd1)
     if not want:

@@ -1,0 +1,58 @@
+# mbfg_ros developer entry points. Everything runs from the project venv (.venv),
+# which `make venv` builds from requirements.txt using only PyPI.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+
+PYTHON3 ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+# ROS 2 environment for the ros-* wheels (Kilted). Nothing here is strictly required:
+# rclpy works with no variables set (the wheels' bootstrapper sets LD_LIBRARY_PATH and
+# re-execs python). RMW_IMPLEMENTATION: rmw_fastrtps_cpp is the only RMW installed and
+# the default; any other value makes rclpy.init() fail. Kilted's rcl no longer reads
+# ROS_LOCALHOST_ONLY; ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST is its replacement.
+# A private domain id keeps test traffic away from other ROS graphs on the host.
+export RMW_IMPLEMENTATION ?= rmw_fastrtps_cpp
+export ROS_DOMAIN_ID ?= 42
+export ROS_AUTOMATIC_DISCOVERY_RANGE ?= LOCALHOST
+
+.PHONY: all venv test demo bench lint clean distclean
+
+all: test
+
+venv: $(STAMP)
+
+$(PY):
+	$(PYTHON3) -m venv $(VENV) || { \
+	  echo "error: '$(PYTHON3) -m venv' failed (on Debian: apt-get install python3-venv)" >&2; \
+	  rm -rf $(VENV); exit 1; }
+
+$(STAMP): requirements.txt setup.py | $(PY)
+	$(PY) -m pip install --upgrade pip
+	$(PY) -m pip install -r requirements.txt
+	$(PY) -m pip install -e . --no-deps
+	touch $@
+
+test: venv
+	$(PY) -m pytest -q -p no:cacheprovider test
+
+demo: venv
+	$(PY) -m mbfg_ros.demo
+
+bench: venv
+	@shopt -s nullglob; for f in bench/*.py; do \
+	  echo "== $$f"; $(PY) "$$f"; \
+	done
+
+lint: venv
+	$(PY) -m ruff check mbfg_ros test bench
+
+clean:
+	rm -rf build install log out .pytest_cache .ruff_cache *.egg-info
+	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +
+
+distclean: clean
+	rm -rf $(VENV)
