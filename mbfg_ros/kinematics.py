@@ -30,21 +30,38 @@ def selector(idx: Sequence[int], n: int) -> np.ndarray:
 
 def solve_position(cons: Constraints, q_guess: np.ndarray,
                    prescribed: Mapping[int, float] | None = None, *, tol: float = 1e-12,
-                   max_iter: int = 60, source: str = '<mechanism>') -> np.ndarray:
+                   max_iter: int = 60, max_jump: float = 0.25,
+                   source: str = '<mechanism>') -> np.ndarray:
     """Position problem Φ(q) = 0 by Newton-Raphson from ``q_guess``.
 
     Coordinates in ``prescribed`` are held at their values; the others are
     solved with minimum-norm steps (``lstsq``), so the result stays on the
-    assembly branch of the guess.
+    assembly branch of the guess. When a prescribed value is more than
+    ``max_jump`` away from the guess, it is approached in sub-steps
+    (continuation): a single Newton jump could land on another branch (the
+    angle equation also holds for θ + π, and a four-bar has two closures).
 
     :raises AssemblyError: if the iteration does not converge; the message
         names the constraints left violated.
     """
     q = np.array(q_guess, dtype=float)
-    prescribed = prescribed or {}
-    for i, v in prescribed.items():
-        q[i] = v
+    prescribed = dict(prescribed or {})
     free = np.array([i for i in range(cons.n) if i not in prescribed], dtype=int)
+    if prescribed:
+        idx = np.array(list(prescribed), dtype=int)
+        target = np.array([prescribed[i] for i in idx], dtype=float)
+        start = q[idx].copy()
+        jump = float(np.max(np.abs(target - start))) if np.all(np.isfinite(start)) else 0.0
+        steps = max(1, int(np.ceil(jump / max_jump)))
+        for k in range(1, steps):
+            q[idx] = start + (target - start) * (k / steps)
+            q = _newton(cons, q, free, 1e-8, max_iter, source)
+        q[idx] = target
+    return _newton(cons, q, free, tol, max_iter, source)
+
+
+def _newton(cons: Constraints, q: np.ndarray, free: np.ndarray, tol: float, max_iter: int,
+            source: str) -> np.ndarray:
     scale = max(1.0, float(np.max(np.abs(q))) if q.size else 1.0)
     for _ in range(max_iter):
         phi = cons.phi(q)
@@ -57,6 +74,7 @@ def solve_position(cons: Constraints, q_guess: np.ndarray,
         norm = float(np.max(np.abs(step))) if step.size else 0.0
         if norm > 0.5 * scale:
             step *= 0.5 * scale / norm
+        q = q.copy()
         q[free] += step
         if not np.all(np.isfinite(q)):
             break
