@@ -35,7 +35,7 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
-from .constraints import Constraints
+from .constraints import ConstraintTerms, Constraints
 from .errors import MechanismError
 from .forces import Forces, mass_matrix
 from .kinematics import choose_independent, independent_rows, r_s_matrices, solve_position
@@ -121,15 +121,16 @@ class Accel(NamedTuple):
 
 def forward_accel(sys: System, q: np.ndarray, qd: np.ndarray, tau: np.ndarray | None = None,
                   *, Q_extra: np.ndarray | None = None, jacobians: bool = False,
-                  jac_Q: bool = False) -> Accel:
+                  jac_Q: bool = False, terms: ConstraintTerms | None = None) -> Accel:
     """Dependent-coordinate accelerations q̈(q, q̇, Q), seed 000 Eq. 5/6.
 
     ``tau``: actuator efforts (order of ``mech.actuators``); ``Q_extra``: any
-    further generalized force (e.g. the unknown Q of inverse dynamics).
+    further generalized force (e.g. the unknown Q of inverse dynamics);
+    ``terms``: ``sys.constraints.terms(q, qd)`` when the caller already has it.
     """
     n, rows = sys.n, sys.rows
     cons = sys.constraints
-    t = cons.terms(q, qd)
+    t = cons.terms(q, qd) if terms is None else terms
     ft = sys.forces.evaluate(q, qd, tau, jacobians=jacobians)
     Q = ft.Q if Q_extra is None else ft.Q + Q_extra
     Jq = t.phi_q[rows]

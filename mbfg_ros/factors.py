@@ -244,7 +244,7 @@ def stacked_state_error(sys: System, tau: np.ndarray | None, xs: Sequence[np.nda
     x = xs[0]
     q, qd, qdd = x[:n], x[n:2 * n], x[2 * n:]
     t = sys.constraints.terms(q, qd)
-    a = forward_accel(sys, q, qd, tau, jacobians=want)
+    a = forward_accel(sys, q, qd, tau, jacobians=want, terms=t)
     e = np.concatenate((t.phi, t.phi_q @ qd, a.qdd - qdd))
     if not want:
         return e, None
@@ -307,7 +307,7 @@ def stacked_indep_state_error(sys: System, idx: Sequence[int], tau: np.ndarray |
     z, zd, zdd = Z[:d], Z[d:2 * d], Z[2 * d:]
     cons = sys.constraints
     t = cons.terms(q, qd)
-    a = forward_accel(sys, q, qd, tau, jacobians=want)
+    a = forward_accel(sys, q, qd, tau, jacobians=want, terms=t)
     e = np.concatenate((t.phi, q[idx] - z, t.phi_q @ qd, qd[idx] - zd,
                         t.phi_q_dot @ qd + t.phi_q @ qdd, qdd[idx] - zdd, a.qdd[idx] - zdd))
     if not want:
