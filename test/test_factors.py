@@ -11,7 +11,8 @@ from mbfg_ros.dynamics import load_system
 
 SYSTEMS = [load_system(SHARED / 'fourbars1-with-rel-angle.yaml'),
            load_system(SHARED / 'pick-and-place-robot.yaml'),
-           load_system(DATA / 'extensions.yaml')]
+           load_system(DATA / 'extensions.yaml'),
+           load_system(DATA / 'quick_return.yaml')]
 
 
 def cases(sys, rng):
