@@ -1,0 +1,382 @@
+"""Measurement models h(q, q̇, q̈) of encoders and IMUs, with analytic Jacobians.
+
+Shared by the observation factors (:mod:`mbfg_ros.observations`) and the
+simulator (:func:`simulate_measurements`), so both read the same physics.
+
+Body angle (natural coordinates, seed 000 §2): a body with basic points i, j
+has θ = atan2(dy, dx), d = r_j − r_i, with ``∂θ/∂d = (−dy, dx)/|d|²`` and
+rate ``θ̇ = (dx ḋy − dy ḋx)/|d|²``. A body-fixed point at (ξ, η) is
+``r = A(ξ, η) [r_i; r_j]`` (forces.body_matrix_A), linear in q, so its
+acceleration is ``A [r̈_i; r̈_j]``. Models:
+
+* revolute joint (bodies a → b, ground allowed): ``θ_b − θ_a − offset``
+  wrapped to (−π, π]; rate ``θ̇_b − θ̇_a``;
+* prismatic joint: ``s = (p − a)·e − offset``, e = (b − a)/|b − a| the unit
+  vector of the slider line; rate ṡ;
+* gyroscope: ``θ̇`` of the IMU's body (planar rate about z);
+* accelerometer: specific force ``f = Rᵀ(θ + α) (a_P − g)`` in the sensor
+  frame (gravity included: at rest it reads ``−Rᵀ g``);
+* orientation: ``θ + α`` (α the mounting angle).
+
+Each model returns ``h`` and, when asked, ``(H_q, H_q̇, H_q̈)``; the tests
+check them against finite differences.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import NamedTuple, Sequence
+
+import numpy as np
+
+from .dynamics import System
+from .forces import body_matrix_A
+from .measurements import ImuMeasurement, JointMeasurement
+from .model import GROUND, Imu, Mechanism
+
+__all__ = ['SensorModel', 'Model', 'wrap_angle', 'joint_positions', 'joint_velocities',
+           'imu_reading', 'SensorConfig', 'simulate_measurements', 'ANGULAR_KINDS']
+
+ANGULAR_KINDS = frozenset({'joint_pos_rev', 'orient'})
+"""Kinds whose residual is an angle (wrapped to (−π, π])."""
+
+
+def wrap_angle(a: np.ndarray | float) -> np.ndarray | float:
+    """Wrap to (−π, π]."""
+    return np.pi - np.mod(np.pi - np.asarray(a, dtype=float), 2.0 * np.pi)
+
+
+class Model(NamedTuple):
+    """One measurement model evaluated at a state."""
+
+    h: np.ndarray
+    Hq: np.ndarray | None = None
+    Hqd: np.ndarray | None = None
+    Hqdd: np.ndarray | None = None
+
+
+_P = np.array([[0.0, -1.0], [1.0, 0.0]])
+
+
+def _extended_index(mech: Mechanism) -> tuple[np.ndarray, np.ndarray]:
+    """Per point its (x, y) index into ``[q, fixed point coordinates]``, and those constants."""
+    n = mech.n
+    pidx = mech.point_index
+    out = np.zeros((len(mech.points), 2), dtype=int)
+    consts: list[float] = []
+    for i, p in enumerate(mech.points):
+        if p.fixed:
+            out[i] = (n + len(consts), n + len(consts) + 1)
+            consts += [p.x, p.y]
+        else:
+            out[i] = pidx[i]
+    return out, np.array(consts, dtype=float)
+
+
+class SensorModel:
+    """Precomputed measurement models of a system's joints and IMUs (immutable).
+
+    Jacobians are computed on the extended vector ``[q, constants]`` and the
+    constant columns are dropped (fixed points have no derivative).
+    """
+
+    def __init__(self, sys: System) -> None:
+        mech = sys.mech
+        self.n = n = mech.n
+        self.mech = mech
+        pw, self._consts = _extended_index(mech)
+        self.W = n + len(self._consts)
+        self.g = np.array(mech.gravity, dtype=float)
+
+        def body_w(b: int) -> np.ndarray | None:
+            if b == GROUND:
+                return None
+            i, j = mech.bodies[b].points[:2]
+            return np.concatenate((pw[i], pw[j]))
+
+        self._body_w = [body_w(b) for b in range(len(mech.bodies))]
+        self.joint_names = tuple(j.name for j in mech.joints)
+        self._joints = []
+        for j in mech.joints:
+            if j.type == 'revolute':
+                self._joints.append(('rev', body_w(j.bodies[0]), body_w(j.bodies[1]), j.offset))
+            else:
+                s = mech.sliders[j.slider]
+                if s.line is not None:
+                    a_idx, b_idx = pw[s.line[0]], pw[s.line[1]]
+                    extra = None
+                else:
+                    a_idx = b_idx = None
+                    extra = (np.array(s.through[0], float), np.array(s.through[1], float))
+                self._joints.append(('pri', pw[s.point], (a_idx, b_idx, extra), j.offset))
+        self.imu_names = tuple(s.name for s in mech.sensors)
+        self._imus = []
+        for s in mech.sensors:
+            body = mech.bodies[s.body]
+            A = body_matrix_A(s.point[0], s.point[1], body.length)
+            self._imus.append((body_w(s.body), A, float(s.angle)))
+
+    # -- helpers ---------------------------------------------------------
+    def _ext(self, q: np.ndarray) -> np.ndarray:
+        return np.concatenate((q, self._consts))
+
+    def _ext_rate(self, v: np.ndarray) -> np.ndarray:
+        out = np.zeros(self.W)
+        out[:self.n] = v
+        return out
+
+    def _drop(self, Jw: np.ndarray) -> np.ndarray:
+        return Jw[..., :self.n]
+
+    @staticmethod
+    def _angle(w: np.ndarray, wd: np.ndarray, idx: np.ndarray | None):
+        """(θ, θ̇, ∂θ/∂w (4,), ∂θ̇/∂w (4,)); ground gives zeros."""
+        if idx is None:
+            z = np.zeros(4)
+            return 0.0, 0.0, z, z
+        d = w[idx[2:]] - w[idx[:2]]
+        dd = wd[idx[2:]] - wd[idx[:2]]
+        r2 = d @ d
+        G = np.array([-d[1], d[0]]) / r2
+        rate = float(G @ dd)
+        rate_d = np.array([dd[1], -dd[0]]) / r2 - 2.0 * rate * d / r2
+        return (math.atan2(d[1], d[0]), rate, np.concatenate((-G, G)),
+                np.concatenate((-rate_d, rate_d)))
+
+    def _scatter(self, idx: np.ndarray | None, g4: np.ndarray, out: np.ndarray,
+                 sign: float = 1.0) -> None:
+        if idx is not None:
+            np.add.at(out, idx, sign * g4)
+
+    # -- joints ----------------------------------------------------------
+    def joint(self, j: int, q: np.ndarray, qd: np.ndarray, want: bool = False
+              ) -> tuple[Model, Model]:
+        """Position and rate models of joint ``j`` (each 1 row)."""
+        kind, a, b, offset = self._joints[j]
+        w, wd = self._ext(q), self._ext_rate(qd)
+        if kind == 'rev':
+            ta, ra, ga, gra = self._angle(w, wd, a)
+            tb, rb, gb, grb = self._angle(w, wd, b)
+            pos = np.array([float(wrap_angle(tb - ta - offset))])
+            vel = np.array([rb - ra])
+            if not want:
+                return Model(pos), Model(vel)
+            Gp = np.zeros(self.W)
+            Gv = np.zeros(self.W)
+            self._scatter(b, gb, Gp)
+            self._scatter(a, ga, Gp, -1.0)
+            self._scatter(b, grb, Gv)
+            self._scatter(a, gra, Gv, -1.0)
+            gp = self._drop(Gp)[None, :]
+            zero = np.zeros((1, self.n))
+            return (Model(pos, gp, zero, zero),
+                    Model(vel, self._drop(Gv)[None, :], gp.copy(), zero))
+        return self._prismatic(a, b, offset, w, wd, want)
+
+    def _prismatic(self, p_idx, line, offset, w, wd, want):
+        a_idx, b_idx, fixed = line
+        p, pd = w[p_idx], wd[p_idx]
+        if fixed is not None:
+            a, b = fixed
+            ad = bd = np.zeros(2)
+        else:
+            a, b, ad, bd = w[a_idx], w[b_idx], wd[a_idx], wd[b_idx]
+        r, rd = p - a, pd - ad
+        D, Dd = b - a, bd - ad
+        ln = math.sqrt(D @ D)
+        e = D / ln
+        Pm = (np.eye(2) - np.outer(e, e)) / ln
+        s = float(r @ e) - offset
+        ed = Pm @ Dd
+        sd = float(rd @ e + r @ ed)
+        if not want:
+            return Model(np.array([s])), Model(np.array([sd]))
+        # position: ∂s/∂r = e, ∂s/∂D = P r
+        s_r, s_D = e, Pm @ r
+        # rate ṡ = ṙ·e + rᵀ P Ḋ (derivatives derived in the module docstring of the tests)
+        l3, l5 = ln ** 3, ln ** 5
+        rD, DDd, rDd = r @ D, D @ Dd, r @ Dd
+        sd_r = ed
+        sd_D = (Pm @ rd - rDd * D / l3 - r * DDd / l3 - rD * Dd / l3
+                + 3.0 * rD * DDd * D / l5)
+        Gp = np.zeros(self.W)
+        Gv = np.zeros(self.W)
+        Gvd = np.zeros(self.W)
+        np.add.at(Gp, p_idx, s_r)
+        np.add.at(Gv, p_idx, sd_r)
+        np.add.at(Gvd, p_idx, e)
+        if fixed is None:
+            np.add.at(Gp, a_idx, -s_r - s_D)
+            np.add.at(Gp, b_idx, s_D)
+            np.add.at(Gv, a_idx, -sd_r - sd_D)
+            np.add.at(Gv, b_idx, sd_D)
+            np.add.at(Gvd, a_idx, -e - s_D)
+            np.add.at(Gvd, b_idx, s_D)
+        zero = np.zeros((1, self.n))
+        return (Model(np.array([s]), self._drop(Gp)[None, :], zero, zero),
+                Model(np.array([sd]), self._drop(Gv)[None, :], self._drop(Gvd)[None, :], zero))
+
+    def joint_is_angular(self, j: int) -> bool:
+        return self._joints[j][0] == 'rev'
+
+    # -- IMU -------------------------------------------------------------
+    def imu(self, k: int, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray, want: bool = False
+            ) -> tuple[Model, Model, Model]:
+        """Gyro (1), accelerometer (2) and orientation (1) models of IMU ``k``."""
+        idx, A, alpha = self._imus[k]
+        w, wd = self._ext(q), self._ext_rate(qd)
+        th, rate, g, gr = self._angle(w, wd, idx)
+        acc = A @ self._ext_rate(qdd)[idx]
+        v = acc - self.g
+        phi = th + alpha
+        c, s = math.cos(phi), math.sin(phi)
+        RT = np.array([[c, s], [-s, c]])
+        f = RT @ v
+        gyro = np.array([rate])
+        ori = np.array([float(wrap_angle(phi))])
+        if not want:
+            return Model(gyro), Model(f), Model(ori)
+        n = self.n
+        Gq = np.zeros(self.W)
+        Gr = np.zeros(self.W)
+        np.add.at(Gq, idx, g)
+        np.add.at(Gr, idx, gr)
+        gq = self._drop(Gq)
+        zero1 = np.zeros((1, n))
+        dRT = np.array([[-s, c], [-c, -s]])
+        Fq = np.outer(dRT @ v, gq)
+        Fa = np.zeros((2, self.W))
+        np.add.at(Fa.T, idx, (RT @ A).T)
+        return (Model(gyro, self._drop(Gr)[None, :], gq[None, :], zero1.copy()),
+                Model(f, Fq, np.zeros((2, n)), self._drop(Fa)),
+                Model(ori, gq[None, :], zero1.copy(), zero1.copy()))
+
+    # -- all joints at once ----------------------------------------------
+    def joint_positions(self, q: np.ndarray) -> np.ndarray:
+        z = np.zeros(self.n)
+        return np.array([self.joint(j, q, z)[0].h[0] for j in range(len(self._joints))])
+
+    def joint_velocities(self, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
+        return np.array([self.joint(j, q, qd)[1].h[0] for j in range(len(self._joints))])
+
+
+def joint_positions(sys: System, q: np.ndarray) -> np.ndarray:
+    """Positions of ``mech.joints`` (revolute wrapped to (−π, π] minus offset)."""
+    return SensorModel(sys).joint_positions(np.asarray(q, dtype=float))
+
+
+def joint_velocities(sys: System, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
+    """Rates of ``mech.joints``."""
+    return SensorModel(sys).joint_velocities(np.asarray(q, float), np.asarray(qd, float))
+
+
+def imu_reading(sys: System, imu: Imu | int | str, q: np.ndarray, qd: np.ndarray,
+                qdd: np.ndarray) -> tuple[float, np.ndarray, float]:
+    """(gyro_z, specific force (2,) in the sensor frame, angle) of one IMU."""
+    model = SensorModel(sys)
+    k = _imu_index(sys.mech, imu)
+    g, f, o = model.imu(k, np.asarray(q, float), np.asarray(qd, float), np.asarray(qdd, float))
+    return float(g.h[0]), f.h, float(o.h[0])
+
+
+def _imu_index(mech: Mechanism, imu: Imu | int | str) -> int:
+    if isinstance(imu, int):
+        return imu
+    name = imu.name if isinstance(imu, Imu) else imu
+    return [s.name for s in mech.sensors].index(name)
+
+
+# --------------------------------------------------------------------------
+# Simulated sensors
+# --------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class SensorConfig:
+    """What :func:`simulate_measurements` produces.
+
+    Encoders (one JointState per sample with every joint in ``joints``,
+    default all YAML joints): ``encoder_rate`` Hz, ``encoder_counts`` per
+    turn (0: no quantisation; revolute joints only), additive Gaussian
+    ``encoder_sigma`` (rad or m), velocity with ``encoder_velocity_sigma``
+    (None: no velocity field, NaN). IMUs (``imus``, default all YAML sensors):
+    ``imu_rate`` Hz, ``gyro_sigma`` rad/s, ``accel_sigma`` m/s²,
+    ``orientation_sigma`` rad (None: no orientation, like most IMUs without a
+    filter). A rate of 0 disables that sensor. ``dropouts``: (start, end)
+    intervals without encoder messages.
+    """
+
+    encoder_rate: float = 500.0
+    encoder_counts: int = 4096
+    encoder_sigma: float = math.radians(0.05)
+    encoder_velocity_sigma: float | None = None
+    joints: tuple[str, ...] | None = None
+    imu_rate: float = 500.0
+    gyro_sigma: float = 0.01
+    accel_sigma: float = 0.05
+    orientation_sigma: float | None = None
+    imus: tuple[str, ...] | None = None
+    dropouts: tuple[tuple[float, float], ...] = ()
+
+
+def _sample_indices(t: np.ndarray, rate: float) -> np.ndarray:
+    """Indices of ``t`` nearest to a grid of period 1/rate starting at t[0]."""
+    if rate <= 0 or len(t) == 0:
+        return np.zeros(0, dtype=int)
+    grid = np.arange(t[0], t[-1] + 0.5 / rate, 1.0 / rate)
+    idx = np.clip(np.searchsorted(t, grid), 0, len(t) - 1)
+    prev = np.clip(idx - 1, 0, len(t) - 1)
+    idx = np.where(np.abs(t[prev] - grid) < np.abs(t[idx] - grid), prev, idx)
+    return np.unique(idx)
+
+
+def simulate_measurements(sys: System, t: np.ndarray, q: np.ndarray, qd: np.ndarray,
+                          qdd: np.ndarray, config: SensorConfig,
+                          rng: np.random.Generator) -> list[JointMeasurement | ImuMeasurement]:
+    """Noisy encoder and IMU messages from a sampled trajectory, sorted by stamp.
+
+    Each message is stamped with the trajectory time of the sample it reads
+    (the nearest sample to the sensor's clock), so the truth is exact there.
+    """
+    t = np.asarray(t, dtype=float)
+    model = SensorModel(sys)
+    mech = sys.mech
+    out: list[tuple[float, int, JointMeasurement | ImuMeasurement]] = []
+    names = config.joints if config.joints is not None else model.joint_names
+    jidx = [model.joint_names.index(nm) for nm in names]
+    step = 2.0 * math.pi / config.encoder_counts if config.encoder_counts else 0.0
+    nan = np.full(len(names), np.nan)
+    for i in _sample_indices(t, config.encoder_rate) if names else []:
+        if any(a <= t[i] < b for a, b in config.dropouts):
+            continue
+        pos = np.empty(len(names))
+        vel = np.full(len(names), np.nan)
+        for k, j in enumerate(jidx):
+            p, v = model.joint(j, q[i], qd[i])
+            z = p.h[0]
+            if step and model.joint_is_angular(j):
+                z = round(z / step) * step
+            pos[k] = wrap_angle(z + rng.normal(0.0, config.encoder_sigma)) \
+                if model.joint_is_angular(j) else z + rng.normal(0.0, config.encoder_sigma)
+            if config.encoder_velocity_sigma is not None:
+                vel[k] = v.h[0] + rng.normal(0.0, config.encoder_velocity_sigma)
+        out.append((float(t[i]), 0, JointMeasurement(float(t[i]), tuple(names), pos, vel,
+                                                      nan.copy())))
+    imus = config.imus if config.imus is not None else model.imu_names
+    for nm in imus:
+        k = model.imu_names.index(nm)
+        for i in _sample_indices(t, config.imu_rate):
+            g, f, o = model.imu(k, q[i], qd[i], qdd[i])
+            angle = None
+            if config.orientation_sigma is not None:
+                angle = float(wrap_angle(o.h[0] + rng.normal(0.0, config.orientation_sigma)))
+            out.append((float(t[i]), 1, ImuMeasurement(
+                float(t[i]), mech.sensors[k].name,
+                float(g.h[0] + rng.normal(0.0, config.gyro_sigma)),
+                f.h + rng.normal(0.0, config.accel_sigma, 2), angle)))
+    out.sort(key=lambda r: (r[0], r[1]))
+    return [m for _, _, m in out]
+
+
+def names_index(names: Sequence[str]) -> dict[str, int]:
+    """Name → position lookup."""
+    return {nm: i for i, nm in enumerate(names)}
