@@ -1,0 +1,154 @@
+"""rosbag2 reading and writing through ``rosbags`` (pure Python, no ROS installation).
+
+:class:`BagWriter` writes MCAP (default) or sqlite3 rosbag2 directories with
+the standard message types; :func:`read_messages` yields deserialised
+messages of chosen topics in log-time order and turns every foreign failure
+(missing path, unreadable metadata, truncated or corrupt storage) into a
+:class:`BagError` that names the bag, raised where it happens so the caller
+keeps whatever it processed before (rosbags' habit: foreign errors converted
+at the boundary).
+
+Messages are rosbags dataclasses: the same attribute names as rclpy
+messages, so :mod:`mbfg_ros.ros.conversions` reads both.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterator, Mapping, NamedTuple
+
+from .errors import MbfgError
+
+__all__ = ['BagError', 'BagWriter', 'BagMessage', 'bag_topics', 'read_messages', 'typestore']
+
+
+class BagError(MbfgError):
+    """A bag cannot be read or written; the message names the bag and what is wrong."""
+
+
+def typestore() -> Any:
+    """The message type store used for every bag this package reads or writes."""
+    from rosbags.typesys import Stores, get_typestore
+
+    return get_typestore(Stores.ROS2_HUMBLE)
+
+
+class BagMessage(NamedTuple):
+    topic: str
+    msgtype: str
+    log_ns: int
+    msg: Any
+
+
+class BagWriter:
+    """Write a rosbag2 directory (``storage`` 'mcap' or 'sqlite3').
+
+    ``with BagWriter(path) as w: w.write('/topic', 'sensor_msgs/msg/JointState', t_ns, msg)``;
+    connections are created on first use.
+    """
+
+    def __init__(self, path: str | Path, storage: str = 'mcap', store: Any = None,
+                 overwrite: bool = False) -> None:
+        from rosbags.rosbag2 import StoragePlugin, Writer
+
+        self.path = Path(path)
+        if storage not in ('mcap', 'sqlite3'):
+            raise BagError(f'{self.path}: unknown storage {storage!r} (mcap or sqlite3)')
+        if self.path.exists():
+            if not overwrite:
+                raise BagError(f'{self.path}: output exists (remove it or choose another path)')
+            import shutil
+            shutil.rmtree(self.path)
+        self.store = store if store is not None else typestore()
+        plugin = StoragePlugin.MCAP if storage == 'mcap' else StoragePlugin.SQLITE3
+        self._writer = Writer(self.path, version=8, storage_plugin=plugin)
+        self._conns: dict[str, Any] = {}
+        self.count = 0
+
+    def __enter__(self) -> 'BagWriter':
+        self.open()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def open(self) -> None:
+        try:
+            self._writer.open()
+        except Exception as exc:  # noqa: BLE001 - foreign error converted at the boundary
+            raise BagError(f'{self.path}: cannot create bag: {exc}') from None
+
+    def write(self, topic: str, msgtype: str, t_ns: int, msg: Any) -> None:
+        conn = self._conns.get(topic)
+        if conn is None:
+            conn = self._conns[topic] = self._writer.add_connection(topic, msgtype,
+                                                                    typestore=self.store)
+        self._writer.write(conn, int(t_ns), self.store.serialize_cdr(msg, msgtype))
+        self.count += 1
+
+    def close(self) -> None:
+        self._writer.close()
+
+
+def _open_reader(path: Path) -> Any:
+    from rosbags.rosbag2 import Reader
+
+    if not path.exists():
+        raise BagError(f'{path}: no such bag (expected a rosbag2 directory)')
+    try:
+        reader = Reader(path)
+        reader.open()
+    except Exception as exc:  # noqa: BLE001
+        raise BagError(f'{path}: not a readable rosbag2 ({type(exc).__name__}: {exc})') from None
+    return reader
+
+
+def bag_topics(path: str | Path) -> dict[str, str]:
+    """``{topic: msgtype}`` of a bag."""
+    reader = _open_reader(Path(path))
+    try:
+        return {c.topic: c.msgtype for c in reader.connections}
+    finally:
+        reader.close()
+
+
+def read_messages(path: str | Path, wanted: Mapping[str, str], store: Any = None
+                  ) -> Iterator[BagMessage]:
+    """Deserialised messages of the topics in ``wanted`` (``{topic: expected msgtype}``).
+
+    :raises BagError: missing or unreadable bag, none of the wanted topics,
+        a wanted topic with another type, or storage failing part-way (raised
+        at that point: the messages before it have been yielded).
+    """
+    path = Path(path)
+    store = store if store is not None else typestore()
+    reader = _open_reader(path)
+    try:
+        conns = []
+        for c in reader.connections:
+            if c.topic in wanted:
+                if c.msgtype != wanted[c.topic]:
+                    raise BagError(f'{path}: topic {c.topic} has type {c.msgtype}, expected '
+                                   f'{wanted[c.topic]}')
+                conns.append(c)
+        if not conns:
+            have = ', '.join(sorted(f'{c.topic} ({c.msgtype})' for c in reader.connections))
+            raise BagError(f'{path}: none of the expected topics '
+                           f'{", ".join(sorted(wanted))}; the bag has: {have or "nothing"}')
+        it = reader.messages(connections=conns)
+        n = 0
+        while True:
+            try:
+                conn, t, raw = next(it)
+                msg = store.deserialize_cdr(raw, conn.msgtype)
+            except StopIteration:
+                break
+            except Exception as exc:  # noqa: BLE001
+                raise BagError(f'{path}: unreadable after {n} messages (truncated or corrupt? '
+                               f'{type(exc).__name__}: {exc})') from None
+            n += 1
+            yield BagMessage(conn.topic, conn.msgtype, int(t), msg)
+    finally:
+        try:
+            reader.close()
+        except Exception:  # noqa: BLE001
+            pass

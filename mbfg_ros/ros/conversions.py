@@ -1,0 +1,360 @@
+"""Messages <-> plain records, for live rclpy messages and rosbags' dataclasses alike.
+
+Reading is duck-typed: an rclpy ``sensor_msgs.msg.JointState`` and the
+dataclass rosbags deserialises from a bag have the same attribute names, so
+one function serves the node and the replay tool (DESIGN.md §2: same input,
+same estimates). Writing goes through a small :class:`MessageKit`: one for
+rclpy (:func:`rclpy_kit`) and one for a rosbags typestore
+(:func:`rosbags_kit`); they differ only in how arrays and bytes are stored.
+
+No rclpy import at module level: the replay tool imports this module on
+machines without ROS.
+
+Conventions (REP 103/145, sensor_msgs docs): a covariance whose first element
+is -1 means "this field is not provided"; an all-zero covariance means
+"unknown" (the configured noise is used). Planar orientation is the yaw of
+the quaternion.
+"""
+from __future__ import annotations
+
+import importlib
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
+
+from ..measurements import Estimate, ImuMeasurement, JointMeasurement
+
+__all__ = ['InputRejected', 'stamp_ns', 'ns_to_stamp_fields', 'joint_state_to_record',
+           'imu_to_record', 'Reference', 'trajectory_to_reference', 'MessageKit',
+           'rclpy_kit', 'rosbags_kit', 'TYPES', 'joint_state_msg', 'float_array_msg',
+           'estimate_messages', 'diagnostics_msg', 'imu_msg', 'clock_msg']
+
+NS = 1_000_000_000
+
+TYPES = {
+    'JointState': 'sensor_msgs/msg/JointState',
+    'Imu': 'sensor_msgs/msg/Imu',
+    'Float64MultiArray': 'std_msgs/msg/Float64MultiArray',
+    'DiagnosticArray': 'diagnostic_msgs/msg/DiagnosticArray',
+    'JointTrajectory': 'trajectory_msgs/msg/JointTrajectory',
+    'Clock': 'rosgraph_msgs/msg/Clock',
+}
+"""Short name -> ROS type name of every message the package reads or writes."""
+
+
+class InputRejected(ValueError):
+    """A message that cannot be used at all; ``reason`` is a short counter key."""
+
+    def __init__(self, reason: str, detail: str = '') -> None:
+        self.reason = reason
+        super().__init__(f'{reason}: {detail}' if detail else reason)
+
+
+# ------------------------------------------------------------------ time
+
+def stamp_ns(stamp: Any) -> int:
+    """``builtin_interfaces/Time`` -> integer nanoseconds (exact, no float rounding)."""
+    return int(stamp.sec) * NS + int(stamp.nanosec)
+
+
+def ns_to_stamp_fields(t_ns: int) -> dict:
+    """Integer nanoseconds -> ``{'sec': ..., 'nanosec': ...}`` (floor division, ns >= 0)."""
+    sec, nanosec = divmod(int(t_ns), NS)
+    return {'sec': int(sec), 'nanosec': int(nanosec)}
+
+
+def _message_stamp(msg: Any, now_ns: int | None) -> int:
+    t = stamp_ns(msg.header.stamp)
+    if t == 0:
+        if now_ns is None:
+            raise InputRejected('no_stamp', 'header.stamp is zero')
+        return int(now_ns)
+    if t < 0:
+        raise InputRejected('bad_stamp', f'negative stamp {t} ns')
+    return t
+
+
+# ------------------------------------------------------------------ reading
+
+def _column(values: Sequence[float], n: int, field: str) -> np.ndarray:
+    """A JointState array: empty -> all NaN (not given); wrong length -> rejected."""
+    arr = np.asarray(values, dtype=float).reshape(-1)
+    if arr.size == 0:
+        return np.full(n, np.nan)
+    if arr.size != n:
+        raise InputRejected('length_mismatch',
+                            f'{field} has {arr.size} values for {n} names')
+    return np.where(np.isfinite(arr), arr, np.nan)
+
+
+def joint_state_to_record(msg: Any, known: Iterable[str] | None = None,
+                          now_ns: int | None = None
+                          ) -> tuple[int, JointMeasurement, tuple[str, ...], int]:
+    """JointState -> (stamp ns, record, unknown names, number of non-finite values).
+
+    position -> encoder, velocity -> rate, effort -> known applied torque.
+    Names not in ``known`` are dropped from the record and returned so the
+    caller can warn once. Non-finite values become NaN ("not given").
+
+    :raises InputRejected: wrong array lengths, repeated names, no usable value.
+    """
+    names = tuple(str(n) for n in msg.name)
+    t = _message_stamp(msg, now_ns)
+    n = len(names)
+    if n == 0:
+        raise InputRejected('empty', 'JointState without names')
+    if len(set(names)) != n:
+        raise InputRejected('repeated_names', f'repeated joint names {names}')
+    raw = [np.asarray(v, dtype=float).reshape(-1) for v in (msg.position, msg.velocity,
+                                                            msg.effort)]
+    pos, vel, eff = (_column(v, n, f) for v, f in zip(raw, ('position', 'velocity',
+                                                            'effort')))
+    nonfinite = int(sum(int(np.count_nonzero(~np.isfinite(v))) for v in raw))
+    unknown: tuple[str, ...] = ()
+    if known is not None:
+        known = set(known)
+        keep = [i for i, name in enumerate(names) if name in known]
+        unknown = tuple(name for name in names if name not in known)
+        if unknown:
+            names = tuple(names[i] for i in keep)
+            pos, vel, eff = pos[keep], vel[keep], eff[keep]
+    if not names or not (np.isfinite(pos).any() or np.isfinite(vel).any()
+                         or np.isfinite(eff).any()):
+        raise InputRejected('no_usable_values',
+                            'no finite value for a known joint' if names else
+                            f'no known joint among {unknown}')
+    return t, JointMeasurement(t / NS, names, pos, vel, eff), unknown, nonfinite
+
+
+def _variance(cov: Sequence[float], index: int) -> float | None:
+    c = np.asarray(cov, dtype=float).reshape(-1)
+    if c.size != 9 or not np.all(np.isfinite(c)) or not np.any(c != 0.0):
+        return None
+    v = float(c[index])
+    return v if v > 0.0 else None
+
+
+def _provided(cov: Sequence[float]) -> bool:
+    c = np.asarray(cov, dtype=float).reshape(-1)
+    return not (c.size > 0 and c[0] == -1.0)
+
+
+def quaternion_yaw(x: float, y: float, z: float, w: float) -> float:
+    """Planar angle (rotation about z) of a quaternion."""
+    return math.atan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z))
+
+
+def imu_to_record(msg: Any, sensor: str, now_ns: int | None = None
+                  ) -> tuple[int, ImuMeasurement]:
+    """Imu -> (stamp ns, record) for the YAML sensor ``sensor``.
+
+    angular_velocity.z -> gyro, linear_acceleration x, y -> accelerometer
+    (specific force in the sensor frame), orientation -> angle (yaw) only when
+    orientation_covariance[0] != -1. A part whose covariance[0] is -1 or whose
+    values are not finite is left out.
+
+    :raises InputRejected: nothing usable in the message.
+    """
+    t = _message_stamp(msg, now_ns)
+    gyro = float(msg.angular_velocity.z) if _provided(msg.angular_velocity_covariance) else None
+    if gyro is not None and not math.isfinite(gyro):
+        gyro = None
+    accel = None
+    if _provided(msg.linear_acceleration_covariance):
+        a = np.array([msg.linear_acceleration.x, msg.linear_acceleration.y], dtype=float)
+        accel = a if np.all(np.isfinite(a)) else None
+    angle = None
+    if _provided(msg.orientation_covariance):
+        o = msg.orientation
+        quat = np.array([o.x, o.y, o.z, o.w], dtype=float)
+        norm = float(np.linalg.norm(quat)) if np.all(np.isfinite(quat)) else 0.0
+        if norm > 1e-6:
+            angle = quaternion_yaw(*(quat / norm))
+    if gyro is None and accel is None and angle is None:
+        raise InputRejected('no_usable_values', f'Imu for {sensor!r} has no finite field')
+    acc_cov = msg.linear_acceleration_covariance
+    accel_var = None
+    if accel is not None:
+        vx, vy = _variance(acc_cov, 0), _variance(acc_cov, 4)
+        if vx is not None and vy is not None:
+            accel_var = np.array([vx, vy])
+    rec = ImuMeasurement(
+        t / NS, sensor, gyro, accel, angle,
+        gyro_var=_variance(msg.angular_velocity_covariance, 8) if gyro is not None else None,
+        accel_var=accel_var,
+        angle_var=_variance(msg.orientation_covariance, 8) if angle is not None else None)
+    return t, rec
+
+
+@dataclass(frozen=True)
+class Reference:
+    """Desired motion of named joints: piecewise (position, velocity, acceleration).
+
+    ``t`` (K,) absolute times in seconds, arrays (K, J); NaN where not given.
+    """
+
+    names: tuple[str, ...]
+    t: np.ndarray
+    position: np.ndarray
+    velocity: np.ndarray
+    acceleration: np.ndarray
+
+    def sample(self, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(position, velocity, acceleration) at ``t``: linear interpolation, held at the ends."""
+        k = len(self.t)
+        if k == 1 or t <= self.t[0]:
+            return self.position[0], self.velocity[0], self.acceleration[0]
+        if t >= self.t[-1]:
+            return self.position[-1], self.velocity[-1], self.acceleration[-1]
+        i = int(np.searchsorted(self.t, t, side='right')) - 1
+        w = (t - self.t[i]) / (self.t[i + 1] - self.t[i])
+        return tuple((1 - w) * a[i] + w * a[i + 1]  # type: ignore[return-value]
+                     for a in (self.position, self.velocity, self.acceleration))
+
+
+def trajectory_to_reference(msg: Any, now_ns: int | None = None) -> Reference:
+    """JointTrajectory -> :class:`Reference` (header.stamp + time_from_start per point).
+
+    A zero header stamp means "start now" (``now_ns``), as in ros2_control.
+
+    :raises InputRejected: no points, lengths that do not match the names,
+        time_from_start not increasing, non-finite positions.
+    """
+    names = tuple(str(n) for n in msg.joint_names)
+    if not names or len(set(names)) != len(names):
+        raise InputRejected('bad_reference', f'joint_names {names}')
+    t0 = stamp_ns(msg.header.stamp)
+    if t0 == 0:
+        t0 = int(now_ns or 0)
+    pts = list(msg.points)
+    if not pts:
+        raise InputRejected('bad_reference', 'no points')
+    n = len(names)
+    t, pos, vel, acc = [], [], [], []
+    for p in pts:
+        t.append((t0 + stamp_ns(p.time_from_start)) / NS)
+        pos.append(_column(p.positions, n, 'positions'))
+        vel.append(np.nan_to_num(_column(p.velocities, n, 'velocities')))
+        acc.append(np.nan_to_num(_column(p.accelerations, n, 'accelerations')))
+    pos_a = np.array(pos)
+    if not np.all(np.isfinite(pos_a)):
+        raise InputRejected('bad_reference', 'positions missing or not finite')
+    if np.any(np.diff(t) <= 0):
+        raise InputRejected('bad_reference', 'time_from_start not increasing')
+    return Reference(names, np.array(t), pos_a, np.array(vel), np.array(acc))
+
+
+# ------------------------------------------------------------------ writing
+
+@dataclass(frozen=True)
+class MessageKit:
+    """How to build messages: ``make(type, **fields)``, array and byte converters."""
+
+    make: Callable[..., Any]
+    floats: Callable[[Any], Any]        # unbounded float64[] field
+    fixed: Callable[[Any], Any]         # fixed-size float64[N] field
+    byte: Callable[[int], Any]
+
+
+def rclpy_kit() -> MessageKit:
+    """Kit building rclpy message objects (imports the message packages)."""
+    import array
+
+    cache: dict[str, Any] = {}
+
+    def make(type_name: str, **fields: Any) -> Any:
+        cls = cache.get(type_name)
+        if cls is None:
+            pkg, _, name = type_name.split('/')
+            cls = cache[type_name] = getattr(importlib.import_module(f'{pkg}.msg'), name)
+        return cls(**fields)
+
+    return MessageKit(make, lambda v: array.array('d', np.asarray(v, dtype=float).tolist()),
+                      lambda v: np.asarray(v, dtype=np.float64).reshape(-1),
+                      lambda v: bytes([int(v)]))
+
+
+def rosbags_kit(typestore: Any) -> MessageKit:
+    """Kit building rosbags dataclasses of ``typestore`` (for serialisation to a bag)."""
+
+    def make(type_name: str, **fields: Any) -> Any:
+        return typestore.types[type_name](**fields)
+
+    return MessageKit(make, lambda v: np.asarray(v, dtype=np.float64).reshape(-1),
+                      lambda v: np.asarray(v, dtype=np.float64).reshape(-1), int)
+
+
+def _header(kit: MessageKit, t_ns: int, frame_id: str = '') -> Any:
+    return kit.make('std_msgs/msg/Header',
+                    stamp=kit.make('builtin_interfaces/msg/Time', **ns_to_stamp_fields(t_ns)),
+                    frame_id=frame_id)
+
+
+def joint_state_msg(kit: MessageKit, t_ns: int, names: Sequence[str],
+                    position: Sequence[float] = (), velocity: Sequence[float] = (),
+                    effort: Sequence[float] = ()) -> Any:
+    """A sensor_msgs/JointState."""
+    return kit.make(TYPES['JointState'], header=_header(kit, t_ns), name=list(names),
+                    position=kit.floats(position), velocity=kit.floats(velocity),
+                    effort=kit.floats(effort))
+
+
+def float_array_msg(kit: MessageKit, data: Sequence[float]) -> Any:
+    """A std_msgs/Float64MultiArray, empty layout (as forward_command_controller reads it)."""
+    layout = kit.make('std_msgs/msg/MultiArrayLayout', dim=[], data_offset=0)
+    return kit.make(TYPES['Float64MultiArray'], layout=layout, data=kit.floats(data))
+
+
+def imu_msg(kit: MessageKit, t_ns: int, frame_id: str, gyro_z: float, accel: Sequence[float],
+            angle: float | None = None, gyro_var: float = 0.0, accel_var: float = 0.0,
+            angle_var: float = 0.0) -> Any:
+    """A planar sensor_msgs/Imu (orientation_covariance[0] = -1 when ``angle`` is None)."""
+    def vec(x: float, y: float, z: float) -> Any:
+        return kit.make('geometry_msgs/msg/Vector3', x=float(x), y=float(y), z=float(z))
+
+    def diag(v: float) -> Any:
+        return kit.fixed(np.diag([v, v, v]).reshape(-1))
+
+    if angle is None:
+        quat = kit.make('geometry_msgs/msg/Quaternion', x=0.0, y=0.0, z=0.0, w=1.0)
+        o_cov = kit.fixed(np.r_[-1.0, np.zeros(8)])
+    else:
+        quat = kit.make('geometry_msgs/msg/Quaternion', x=0.0, y=0.0,
+                        z=math.sin(angle / 2), w=math.cos(angle / 2))
+        o_cov = diag(angle_var)
+    return kit.make(TYPES['Imu'], header=_header(kit, t_ns, frame_id), orientation=quat,
+                    orientation_covariance=o_cov, angular_velocity=vec(0.0, 0.0, gyro_z),
+                    angular_velocity_covariance=diag(gyro_var),
+                    linear_acceleration=vec(accel[0], accel[1], 0.0),
+                    linear_acceleration_covariance=diag(accel_var))
+
+
+def clock_msg(kit: MessageKit, t_ns: int) -> Any:
+    """A rosgraph_msgs/Clock."""
+    return kit.make(TYPES['Clock'],
+                    clock=kit.make('builtin_interfaces/msg/Time', **ns_to_stamp_fields(t_ns)))
+
+
+def diagnostics_msg(kit: MessageKit, t_ns: int, name: str, hardware_id: str, level: int,
+                    message: str, values: dict) -> Any:
+    """A diagnostic_msgs/DiagnosticArray with one status (level 0 OK, 1 WARN, 2 ERROR)."""
+    kvs = [kit.make('diagnostic_msgs/msg/KeyValue', key=str(k), value=str(v))
+           for k, v in values.items()]
+    status = kit.make('diagnostic_msgs/msg/DiagnosticStatus', level=kit.byte(level), name=name,
+                      message=message, hardware_id=hardware_id, values=kvs)
+    return kit.make(TYPES['DiagnosticArray'], header=_header(kit, t_ns), status=[status])
+
+
+def estimate_messages(kit: MessageKit, t_ns: int, est: Estimate, joint_names: Sequence[str],
+                      joint_effort: np.ndarray, coordinate_names: Sequence[str],
+                      command: np.ndarray) -> dict[str, Any]:
+    """The per-tick messages keyed by their node-relative topic (``~/state`` ...)."""
+    return {
+        '~/joint_states': joint_state_msg(kit, t_ns, joint_names, est.joint_position,
+                                          est.joint_velocity, joint_effort),
+        '~/state': joint_state_msg(kit, t_ns, coordinate_names, est.q, est.qd),
+        '~/state_stddev': joint_state_msg(kit, t_ns, coordinate_names, est.q_std, est.qd_std),
+        '~/torque_commands': float_array_msg(kit, command),
+    }

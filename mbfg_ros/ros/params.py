@@ -1,0 +1,343 @@
+"""Every parameter of the estimator and simulator nodes, declared once.
+
+The table (:data:`ESTIMATOR_PARAMS`, :data:`SIMULATOR_PARAMS`) gives name,
+default, description and range; :func:`declare` turns it into
+``ParameterDescriptor`` declarations on a node, :func:`parse_estimator`
+validates the values and builds the frozen
+:class:`~mbfg_ros.estimator.EstimatorConfig` the core receives
+(generate_parameter_library's habit: one place, one frozen object).
+The replay tool reads the same table from a ROS parameters file
+(:func:`load_params_file`), so the node and the replay agree on names,
+defaults and validation. No rclpy import at module level.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import yaml
+
+from ..errors import MbfgError
+
+__all__ = ['ParameterError', 'ParamSpec', 'ESTIMATOR_PARAMS', 'SIMULATOR_PARAMS',
+           'EstimatorSettings', 'SimulatorSettings', 'declare', 'read', 'parse_estimator',
+           'parse_simulator', 'load_params_file', 'defaults']
+
+
+class ParameterError(MbfgError):
+    """A node parameter (or parameters file entry) is invalid; the message names it."""
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """One parameter: ``kind`` is double, int, bool, string or string_array."""
+
+    name: str
+    default: Any
+    description: str
+    kind: str = 'double'
+    lo: float | None = None
+    hi: float | None = None
+    config: bool = False          # True: an EstimatorConfig field of the same name
+
+
+def _cfg_default(name: str, fallback: Any) -> Any:
+    """Default of an EstimatorConfig field (single source of truth), else ``fallback``."""
+    try:
+        from ..estimator import EstimatorConfig
+    except ImportError:
+        return fallback
+    for f in dataclasses.fields(EstimatorConfig):
+        if f.name == name:
+            if f.default is not dataclasses.MISSING:
+                value = f.default
+            elif f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
+                value = f.default_factory()  # type: ignore[misc]
+            else:
+                return fallback
+            return list(value) if isinstance(value, tuple) else value
+    return fallback
+
+
+def _estimator_params() -> tuple[ParamSpec, ...]:
+    big = 1e9
+    return (
+        ParamSpec('mechanism', '', 'Path of the mechanism YAML (joints, actuators, sensors).',
+                  'string'),
+        ParamSpec('frequency', _cfg_default('frequency', 50.0),
+                  'Tick rate in Hz: measurements are fused and outputs published at this '
+                  'rate, on the node clock (use_sim_time respected).', lo=0.1, hi=10000.0,
+                  config=True),
+        ParamSpec('lag_duration', _cfg_default('lag_duration', 0.5),
+                  'Fixed-lag smoother window in seconds; older measurements are dropped.',
+                  lo=1e-3, hi=60.0, config=True),
+        ParamSpec('sensor_timeout', _cfg_default('sensor_timeout', 0.5),
+                  'Seconds without any measurement before diagnostics report silence.',
+                  lo=1e-3, hi=3600.0, config=True),
+        ParamSpec('encoder_sigma', _cfg_default('encoder_sigma', 1e-3),
+                  'Encoder (JointState.position) noise, rad or m.', lo=1e-9, hi=big, config=True),
+        ParamSpec('encoder_rate_sigma', _cfg_default('encoder_rate_sigma', 0.05),
+                  'Joint rate (JointState.velocity) noise, rad/s or m/s.', lo=1e-9, hi=big,
+                  config=True),
+        ParamSpec('gyro_sigma', _cfg_default('gyro_sigma', 0.01),
+                  'Gyroscope (Imu.angular_velocity.z) noise, rad/s, used when the message '
+                  'covariance is zero.', lo=1e-9, hi=big, config=True),
+        ParamSpec('accel_sigma', _cfg_default('accel_sigma', 0.1),
+                  'Accelerometer (Imu.linear_acceleration x, y) noise, m/s^2.', lo=1e-9,
+                  hi=big, config=True),
+        ParamSpec('orientation_sigma', _cfg_default('orientation_sigma', 0.01),
+                  'IMU orientation (yaw) noise, rad.', lo=1e-9, hi=big, config=True),
+        ParamSpec('dynamics_sigma', _cfg_default('dynamics_sigma', 1.0),
+                  'Uncertainty of the equations of motion (unmodelled forces), in units of '
+                  'generalised acceleration.', lo=1e-9, hi=big, config=True),
+        ParamSpec('command_joints', list(_cfg_default('command_joints', [])),
+                  'Order of the ~/torque_commands array: actuator names or the joints they '
+                  'drive (a forward_command_controller joints list). Empty: the YAML '
+                  'actuators in order.', 'string_array', config=True),
+        ParamSpec('kp', _cfg_default('kp', 0.0),
+                  'Proportional gain of the computed-torque law on the actuated joints, 1/s^2.',
+                  lo=0.0, hi=big, config=True),
+        ParamSpec('kd', _cfg_default('kd', 0.0),
+                  'Derivative gain of the computed-torque law on the actuated joints, 1/s.',
+                  lo=0.0, hi=big, config=True),
+        ParamSpec('joint_states_topic', 'joint_states', 'Input JointState topic (encoders).',
+                  'string'),
+        ParamSpec('reference_topic', '~/reference',
+                  'Input JointTrajectory topic with the desired motion of the actuated joints.',
+                  'string'),
+        ParamSpec('command_topic', '~/torque_commands',
+                  'Output Float64MultiArray topic of actuator torques (command_joints order).',
+                  'string'),
+        ParamSpec('max_queue', 10000, 'Measurements kept waiting for a tick; beyond this the '
+                  'oldest are dropped (bursts).', 'int', lo=1, hi=10_000_000),
+    )
+
+
+def _simulator_params() -> tuple[ParamSpec, ...]:
+    return (
+        ParamSpec('mechanism', '', 'Path of the mechanism YAML to simulate.', 'string'),
+        ParamSpec('dt', 1e-3, 'Integration step of the forward dynamics, s.', lo=1e-6, hi=1.0),
+        ParamSpec('window', 2, 'Fixed-lag window of the factor-graph integrator (steps).',
+                  'int', lo=1, hi=100),
+        ParamSpec('duration', 0.0, 'Simulated seconds before the node exits with code 0; '
+                  '0 runs until shut down.', lo=0.0, hi=1e7),
+        ParamSpec('realtime', True, 'True: pace the simulation on the node clock; False: run as '
+                  'fast as possible and publish /clock (offline runs).', 'bool'),
+        ParamSpec('rate_scale', 1.0, 'Simulated seconds per clock second when realtime.',
+                  lo=1e-3, hi=1e3),
+        ParamSpec('publish_rate', 100.0, 'JointState / Imu publishing rate, Hz.', lo=0.1,
+                  hi=10000.0),
+        ParamSpec('encoder_resolution', 0.0, 'Encoder quantisation step (rad or m); 0: none.',
+                  lo=0.0, hi=1.0),
+        ParamSpec('encoder_sigma', 0.0, 'Encoder noise standard deviation.', lo=0.0, hi=1e3),
+        ParamSpec('encoder_rate_sigma', 0.0, 'Joint rate noise standard deviation.', lo=0.0,
+                  hi=1e3),
+        ParamSpec('gyro_sigma', 0.0, 'Gyroscope noise standard deviation, rad/s.', lo=0.0,
+                  hi=1e3),
+        ParamSpec('accel_sigma', 0.0, 'Accelerometer noise standard deviation, m/s^2.',
+                  lo=0.0, hi=1e3),
+        ParamSpec('seed', 0, 'Random seed of the sensor noise.', 'int', lo=0, hi=2 ** 31 - 1),
+        ParamSpec('record', False, 'Record everything published to a rosbag2 at `output`.',
+                  'bool'),
+        ParamSpec('output', 'simulation_bag', 'Path of the recorded bag directory.', 'string'),
+        ParamSpec('storage', 'mcap', 'Bag storage: mcap or sqlite3.', 'string'),
+    )
+
+
+ESTIMATOR_PARAMS = _estimator_params()
+SIMULATOR_PARAMS = _simulator_params()
+
+
+def defaults(specs: Sequence[ParamSpec]) -> dict[str, Any]:
+    """``{name: default}`` of a parameter table."""
+    return {p.name: p.default for p in specs}
+
+
+# ------------------------------------------------------------------ validation
+
+def _check(spec: ParamSpec, value: Any, where: str) -> Any:
+    def bad(what: str) -> ParameterError:
+        return ParameterError(f'{where}: parameter {spec.name!r}: {what}, got {value!r}')
+
+    if spec.kind == 'double':
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise bad('expected a number')
+        value = float(value)
+        if not math.isfinite(value):
+            raise bad('expected a finite number')
+    elif spec.kind == 'int':
+        if isinstance(value, bool) or not isinstance(value, int):
+            if isinstance(value, float) and value.is_integer():
+                value = int(value)
+            else:
+                raise bad('expected an integer')
+    elif spec.kind == 'bool':
+        if not isinstance(value, bool):
+            raise bad('expected true or false')
+    elif spec.kind == 'string':
+        if not isinstance(value, str):
+            raise bad('expected a string')
+    elif spec.kind == 'string_array':
+        if isinstance(value, str) or not isinstance(value, (list, tuple)) or \
+                not all(isinstance(v, str) for v in value):
+            raise bad('expected a list of strings')
+        value = [v for v in value if v]
+    if spec.lo is not None and value < spec.lo:
+        raise bad(f'must be >= {spec.lo:g}')
+    if spec.hi is not None and value > spec.hi:
+        raise bad(f'must be <= {spec.hi:g}')
+    return value
+
+
+def _validated(specs: Sequence[ParamSpec], values: Mapping[str, Any], where: str
+               ) -> dict[str, Any]:
+    known = {p.name for p in specs}
+    unknown = sorted(set(values) - known - {'use_sim_time'})
+    if unknown:
+        raise ParameterError(f'{where}: unknown parameter {unknown[0]!r} '
+                             f'(known: {", ".join(sorted(known))})')
+    out = {}
+    for p in specs:
+        out[p.name] = _check(p, values.get(p.name, p.default), where)
+    return out
+
+
+@dataclass(frozen=True)
+class EstimatorSettings:
+    """Everything the estimator node (or replay) needs besides the mechanism itself."""
+
+    mechanism: str
+    config: Any                 # EstimatorConfig
+    values: Mapping[str, Any]   # every validated parameter value
+
+
+@dataclass(frozen=True)
+class SimulatorSettings:
+    """Validated simulator parameters."""
+
+    values: Mapping[str, Any]
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self.values[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+def parse_estimator(values: Mapping[str, Any], where: str = 'estimator_node',
+                    require_mechanism: bool = True) -> EstimatorSettings:
+    """Validate estimator parameters and build the frozen ``EstimatorConfig``.
+
+    Parameters that are fields of ``EstimatorConfig`` are passed to it; the
+    rest stay node settings.
+
+    :raises ParameterError: unknown name, wrong type, out of range, no mechanism.
+    """
+    from ..estimator import EstimatorConfig
+
+    v = _validated(ESTIMATOR_PARAMS, values, where)
+    if require_mechanism and not v['mechanism']:
+        raise ParameterError(f"{where}: parameter 'mechanism' is required (path of the "
+                             'mechanism YAML)')
+    fields = {f.name for f in dataclasses.fields(EstimatorConfig)}
+    kwargs = {p.name: v[p.name] for p in ESTIMATOR_PARAMS if p.config and p.name in fields}
+    if 'command_joints' in kwargs:
+        kwargs['command_joints'] = tuple(kwargs['command_joints'])
+    try:
+        config = EstimatorConfig(**kwargs)
+    except (TypeError, ValueError) as exc:
+        raise ParameterError(f'{where}: {exc}') from None
+    return EstimatorSettings(v['mechanism'], config, v)
+
+
+def parse_simulator(values: Mapping[str, Any], where: str = 'simulator_node'
+                    ) -> SimulatorSettings:
+    """Validate simulator parameters.
+
+    :raises ParameterError: unknown name, wrong type, out of range, no mechanism.
+    """
+    v = _validated(SIMULATOR_PARAMS, values, where)
+    if not v['mechanism']:
+        raise ParameterError(f"{where}: parameter 'mechanism' is required")
+    if v['storage'] not in ('mcap', 'sqlite3'):
+        raise ParameterError(f"{where}: parameter 'storage': expected mcap or sqlite3, "
+                             f"got {v['storage']!r}")
+    return SimulatorSettings(v)
+
+
+# ------------------------------------------------------------------ rclpy glue
+
+def declare(node: Any, specs: Sequence[ParamSpec]) -> None:
+    """Declare every parameter of ``specs`` on an rclpy node with its descriptor.
+
+    Typing is dynamic (an integer given for a double is accepted and checked
+    by :func:`read`'s validation), so a wrong type ends in one clear error
+    line instead of an rclpy exception.
+    """
+    from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
+
+    for p in specs:
+        d = ParameterDescriptor(description=p.description, dynamic_typing=True,
+                                read_only=True)
+        if p.kind == 'double' and p.lo is not None and p.hi is not None:
+            d.floating_point_range = [FloatingPointRange(from_value=float(p.lo),
+                                                         to_value=float(p.hi))]
+            d.dynamic_typing = True
+        if p.kind == 'int' and p.lo is not None and p.hi is not None:
+            d.integer_range = [IntegerRange(from_value=int(p.lo), to_value=int(p.hi), step=0)]
+        node.declare_parameter(p.name, p.default, d)
+
+
+def read(node: Any, specs: Sequence[ParamSpec]) -> dict[str, Any]:
+    """Current values of the declared parameters of ``specs``."""
+    out = {}
+    for p in specs:
+        value = node.get_parameter(p.name).value
+        if p.kind == 'string_array' and value is None:
+            value = []
+        out[p.name] = list(value) if isinstance(value, (tuple, list)) else value
+        if p.kind == 'string_array' and hasattr(value, 'tolist'):
+            out[p.name] = value.tolist()
+    return out
+
+
+# ------------------------------------------------------------------ parameter files
+
+def load_params_file(path: str | Path, node_name: str = 'estimator_node') -> dict[str, Any]:
+    """Parameters for ``node_name`` from a ROS 2 parameters file.
+
+    Reads ``/**: ros__parameters`` and then ``<node_name>: ros__parameters``
+    (a namespaced ``/ns/<node_name>`` too), the latter overriding, as
+    ``ros2 run ... --params-file`` does.
+
+    :raises ParameterError: unreadable file or not in the ROS parameters format.
+    """
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise ParameterError(f'{path}: parameters file not found') from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, 'problem_mark', None)
+        line = f' line {mark.line + 1}' if mark is not None else ''
+        raise ParameterError(f'{path}:{line}: not valid YAML') from None
+    if not isinstance(data, dict):
+        raise ParameterError(f'{path}: expected a mapping of node names to ros__parameters')
+    out: dict[str, Any] = {}
+    found = False
+    for key in ['/**'] + [k for k in data if k != '/**']:
+        if key not in data:
+            continue
+        if key != '/**' and key.rstrip('/').split('/')[-1] != node_name:
+            continue
+        entry = data[key]
+        if not isinstance(entry, dict) or not isinstance(entry.get('ros__parameters'), dict):
+            raise ParameterError(f'{path}: {key}: expected a ros__parameters mapping')
+        out.update(entry['ros__parameters'])
+        found = True
+    if not found:
+        raise ParameterError(f"{path}: no '/**' or '{node_name}' entry with ros__parameters")
+    return out
