@@ -121,7 +121,7 @@ def _simulator_params() -> tuple[ParamSpec, ...]:
         ParamSpec('mechanism', '', 'Path of the mechanism YAML to simulate.', 'string'),
         ParamSpec('dt', 1e-3, 'Integration step of the forward dynamics, s.', lo=1e-6, hi=1.0),
         ParamSpec('window', 2, 'Fixed-lag window of the factor-graph integrator (steps).',
-                  'int', lo=1, hi=100),
+                  'int', lo=2, hi=100),
         ParamSpec('duration', 0.0, 'Simulated seconds before the node exits with code 0; '
                   '0 runs until shut down.', lo=0.0, hi=1e7),
         ParamSpec('realtime', True, 'True: pace the simulation on the node clock; False: run as '
@@ -288,7 +288,13 @@ def declare(node: Any, specs: Sequence[ParamSpec]) -> None:
             d.dynamic_typing = True
         if p.kind == 'int' and p.lo is not None and p.hi is not None:
             d.integer_range = [IntegerRange(from_value=int(p.lo), to_value=int(p.hi), step=0)]
-        node.declare_parameter(p.name, p.default, d)
+        try:
+            node.declare_parameter(p.name, p.default, d)
+        except Exception as exc:  # noqa: BLE001 - rclpy's range/type exceptions -> one line
+            reason = getattr(exc, 'args', [''])[-1] if len(getattr(exc, 'args', ())) > 2 \
+                else str(exc)
+            raise ParameterError(f'{node.get_name()}: parameter {p.name!r}: {reason}'
+                                 ) from None
 
 
 def read(node: Any, specs: Sequence[ParamSpec]) -> dict[str, Any]:

@@ -1,0 +1,373 @@
+"""``mbfg-replay``: run the estimator over a recorded rosbag2, as fast as possible.
+
+    mbfg-replay BAG --mechanism YAML [--params FILE] [--output OUT] [--plot FILE.png]
+
+Reads JointState and Imu messages (MCAP or sqlite3, through rosbags; no ROS
+installation needed) and feeds them, converted exactly as the live node
+converts them (:mod:`mbfg_ros.ros.conversions`), to the same
+:class:`~mbfg_ros.ros.driver.EstimatorDriver` the node owns. The clock is the
+message stamps: before queueing a message stamped ``s`` every grid tick
+``< s`` runs, which is what the node does under ``use_sim_time`` when its
+``/clock`` passes each tick after the messages stamped before it arrived; so
+replay and live give the same estimates (the tests show it over DDS).
+
+Writes the estimator's topics (same names and types as the node:
+``/estimator_node/{joint_states,state,state_stddev,torque_commands}``,
+``/diagnostics``) to ``OUT`` (a rosbag2 directory), a CSV ``OUT.csv`` and,
+with ``--plot``, the estimated joints against the measured ones (and against
+``*/ground_truth`` when the bag has it). A bag that breaks part-way still
+gets everything estimated until then written out; the error is then printed
+as one line and the exit status is 2.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..bag import BagError, BagWriter, bag_topics, read_messages, typestore
+from ..dynamics import load_system
+from ..ros import conversions as cv
+from ..ros.driver import EstimatorDriver, TickOutput
+from ..ros.params import ESTIMATOR_PARAMS, load_params_file, parse_estimator
+from .common import Progress, run_cli
+
+__all__ = ['ReplayResult', 'replay', 'main', 'NODE']
+
+NODE = 'estimator_node'
+NS = 1_000_000_000
+
+
+def _absolute(topic: str, node: str = NODE) -> str:
+    if topic.startswith('~'):
+        return f'/{node}' + topic[1:]
+    return topic if topic.startswith('/') else '/' + topic
+
+
+@dataclass
+class ReplayResult:
+    """What a replay produced (arrays are per tick with an estimate)."""
+
+    t: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    q: list = field(default_factory=list)
+    qd: list = field(default_factory=list)
+    joint_position: list = field(default_factory=list)
+    joint_velocity: list = field(default_factory=list)
+    command: list = field(default_factory=list)
+    tick_seconds: list = field(default_factory=list)
+    times: list = field(default_factory=list)
+    measured: list = field(default_factory=list)        # (t, names, position, velocity)
+    truth: list = field(default_factory=list)           # (t, q, qd)
+    outputs: list = field(default_factory=list)         # every TickOutput, in order
+    messages: int = 0
+    span: float = 0.0
+    wall: float = 0.0
+    error: str | None = None
+    counters: dict = field(default_factory=dict)
+    joint_names: tuple = ()
+    coordinate_names: tuple = ()
+    output: Path | None = None
+    csv: Path | None = None
+    plot: Path | None = None
+
+    @property
+    def speedup(self) -> float:
+        return self.span / self.wall if self.wall > 0 else float('inf')
+
+
+class _Sink:
+    """Writes tick outputs to the output bag and the CSV as they come."""
+
+    def __init__(self, driver: EstimatorDriver, output: Path | None, csv_path: Path | None,
+                 storage: str, command_topic: str, result: ReplayResult) -> None:
+        self.d = driver
+        self.res = result
+        self.store = typestore()
+        self.kit = cv.rosbags_kit(self.store)
+        self.bag = BagWriter(output, storage, self.store, overwrite=True) if output else None
+        if self.bag is not None:
+            self.bag.open()
+        self.topics = {k: _absolute(k) for k in ('~/joint_states', '~/state', '~/state_stddev')}
+        self.topics['~/torque_commands'] = _absolute(command_topic)
+        self.csv_file = open(csv_path, 'w', newline='') if csv_path else None
+        self.writer = csv.writer(self.csv_file) if self.csv_file else None
+        if self.writer:
+            names = driver.coordinate_names
+            self.writer.writerow(
+                ['t'] + list(names) + [f'{n}_dot' for n in names]
+                + [f'{j}.position' for j in driver.joint_names]
+                + [f'{j}.velocity' for j in driver.joint_names]
+                + [f'{c}.command' for c in driver.law.names] + ['status', 'tick_ms'])
+
+    def add(self, out: TickOutput) -> None:
+        d, res = self.d, self.res
+        res.outputs.append(out)
+        est = out.estimate
+        if est is not None:
+            res.times.append(out.t_ns / NS)
+            res.q.append(np.asarray(est.q, float))
+            res.qd.append(np.asarray(est.qd, float))
+            res.joint_position.append(np.asarray(est.joint_position, float))
+            res.joint_velocity.append(np.asarray(est.joint_velocity, float))
+            cmd = out.command if out.command is not None else np.full(len(d.law.names), np.nan)
+            res.command.append(cmd)
+            res.tick_seconds.append(est.tick_seconds)
+            if self.writer:
+                self.writer.writerow([f'{out.t_ns / NS:.9f}'] + [f'{v:.9g}' for v in np.r_[
+                    est.q, est.qd, est.joint_position, est.joint_velocity, cmd]]
+                    + [out.message, f'{1e3 * est.tick_seconds:.3f}'])
+        if self.bag is None:
+            return
+        if est is not None:
+            msgs = cv.estimate_messages(self.kit, out.t_ns, est, d.joint_names, out.joint_effort,
+                                        d.coordinate_names,
+                                        out.command if out.command is not None else [])
+            for key, msg in msgs.items():
+                if key == '~/torque_commands' and out.command is None:
+                    continue
+                self.bag.write(self.topics[key], cv.TYPES[
+                    'Float64MultiArray' if key == '~/torque_commands' else 'JointState'],
+                    out.t_ns, msg)
+        self.bag.write('/diagnostics', cv.TYPES['DiagnosticArray'], out.t_ns,
+                       cv.diagnostics_msg(self.kit, out.t_ns, f'{NODE}: estimator',
+                                          d.sys.mech.name, out.level, out.message, out.values))
+
+    def close(self) -> None:
+        if self.bag is not None:
+            self.bag.close()
+        if self.csv_file is not None:
+            self.csv_file.close()
+
+
+def replay(bag: str | Path, mechanism: str | Path, params: dict | None = None,
+           output: str | Path | None = None, csv_path: str | Path | None = None,
+           plot: str | Path | None = None, storage: str = 'mcap',
+           show_progress: bool = True) -> ReplayResult:
+    """Replay ``bag`` through the estimator (see the module docstring).
+
+    :raises BagError: after writing what was estimated, when the bag is
+        missing, lacks the expected topics, or breaks part-way.
+    """
+    bag = Path(bag)
+    values = dict(params or {})
+    values['mechanism'] = str(mechanism)
+    values.pop('use_sim_time', None)
+    settings = parse_estimator(values, where='parameters')
+    system = load_system(settings.mechanism)
+    driver = EstimatorDriver(system, settings)
+    mech = system.mech
+    res = ReplayResult(joint_names=driver.joint_names,
+                       coordinate_names=driver.coordinate_names)
+    jtopic = _absolute(settings.values['joint_states_topic'])
+    imu_topics = {_absolute(s.topic): s.name for s in mech.sensors}
+    ref_topic = _absolute(settings.values['reference_topic'])
+    have = bag_topics(bag)
+    wanted = {jtopic: cv.TYPES['JointState'], ref_topic: cv.TYPES['JointTrajectory']}
+    wanted.update({t: cv.TYPES['Imu'] for t in imu_topics})
+    if not any(t in have for t in [jtopic, *imu_topics]):
+        listing = ', '.join(f'{t} ({m})' for t, m in sorted(have.items())) or 'nothing'
+        raise BagError(f'{bag}: none of the expected topics {jtopic}, '
+                       f'{", ".join(imu_topics) or "(no IMUs)"}; the bag has: {listing}')
+    truth_topics = [t for t, m in have.items()
+                    if t.endswith('/ground_truth') and m == cv.TYPES['JointState']]
+    wanted.update({t: cv.TYPES['JointState'] for t in truth_topics})
+    out_path = Path(output) if output else None
+    csv_p = Path(csv_path) if csv_path else (out_path.with_name(out_path.name + '.csv')
+                                              if out_path else None)
+    sink = _Sink(driver, out_path, csv_p, storage, settings.values['command_topic'], res)
+    res.output, res.csv = out_path, csv_p
+    first = last = None
+    clock = None
+    tolerance = max(float(getattr(settings.config, 'backwards_tolerance', 0.5)), 0.0)
+    progress = None
+    start = time.perf_counter()
+    try:
+        for m in read_messages(bag, {t: v for t, v in wanted.items() if t in have}):
+            res.messages += 1
+            if progress is None:
+                span = _bag_span(bag)
+                progress = Progress(span or 1.0, 'replay', enabled=show_progress)
+            if m.topic in truth_topics:
+                try:
+                    res.truth.append((cv.stamp_ns(m.msg.header.stamp) / NS,
+                                      np.asarray(m.msg.position, float),
+                                      np.asarray(m.msg.velocity, float)))
+                except Exception:  # noqa: BLE001
+                    pass
+                continue
+            if m.topic == ref_topic:
+                try:
+                    driver.set_reference(cv.trajectory_to_reference(m.msg, m.log_ns))
+                except cv.InputRejected as exc:
+                    driver.count(f'dropped.{exc.reason}')
+                continue
+            try:
+                if m.topic == jtopic:
+                    t, rec, unknown, nonfinite = cv.joint_state_to_record(
+                        m.msg, driver.joint_names)
+                    if unknown:
+                        driver.count('unknown_joint', len(unknown))
+                    if nonfinite:
+                        driver.count('nonfinite_values', nonfinite)
+                    res.measured.append((t / NS, rec.names, rec.position, rec.velocity))
+                else:
+                    t, rec = cv.imu_to_record(m.msg, imu_topics[m.topic])
+            except cv.InputRejected as exc:
+                driver.count(f'dropped.{exc.reason}')
+                continue
+            # the stamp clock: monotone, except a jump back beyond the tolerance (bag loop),
+            # which the driver reads as a clock gone back (reset), as the live node does
+            if clock is None or t > clock or t < clock - int(tolerance * NS):
+                clock = t
+            for out in driver.advance(clock, inclusive=False):
+                sink.add(out)
+            driver.push(t, rec)
+            first = t if first is None else min(first, t)
+            last = t if last is None else max(last, t)
+            progress.update((m.log_ns - _bag_start(bag)) / NS)
+    except BagError as exc:
+        res.error = str(exc)
+    finally:
+        if clock is not None:
+            for out in driver.advance(clock, inclusive=True):
+                sink.add(out)
+        sink.close()
+        if progress is not None:
+            progress.close()
+    res.wall = time.perf_counter() - start
+    res.span = (last - first) / NS if first is not None else 0.0
+    res.counters = dict(driver.counters)
+    res.t = np.array(res.times)
+    if plot:
+        res.plot = Path(plot)
+        plot_replay(res, system, res.plot)
+    if res.error:
+        raise BagError(f'{res.error} (wrote what was estimated before: {len(res.times)} ticks)')
+    return res
+
+
+_SPAN_CACHE: dict = {}
+
+
+def _bag_meta(bag: Path) -> tuple[int, int]:
+    key = str(bag)
+    if key not in _SPAN_CACHE:
+        from rosbags.rosbag2 import Reader
+        try:
+            with Reader(bag) as r:
+                _SPAN_CACHE.clear()
+                _SPAN_CACHE[key] = (r.start_time, r.end_time)
+        except Exception:  # noqa: BLE001
+            _SPAN_CACHE[key] = (0, 0)
+    return _SPAN_CACHE[key]
+
+
+def _bag_span(bag: Path) -> float:
+    a, b = _bag_meta(bag)
+    return max(b - a, 0) / NS
+
+
+def _bag_start(bag: Path) -> int:
+    return _bag_meta(bag)[0]
+
+
+def truth_joint_positions(system: Any, res: ReplayResult) -> tuple[np.ndarray, np.ndarray,
+                                                                     np.ndarray]:
+    """(t, joint positions, joint velocities) of the ground truth in the bag."""
+    from ..sensors import joint_positions, joint_velocities
+
+    n = system.n
+    rows = [(t, q, qd) for t, q, qd in res.truth if q.shape == (n,) and qd.shape == (n,)]
+    if not rows:
+        return np.zeros(0), np.zeros((0, len(res.joint_names))), np.zeros((0, 0))
+    t = np.array([r[0] for r in rows])
+    jp = np.array([joint_positions(system, r[1]) for r in rows])
+    jv = np.array([joint_velocities(system, r[1], r[2]) for r in rows])
+    return t, jp, jv
+
+
+def plot_replay(res: ReplayResult, system: Any, path: Path) -> None:
+    """Estimated joint positions/velocities against the measured ones and the truth."""
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+
+    names = res.joint_names
+    J = len(names)
+    fig, axes = plt.subplots(max(J, 1), 2, figsize=(11, 2.6 * max(J, 1)), squeeze=False,
+                             sharex=True)
+    t = res.t
+    jp = np.array(res.joint_position).reshape(len(t), -1) if len(t) else np.zeros((0, J))
+    jv = np.array(res.joint_velocity).reshape(len(t), -1) if len(t) else np.zeros((0, J))
+    tt, tp, tv = truth_joint_positions(system, res)
+    for j, name in enumerate(names):
+        mt = [(m[0], m[2][list(m[1]).index(name)], m[3][list(m[1]).index(name)])
+              for m in res.measured if name in m[1]]
+        ax_p, ax_v = axes[j]
+        if mt:
+            arr = np.array(mt)
+            ax_p.plot(arr[:, 0], arr[:, 1], '.', ms=2, color='0.6', label='measured')
+            if np.isfinite(arr[:, 2]).any():
+                ax_v.plot(arr[:, 0], arr[:, 2], '.', ms=2, color='0.6', label='measured')
+        if len(tt):
+            ax_p.plot(tt, tp[:, j], 'k-', lw=0.8, label='ground truth')
+            ax_v.plot(tt, tv[:, j], 'k-', lw=0.8, label='ground truth')
+        if len(t):
+            ax_p.plot(t, jp[:, j], 'C1-', lw=1.0, label='estimated')
+            ax_v.plot(t, jv[:, j], 'C1-', lw=1.0, label='estimated')
+        ax_p.set_ylabel(f'{name} [rad or m]')
+        ax_v.set_ylabel(f'{name} rate')
+        ax_p.legend(loc='best', fontsize=7)
+    axes[-1][0].set_xlabel('stamp [s]')
+    axes[-1][1].set_xlabel('stamp [s]')
+    fig.suptitle('mbfg_ros estimator replay')
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog='mbfg-replay', description=__doc__.split('\n\n')[0])
+    p.add_argument('bag', help='rosbag2 directory (MCAP or sqlite3)')
+    p.add_argument('--mechanism', required=True, help='mechanism YAML')
+    p.add_argument('--params', help='ROS parameters file (estimator_node or /** '
+                   'ros__parameters), as given to the node')
+    p.add_argument('--output', help='output rosbag2 directory (default: BAG_estimates)')
+    p.add_argument('--csv', help='CSV of the estimates (default: OUTPUT.csv)')
+    p.add_argument('--plot', help='PNG with estimated vs measured joints')
+    p.add_argument('--storage', choices=('mcap', 'sqlite3'), default='mcap',
+                   help='storage of the output bag')
+    p.add_argument('--quiet', action='store_true', help='no progress bar')
+    return p
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    a = _parser().parse_args(argv)
+    params = load_params_file(a.params, NODE) if a.params else {}
+    unknown = set(params) - {p.name for p in ESTIMATOR_PARAMS} - {'use_sim_time'}
+    if unknown:
+        parse_estimator(params, where=str(a.params))      # raises, naming the key
+    output = a.output or str(Path(a.bag).resolve()) + '_estimates'
+    res = replay(a.bag, a.mechanism, params, output=output, csv_path=a.csv, plot=a.plot,
+                 storage=a.storage, show_progress=not a.quiet)
+    ms = 1e3 * float(np.mean(res.tick_seconds)) if res.tick_seconds else float('nan')
+    print(f'{res.messages} messages, {len(res.times)} ticks ({ms:.2f} ms per tick), '
+          f'{res.span:.2f} s of data in {res.wall:.2f} s: {res.speedup:.1f}x real time')
+    print(f'estimates: {res.output} (bag), {res.csv} (CSV)'
+          + (f', {res.plot} (plot)' if res.plot else ''))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Console entry point ``mbfg-replay``."""
+    return run_cli(_main, argv, 'mbfg-replay')
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())

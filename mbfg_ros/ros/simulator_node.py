@@ -1,0 +1,244 @@
+"""ROS 2 simulator node: factor-graph forward dynamics publishing what the sensors read.
+
+Integrates a YAML mechanism with :class:`~mbfg_ros.forward.ForwardSimulator`
+(seed 000 §5.1/5.2) under the actuator efforts last received on
+``~/torque_commands`` (Float64MultiArray, actuator order; none: gravity and
+springs only) and publishes at ``publish_rate``:
+
+====================  ===========================  ==========================================
+``joint_states``      sensor_msgs/JointState       YAML joints: encoder (quantised, noisy),
+                                                   rate, effort = applied actuator torque
+``imu/<name>``        sensor_msgs/Imu              one per YAML IMU (gyro, accelerometer)
+``~/ground_truth``    sensor_msgs/JointState       true q, q̇ by coordinate name
+``/clock``            rosgraph_msgs/Clock          only when ``realtime`` is false
+====================  ===========================  ==========================================
+
+Sensor values come from :func:`~mbfg_ros.sensors.simulate_measurements`
+evaluated on each published sample. ``realtime`` true paces the simulation
+on the node clock (times ``rate_scale``); false runs as fast as possible and
+publishes ``/clock`` (stamps start at 1 s). ``duration`` > 0 ends the node
+with exit status 0; ``record`` writes everything published to a rosbag2
+(``output``, MCAP or sqlite3) through rosbags.
+"""
+from __future__ import annotations
+
+import functools
+import math
+import sys
+import time
+from typing import Any
+
+import numpy as np
+import rclpy
+import rclpy.executors
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+
+from ..dynamics import load_system
+from ..errors import MbfgError
+from . import conversions as cv
+from .params import SIMULATOR_PARAMS, declare, parse_simulator, read
+
+__all__ = ['SimulatorNode', 'main', 'sensor_config', 'START_NS']
+
+START_NS = 1_000_000_000
+"""Stamp of simulation time 0 when running as fast as possible (a zero stamp means 'unset')."""
+
+PUB_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100,
+                     reliability=ReliabilityPolicy.RELIABLE,
+                     durability=DurabilityPolicy.VOLATILE)
+
+
+def sensor_config(values: dict) -> Any:
+    """``SensorConfig`` for one sample per call from the simulator parameters."""
+    from ..sensors import SensorConfig
+
+    res = float(values['encoder_resolution'])
+    return SensorConfig(encoder_rate=1.0, imu_rate=1.0,
+                        encoder_counts=int(round(2 * math.pi / res)) if res > 0 else 0,
+                        encoder_sigma=float(values['encoder_sigma']),
+                        encoder_velocity_sigma=float(values['encoder_rate_sigma']),
+                        gyro_sigma=float(values['gyro_sigma']),
+                        accel_sigma=float(values['accel_sigma']))
+
+
+class SimulatorNode(Node):
+    """The simulator node (see the module docstring)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__('simulator_node', **kwargs)
+        from ..forward import ForwardConfig, ForwardSimulator
+
+        declare(self, SIMULATOR_PARAMS)
+        self.settings = s = parse_simulator(read(self, SIMULATOR_PARAMS), self.get_name())
+        self.system = load_system(s.mechanism)
+        mech = self.system.mech
+        try:
+            self.sim = ForwardSimulator(self.system, ForwardConfig(dt=s.dt, window=s.window))
+        except MbfgError:
+            raise
+        self.sensors = sensor_config(s.values)
+        self.rng = np.random.default_rng(s.seed)
+        self.kit = cv.rclpy_kit()
+        self.n_act = len(mech.actuators)
+        self.tau = np.zeros(self.n_act)
+        self._joint_act = np.array([next((i for i, a in enumerate(mech.actuators)
+                                          if a.joint == j.name), -1) for j in mech.joints])
+        self.frames = {imu.name: imu.frame_id for imu in mech.sensors}
+        self.pub_joints = self.create_publisher(_msg('JointState'), 'joint_states', PUB_QOS)
+        self.pub_imus = {imu.name: self.create_publisher(_msg('Imu'), imu.topic, PUB_QOS)
+                         for imu in mech.sensors}
+        self.pub_truth = self.create_publisher(_msg('JointState'), '~/ground_truth', PUB_QOS)
+        self.pub_clock = (None if s.realtime else
+                          self.create_publisher(_msg('Clock'), '/clock', PUB_QOS))
+        self.sub_cmd = self.create_subscription(_msg('Float64MultiArray'), '~/torque_commands',
+                                                self._on_command, 10)
+        self.period_steps = max(1, int(round(1.0 / (s.publish_rate * s.dt))))
+        self.bag = None
+        self.bag_kit = None
+        if s.record:
+            from ..bag import BagWriter, typestore
+            store = typestore()
+            self.bag = BagWriter(s.output, s.storage, store)
+            self.bag.open()
+            self.bag_kit = cv.rosbags_kit(store)
+        self.done = False
+        self.warned = False
+        self.start_ns: int | None = None
+        self.get_logger().info(
+            f'{mech.source}: dt {s.dt:g} s, publishing at {s.publish_rate:g} Hz, '
+            f'{"real time x" + format(s.rate_scale, "g") if s.realtime else "as fast as possible"}'
+            + (f', recording to {s.output}' if s.record else ''))
+        if s.realtime:
+            self.timer = self.create_timer(1.0 / s.publish_rate, self._on_timer)
+        else:
+            self._publish_sample()
+
+    # ------------------------------------------------------------------ input
+    def _on_command(self, msg: Any) -> None:
+        tau = np.asarray(msg.data, dtype=float)
+        if tau.shape != (self.n_act,) or not np.all(np.isfinite(tau)):
+            if not self.warned:
+                self.warned = True
+                self.get_logger().warning(f'~/torque_commands: expected {self.n_act} finite '
+                                          f'values, got {tau.tolist()}; ignored')
+            return
+        self.tau = tau
+
+    # ------------------------------------------------------------------ stepping
+    def _stamp(self) -> int:
+        base = self.start_ns if self.start_ns is not None else START_NS
+        return base + int(round(self.sim.t * 1e9))
+
+    def step_block(self) -> None:
+        """Advance one publishing period and publish; sets ``done`` at ``duration``."""
+        for _ in range(self.period_steps):
+            self.sim.step(self.tau if self.n_act else None)
+        self._publish_sample()
+        d = self.settings.duration
+        if d > 0 and self.sim.t >= d - 1e-12:
+            self.done = True
+
+    def _on_timer(self) -> None:
+        now = self.get_clock().now().nanoseconds
+        if now <= 0:
+            return
+        if self.start_ns is None:
+            self.start_ns = now - int(round(self.sim.t * 1e9))
+            self._publish_sample()
+        target = (now - self.start_ns) * 1e-9 * self.settings.rate_scale
+        blocks = 0
+        while not self.done and self.sim.t + 0.5 * self.settings.dt < target and blocks < 20:
+            self.step_block()
+            blocks += 1
+
+    def _emit(self, topic_pub: Any, msgtype: str, t_ns: int, build: Any) -> None:
+        topic_pub.publish(build(self.kit))
+        if self.bag is not None:
+            self.bag.write(topic_pub.topic_name, msgtype, t_ns, build(self.bag_kit))
+
+    def _publish_sample(self) -> None:
+        from ..sensors import simulate_measurements
+
+        sim, t_ns = self.sim, self._stamp()
+        if self.pub_clock is not None:
+            self._emit(self.pub_clock, cv.TYPES['Clock'], t_ns,
+                       lambda kit: cv.clock_msg(kit, t_ns))
+        recs = simulate_measurements(self.system, np.array([sim.t]), sim.q[None], sim.qd[None],
+                                     sim.qdd[None], self.sensors, self.rng)
+        effort = np.where(self._joint_act >= 0, self.tau[np.maximum(self._joint_act, 0)]
+                          if self.n_act else np.nan, np.nan)
+        for rec in recs:
+            if hasattr(rec, 'sensor'):
+                frame = self.frames[rec.sensor]
+                self._emit(self.pub_imus[rec.sensor], cv.TYPES['Imu'], t_ns,
+                           functools.partial(_imu, t_ns=t_ns, frame=frame, rec=rec,
+                                             cfg=self.sensors))
+            else:
+                self._emit(self.pub_joints, cv.TYPES['JointState'], t_ns,
+                           lambda kit, r=rec: cv.joint_state_msg(kit, t_ns, r.names, r.position,
+                                                                 r.velocity, effort))
+        names = self.system.mech.coordinate_names
+        q, qd = sim.q.copy(), sim.qd.copy()
+        self._emit(self.pub_truth, cv.TYPES['JointState'], t_ns,
+                   lambda kit: cv.joint_state_msg(kit, t_ns, names, q, qd))
+
+    def close(self) -> None:
+        if self.bag is not None:
+            self.bag.close()
+            self.get_logger().info(f'recorded {self.bag.count} messages to {self.bag.path}')
+            self.bag = None
+
+
+def _imu(kit: Any, t_ns: int, frame: str, rec: Any, cfg: Any) -> Any:
+    return cv.imu_msg(kit, t_ns, frame, rec.gyro_z, rec.accel, rec.angle,
+                      gyro_var=cfg.gyro_sigma ** 2, accel_var=cfg.accel_sigma ** 2)
+
+
+@functools.lru_cache(maxsize=None)
+def _msg(short: str) -> Any:
+    import importlib
+
+    pkg, _, name = cv.TYPES[short].split('/')
+    return getattr(importlib.import_module(f'{pkg}.msg'), name)
+
+
+def main(args: list[str] | None = None) -> int:
+    """Entry point: ``simulator_node --ros-args -p mechanism:=<yaml> ...``."""
+    rclpy.init(args=args)
+    node = None
+    try:
+        try:
+            node = SimulatorNode()
+        except (MbfgError, OSError) as exc:
+            text = str(exc) if isinstance(exc, MbfgError) else \
+                f'{getattr(exc, "filename", "") or ""}: {exc.strerror or exc}'
+            print(f'simulator_node: error: {text}', file=sys.stderr)
+            return 2
+        executor = rclpy.executors.SingleThreadedExecutor()
+        executor.add_node(node)
+        if node.settings.realtime:
+            while rclpy.ok() and not node.done:
+                executor.spin_once(timeout_sec=0.1)
+        else:
+            start = time.perf_counter()
+            while rclpy.ok() and not node.done:
+                node.step_block()
+                executor.spin_once(timeout_sec=0.0)
+            node.get_logger().info(f'simulated {node.sim.t:.3f} s in '
+                                   f'{time.perf_counter() - start:.1f} s')
+    except KeyboardInterrupt:
+        pass
+    except rclpy.executors.ExternalShutdownException:
+        pass
+    finally:
+        if node is not None:
+            node.close()
+            node.destroy_node()
+        if rclpy.ok():
+            rclpy.shutdown()
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
