@@ -48,14 +48,20 @@ class Observation(NamedTuple):
     delta: float = 0.0
 
 
-def _model(sm: SensorModel, ob: Observation, q, qd, qdd, want: bool):
-    """(h, Hq, Hqd, Hqdd, angular) of one observation."""
-    if ob.kind == 'joint_pos':
-        m = sm.joint(ob.index, q, qd, want)[0]
-        return m, sm.joint_is_angular(ob.index)
-    if ob.kind == 'joint_vel':
-        return sm.joint(ob.index, q, qd, want)[1], False
-    g, f, o = sm.imu(ob.index, q, qd, qdd, want)
+def _model(sm: SensorModel, ob: Observation, q, qd, qdd, want: bool, memo: dict):
+    """(model, angular) of one observation; IMU and joint models shared within a call."""
+    if ob.kind in ('joint_pos', 'joint_vel'):
+        key = ('j', ob.index, ob.delta)
+        if key not in memo:
+            memo[key] = sm.joint(ob.index, q, qd, want)
+        pos, vel = memo[key]
+        if ob.kind == 'joint_pos':
+            return pos, sm.joint_is_angular(ob.index)
+        return vel, False
+    key = ('i', ob.index, ob.delta)
+    if key not in memo:
+        memo[key] = sm.imu(ob.index, q, qd, qdd, want)
+    g, f, o = memo[key]
     if ob.kind == 'gyro':
         return g, False
     if ob.kind == 'accel':
@@ -71,13 +77,14 @@ def observation_error(sm: SensorModel, obs: Sequence[Observation],
     q, qd, qdd = x[:n], x[n:2 * n], x[2 * n:]
     es = []
     Js = []
+    memo: dict = {}
     for ob in obs:
         d = ob.delta
         if d:
             qm, qdm = q + d * qd + 0.5 * d * d * qdd, qd + d * qdd
         else:
             qm, qdm = q, qd
-        m, angular = _model(sm, ob, qm, qdm, qdd, want)
+        m, angular = _model(sm, ob, qm, qdm, qdd, want, memo)
         r = m.h - ob.z
         if angular:
             r = wrap_angle(r)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import NamedTuple, Sequence
+from typing import NamedTuple
 
 import numpy as np
 
@@ -298,7 +298,7 @@ class SensorConfig:
     default all YAML joints): ``encoder_rate`` Hz, ``encoder_counts`` per
     turn (0: no quantisation; revolute joints only), additive Gaussian
     ``encoder_sigma`` (rad or m), velocity with ``encoder_velocity_sigma``
-    (None: no velocity field, NaN). IMUs (``imus``, default all YAML sensors):
+    (None: empty velocity field); effort is left empty. IMUs (``imus``, default all YAML sensors):
     ``imu_rate`` Hz, ``gyro_sigma`` rad/s, ``accel_sigma`` m/s²,
     ``orientation_sigma`` rad (None: no orientation, like most IMUs without a
     filter). A rate of 0 disables that sensor. ``dropouts``: (start, end)
@@ -344,12 +344,11 @@ def simulate_measurements(sys: System, t: np.ndarray, q: np.ndarray, qd: np.ndar
     names = config.joints if config.joints is not None else model.joint_names
     jidx = [model.joint_names.index(nm) for nm in names]
     step = 2.0 * math.pi / config.encoder_counts if config.encoder_counts else 0.0
-    nan = np.full(len(names), np.nan)
     for i in _sample_indices(t, config.encoder_rate) if names else []:
         if any(a <= t[i] < b for a, b in config.dropouts):
             continue
         pos = np.empty(len(names))
-        vel = np.full(len(names), np.nan)
+        vel = np.empty(len(names)) if config.encoder_velocity_sigma is not None else np.zeros(0)
         for k, j in enumerate(jidx):
             p, v = model.joint(j, q[i], qd[i])
             z = p.h[0]
@@ -360,7 +359,7 @@ def simulate_measurements(sys: System, t: np.ndarray, q: np.ndarray, qd: np.ndar
             if config.encoder_velocity_sigma is not None:
                 vel[k] = v.h[0] + rng.normal(0.0, config.encoder_velocity_sigma)
         out.append((float(t[i]), 0, JointMeasurement(float(t[i]), tuple(names), pos, vel,
-                                                      nan.copy())))
+                                                      np.zeros(0))))
     imus = config.imus if config.imus is not None else model.imu_names
     for nm in imus:
         k = model.imu_names.index(nm)
@@ -375,8 +374,3 @@ def simulate_measurements(sys: System, t: np.ndarray, q: np.ndarray, qd: np.ndar
                 f.h + rng.normal(0.0, config.accel_sigma, 2), angle)))
     out.sort(key=lambda r: (r[0], r[1]))
     return [m for _, _, m in out]
-
-
-def names_index(names: Sequence[str]) -> dict[str, int]:
-    """Name → position lookup."""
-    return {nm: i for i, nm in enumerate(names)}
