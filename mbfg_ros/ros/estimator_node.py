@@ -142,7 +142,7 @@ class EstimatorNode(Node):
     # ------------------------------------------------------------------ ticks
     def _on_timer(self) -> None:
         now = self._now_ns()
-        if now <= 0:            # use_sim_time and no /clock yet
+        if now <= 0 or not self.context.ok():     # no /clock yet (use_sim_time) / shutting down
             return
         for out in self.driver.advance(now):
             self._publish(out)
@@ -195,6 +195,10 @@ def main(args: list[str] | None = None) -> int:
         pass
     except rclpy.executors.ExternalShutdownException:
         pass
+    except Exception:
+        if rclpy.ok():          # a real bug: keep the traceback
+            raise
+        # shut down by a signal while a callback was publishing: a clean exit
     finally:
         if node is not None:
             node.destroy_node()

@@ -231,6 +231,10 @@ def main(args: list[str] | None = None) -> int:
         pass
     except rclpy.executors.ExternalShutdownException:
         pass
+    except Exception:
+        if rclpy.ok():          # a real bug: keep the traceback
+            raise
+        # shut down by a signal while a callback was publishing: a clean exit
     finally:
         if node is not None:
             node.close()
