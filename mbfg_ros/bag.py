@@ -89,6 +89,83 @@ class BagWriter:
         self._writer.close()
 
 
+# ---------------------------------------------------------------- salvage of broken MCAP files
+# A recorder that crashed leaves an MCAP file without its summary and footer; rosbags
+# refuses it at open. The records before the damage are intact, so they are read here
+# sequentially (MCAP spec: magic, then records ``opcode u8, length u64, content``;
+# uncompressed chunks are walked into). Compressed chunks cannot be salvaged.
+
+_MAGIC = b'\x89MCAP0\r\n'
+
+
+def _u(buf: bytes, pos: int, size: int) -> tuple[int, int]:
+    if pos + size > len(buf):
+        raise EOFError
+    return int.from_bytes(buf[pos:pos + size], 'little'), pos + size
+
+
+def _s(buf: bytes, pos: int) -> tuple[bytes, int]:
+    n, pos = _u(buf, pos, 4)
+    if pos + n > len(buf):
+        raise EOFError
+    return buf[pos:pos + n], pos + n
+
+
+def _mcap_records(buf: bytes, pos: int, schemas: dict, channels: dict
+                  ) -> Iterator[tuple[str, str, int, bytes]]:
+    while pos < len(buf):
+        try:
+            op, pos = _u(buf, pos, 1)
+            length, pos = _u(buf, pos, 8)
+        except EOFError:
+            return
+        body = buf[pos:pos + length]
+        complete = len(body) == length
+        pos += length
+        try:
+            if op == 0x03 and complete:                       # Schema
+                sid, q = _u(body, 0, 2)
+                name, q = _s(body, q)
+                schemas[sid] = name.decode()
+            elif op == 0x04 and complete:                     # Channel
+                cid, q = _u(body, 0, 2)
+                sid, q = _u(body, q, 2)
+                topic, q = _s(body, q)
+                channels[cid] = (topic.decode(), schemas.get(sid, ''))
+            elif op == 0x05 and complete:                     # Message
+                cid, q = _u(body, 0, 2)
+                _, q = _u(body, q, 4)
+                log, q = _u(body, q, 8)
+                if cid in channels:
+                    topic, msgtype = channels[cid]
+                    yield topic, msgtype, log, body[q + 8:]
+            elif op == 0x06:                                  # Chunk (maybe cut short)
+                q = 8 * 3 + 4
+                comp, q = _s(body, q)
+                if comp:
+                    return
+                _, q = _u(body, q, 8)
+                yield from _mcap_records(body, q, schemas, channels)
+                if not complete:
+                    return
+        except EOFError:
+            return
+        if not complete:
+            return
+
+
+def _salvage_mcap(path: Path) -> tuple[dict[str, str], list[tuple[str, str, int, bytes]]]:
+    files = sorted(path.glob('*.mcap')) if path.is_dir() else [path]
+    rows: list[tuple[str, str, int, bytes]] = []
+    for f in files:
+        buf = f.read_bytes()
+        if not buf.startswith(_MAGIC):
+            continue
+        rows.extend(_mcap_records(buf, len(_MAGIC), {}, {}))
+    rows.sort(key=lambda r: r[2])
+    return {r[0]: r[1] for r in rows}, rows
+
+
 def _open_reader(path: Path) -> Any:
     from rosbags.rosbag2 import Reader
 
@@ -103,8 +180,15 @@ def _open_reader(path: Path) -> Any:
 
 
 def bag_topics(path: str | Path) -> dict[str, str]:
-    """``{topic: msgtype}`` of a bag."""
-    reader = _open_reader(Path(path))
+    """``{topic: msgtype}`` of a bag (of its readable part, if its storage is damaged)."""
+    path = Path(path)
+    try:
+        reader = _open_reader(path)
+    except BagError:
+        topics, rows = _salvage_mcap(path) if path.exists() else ({}, [])
+        if not rows:
+            raise
+        return topics
     try:
         return {c.topic: c.msgtype for c in reader.connections}
     finally:
@@ -121,7 +205,14 @@ def read_messages(path: str | Path, wanted: Mapping[str, str], store: Any = None
     """
     path = Path(path)
     store = store if store is not None else typestore()
-    reader = _open_reader(path)
+    try:
+        reader = _open_reader(path)
+    except BagError as exc:
+        topics, rows = _salvage_mcap(path) if path.exists() else ({}, [])
+        if not rows:
+            raise
+        yield from _read_salvaged(path, rows, topics, wanted, store, str(exc))
+        return
     try:
         conns = []
         for c in reader.connections:
@@ -152,3 +243,30 @@ def read_messages(path: str | Path, wanted: Mapping[str, str], store: Any = None
             reader.close()
         except Exception:  # noqa: BLE001
             pass
+
+
+def _check_wanted(path: Path, have: Mapping[str, str], wanted: Mapping[str, str]) -> None:
+    for topic, msgtype in have.items():
+        if topic in wanted and msgtype != wanted[topic]:
+            raise BagError(f'{path}: topic {topic} has type {msgtype}, expected {wanted[topic]}')
+    if not any(t in wanted for t in have):
+        listing = ', '.join(sorted(f'{t} ({m})' for t, m in have.items()))
+        raise BagError(f'{path}: none of the expected topics {", ".join(sorted(wanted))}; '
+                       f'the bag has: {listing or "nothing"}')
+
+
+def _read_salvaged(path: Path, rows: list, topics: Mapping[str, str],
+                   wanted: Mapping[str, str], store: Any, why: str) -> Iterator[BagMessage]:
+    """Messages of a damaged MCAP bag up to the damage, then a BagError saying so."""
+    _check_wanted(path, topics, wanted)
+    n = 0
+    for topic, msgtype, log, raw in rows:
+        if topic not in wanted:
+            continue
+        try:
+            msg = store.deserialize_cdr(raw, msgtype)
+        except Exception:  # noqa: BLE001
+            break
+        n += 1
+        yield BagMessage(topic, msgtype, log, msg)
+    raise BagError(f'{why}; read {n} messages before the damage (truncated recording?)')

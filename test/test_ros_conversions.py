@@ -175,7 +175,7 @@ def test_params_file_errors_name_the_file_and_line(tmp_path):
     with pytest.raises(ParameterError, match=r'bad.yaml: line \d+: not valid YAML'):
         load_params_file(p)
     p.write_text('frequency: 10\n')
-    with pytest.raises(ParameterError, match="no '/\*\*' or 'estimator_node' entry"):
+    with pytest.raises(ParameterError, match=r"no '/\*\*' or 'estimator_node' entry"):
         load_params_file(p)
     with pytest.raises(ParameterError, match='parameters file not found'):
         load_params_file(tmp_path / 'none.yaml')
