@@ -23,10 +23,13 @@ Solvers (``ForwardConfig.solver``):
     constant inside the integrator factors) and whose other states are
     re-solved at every step, as the seed's reference code does. Solved by
     Gauss-Newton: GTSAM linearises the graph and eliminates it by QR; the
-    loop around it (stop when max |δ| < ``tolerance``) is written here
-    because GTSAM's optimizers judge convergence by the decrease of the
-    error, which costs extra Python callbacks per step, and the error of
-    this overdetermined problem never reaches zero.
+    loop around it is written here because GTSAM's optimizers judge
+    convergence by the decrease of the error, which costs extra Python
+    callbacks per step, and the error of this overdetermined problem never
+    reaches zero. A step is accepted once max |δ| < ``tolerance``: from the
+    extrapolated guess Gauss-Newton converges quadratically, so what is
+    left is ~tolerance² (1-2 iterations per step; the four-bar's RMSE is the
+    same to 3 digits as with a fully converged solve).
 ``anchored-lm``
     The same graph solved with GTSAM's ``LevenbergMarquardtOptimizer``
     (the seed's solver; slower).
@@ -77,7 +80,7 @@ class ForwardConfig:
     integrator: str = 'trapezoidal'
     solver: str = 'anchored'
     max_iterations: int = 8
-    tolerance: float = 1e-7            # Gauss-Newton stop: max |δ| (anchored)
+    tolerance: float = 1e-3            # Gauss-Newton: accept once max |δ| < this
     sigma_prior_q: float = 1e-5        # cov 1e-10
     sigma_prior_qd_z: float = math.sqrt(1e-3)
     sigma_prior_qd: float = 1.0        # velocities not in z
@@ -85,7 +88,7 @@ class ForwardConfig:
     sigma_dynamics: float = math.sqrt(1e-3)
     sigma_constraint: float = 1e-3     # f_dpc, f_dvc, f_ipc, f_ivc, f_iac
     sigma_eq: float = 1e3              # Table 2: 10 (cov 1e2); see README
-    ic_switch: float = 0.95            # re-choose z when σ_min(N[z]) < ic_switch × best
+    ic_switch: float = 0.99            # re-choose z when σ_min(N[z]) < ic_switch × best
 
     def __post_init__(self) -> None:
         def bad(name: str, value: object, want: str) -> MbfgError:
