@@ -396,12 +396,16 @@ class ForwardSimulator:
         integrators on Z are index-free, so they stay valid).
         """
         n, d = self.sys.n, len(self._idx)
-        q = x[:n]
-        _, _, vt = np.linalg.svd(self.sys.constraints.phi_q(q))
+        _, _, vt = np.linalg.svd(self.sys.constraints.phi_q(x[:n]))
         N = vt[n - d:].T
-        quality = np.linalg.svd(N[self._idx], compute_uv=False)[-1]
-        best = sorted(scipy.linalg.qr(N.T, pivoting=True, mode='r')[1][:d].tolist())
-        best_quality = np.linalg.svd(N[best], compute_uv=False)[-1]
+        if d == 1:
+            col = np.abs(N[:, 0])
+            best = [int(np.argmax(col))]
+            quality, best_quality = col[self._idx[0]], col[best[0]]
+        else:
+            quality = np.linalg.svd(N[self._idx], compute_uv=False)[-1]
+            best = sorted(scipy.linalg.qr(N.T, pivoting=True, mode='r')[1][:d].tolist())
+            best_quality = np.linalg.svd(N[best], compute_uv=False)[-1]
         if quality >= self.config.ic_switch * best_quality or best == self._idx:
             return
         self._idx = list(best)
