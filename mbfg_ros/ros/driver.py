@@ -208,7 +208,9 @@ class EstimatorDriver:
     """Queue + tick grid + estimator + command law (one per node or replay run)."""
 
     BACKWARDS_STREAK = 10
-    """Consecutive too-old records read as "the stamps went back" (bag loop): reset."""
+    """Consecutive records older than :attr:`backwards_ns` read as "the stamps went
+    back" (bag loop): reset. Merely late records (a burst processed slowly) are only
+    dropped as too old."""
 
     def __init__(self, sys: Any, settings: EstimatorSettings, estimator: Any = None) -> None:
         from ..estimator import Estimator
@@ -220,6 +222,8 @@ class EstimatorDriver:
         self.period = period_ns(self.frequency)
         self.lag_ns = int(round(float(settings.values['lag_duration']) * NS))
         self.max_queue = int(settings.values.get('max_queue', 10000))
+        self.backwards_ns = int(NS * max(1.0, 2 * float(settings.values['lag_duration']),
+                                         float(getattr(cfg, 'backwards_tolerance', 0.0))))
         self.max_catchup = max(1, int(math.ceil(settings.values['lag_duration']
                                                 * self.frequency)))
         self.estimator = estimator if estimator is not None else Estimator(sys, cfg)
@@ -255,7 +259,9 @@ class EstimatorDriver:
         """Queue a record for the tick at or after its stamp; False if dropped (counted)."""
         self.count('received')
         if self.last_tick is not None and t_ns < self.last_tick - self.lag_ns:
-            self._too_old_streak += 1
+            # too old for the window; far older, repeatedly: the stamps went back (bag loop)
+            far = t_ns < self.last_tick - self.backwards_ns
+            self._too_old_streak = self._too_old_streak + 1 if far else 0
             if self._too_old_streak >= self.BACKWARDS_STREAK:
                 self.reset(f'stamps went back by {(self.last_tick - t_ns) / NS:.3f} s '
                            f'(bag loop?)')

@@ -1,0 +1,322 @@
+"""The nodes over real DDS (loopback, a private ROS_DOMAIN_ID per test process).
+
+Node processes are started with ``python -m mbfg_ros.ros.<node>``; the test
+process talks to them with rclpy. Waits are for discovery and for the
+messages themselves (generous timeouts), never fixed sleeps.
+"""
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+rclpy = pytest.importorskip('rclpy', reason='rclpy (ROS 2 wheels) not installed')
+
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
+
+from mbfg_ros.bag import bag_topics, read_messages  # noqa: E402
+from mbfg_ros.cli.replay import replay  # noqa: E402
+from mbfg_ros.demo import write_simulation_bag  # noqa: E402
+from mbfg_ros.ros import conversions as cv  # noqa: E402
+from mbfg_ros.sensors import joint_positions, joint_velocities, wrap_angle  # noqa: E402
+
+from test_ros_support import (REPO, T0, fourbar_data, fourbar_path, ros_env,  # noqa: E402
+                              stamp_of, unique_domain)
+
+pytestmark = pytest.mark.ros
+
+NS = 1_000_000_000
+RELIABLE = QoSProfile(depth=2000, reliability=ReliabilityPolicy.RELIABLE)
+
+
+def _msg(short):
+    import importlib
+    pkg, _, name = cv.TYPES[short].split('/')
+    return getattr(importlib.import_module(f'{pkg}.msg'), name)
+
+
+class Peer:
+    """The test's own rclpy node in its own context and domain."""
+
+    def __init__(self, domain: int) -> None:
+        self.ctx = rclpy.Context()
+        rclpy.init(context=self.ctx, domain_id=domain)
+        self.node = rclpy.create_node('mbfg_test_peer', context=self.ctx)
+        self.ex = SingleThreadedExecutor(context=self.ctx)
+        self.ex.add_node(self.node)
+        self.kit = cv.rclpy_kit()
+        self.inbox: dict[str, list] = {}
+
+    def listen(self, topic: str, short: str) -> None:
+        self.inbox[topic] = []
+        self.node.create_subscription(_msg(short), topic, self.inbox[topic].append, RELIABLE)
+
+    def publisher(self, topic: str, short: str):
+        return self.node.create_publisher(_msg(short), topic, RELIABLE)
+
+    def spin_until(self, pred, timeout: float, what: str, retry=None) -> None:
+        """Spin until ``pred()``; ``retry()`` is called every 0.5 s meanwhile."""
+        start = time.monotonic()
+        last = start
+        while not pred():
+            now = time.monotonic()
+            if now - start > timeout:
+                raise AssertionError(f'timed out after {timeout:g} s waiting for {what}')
+            if retry is not None and now - last > 0.5:
+                last = now
+                retry()
+            self.ex.spin_once(timeout_sec=0.01)
+
+    def close(self) -> None:
+        self.ex.shutdown()
+        self.node.destroy_node()
+        rclpy.shutdown(context=self.ctx)
+
+
+def start(module: str, params: dict, domain: int, tmp_path, extra=()):
+    args = [sys.executable, '-m', f'mbfg_ros.ros.{module}', '--ros-args', *extra]
+    for k, v in params.items():
+        args += ['-p', f'{k}:={v}']
+    out = open(tmp_path / f'{module}.log', 'w')
+    return subprocess.Popen(args, env=ros_env(domain), stdout=out, stderr=subprocess.STDOUT,
+                            cwd=tmp_path)
+
+
+def stop(proc) -> int:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+    return proc.returncode
+
+
+def diag_values(msg) -> dict:
+    return {kv.key: kv.value for kv in msg.status[0].values}
+
+
+# ------------------------------------------------------------------ start-up errors
+
+@pytest.mark.parametrize('module', ['estimator_node', 'simulator_node'])
+def test_a_bad_mechanism_path_exits_non_zero_with_one_error_line(module, tmp_path):
+    r = subprocess.run([sys.executable, '-m', f'mbfg_ros.ros.{module}', '--ros-args', '-p',
+                        'mechanism:=/no/such/robot.yaml'], env=ros_env(unique_domain(1)),
+                       capture_output=True, text=True, timeout=60)
+    lines = [ln for ln in (r.stdout + r.stderr).splitlines() if ln.strip()]
+    assert r.returncode == 2
+    assert len(lines) == 1 and lines[0].startswith(f'{module}: error: ')
+    assert '/no/such/robot.yaml' in lines[0]
+
+
+def test_a_bad_parameter_exits_non_zero_with_one_error_line(tmp_path):
+    r = subprocess.run([sys.executable, '-m', 'mbfg_ros.ros.estimator_node', '--ros-args',
+                        '-p', f'mechanism:={fourbar_path()}', '-p', 'command_joints:=[wheel]'],
+                       env=ros_env(unique_domain(2)), capture_output=True, text=True,
+                       timeout=60)
+    lines = [ln for ln in (r.stdout + r.stderr).splitlines() if ln.strip()]
+    assert r.returncode == 2 and len(lines) == 1
+    assert "'wheel' is not an actuator" in lines[0]
+
+
+# ------------------------------------------------------------------ estimation over DDS
+
+def test_live_node_on_sim_time_estimates_well_and_equals_the_replay(tmp_path):
+    """Lockstep: messages are published ahead of /clock, the clock then moves one tick."""
+    system, traj, recs = fourbar_data()
+    domain = unique_domain(3)
+    params = {'mechanism': fourbar_path(), 'use_sim_time': 'true', 'frequency': 200.0,
+              'lag_duration': 0.1, 'encoder_sigma': 0.002}
+    proc = start('estimator_node', params, domain, tmp_path)
+    peer = Peer(domain)
+    try:
+        clock = peer.publisher('/clock', 'Clock')
+        pub_js = peer.publisher('/joint_states', 'JointState')
+        pub_imu = peer.publisher('/imu/coupler_imu', 'Imu')
+        for topic in ('/estimator_node/state', '/estimator_node/joint_states'):
+            peer.listen(topic, 'JointState')
+        peer.listen('/diagnostics', 'DiagnosticArray')
+        peer.spin_until(lambda: min(p.get_subscription_count() for p in (clock, pub_js, pub_imu))
+                        > 0 and peer.node.count_publishers('/estimator_node/state') > 0,
+                        60, 'discovery of estimator_node')
+        diags = peer.inbox['/diagnostics']
+
+        def tick_to(t_ns):
+            # repeated while waiting: the first /clock may precede the subscriber's matching
+            def send():
+                clock.publish(cv.clock_msg(peer.kit, t_ns))
+            send()
+            peer.spin_until(lambda: diags and cv.stamp_ns(diags[-1].header.stamp) >= t_ns, 10,
+                            f'the tick at {t_ns / NS:.3f} s', retry=send)
+
+        tick_to(stamp_of(recs[0]) - 50_000_000)            # the node runs before the data
+        period, lead = 5_000_000, 20_000_000
+        i = 0
+        t_ns = stamp_of(recs[0])
+        while t_ns <= stamp_of(recs[-1]):
+            while i < len(recs) and stamp_of(recs[i]) <= t_ns + lead:
+                r = recs[i]
+                if hasattr(r, 'sensor'):
+                    pub_imu.publish(cv.imu_msg(peer.kit, stamp_of(r), 'coupler_imu', r.gyro_z,
+                                               r.accel, r.angle))
+                else:
+                    pub_js.publish(cv.joint_state_msg(peer.kit, stamp_of(r), r.names,
+                                                      r.position, r.velocity, r.effort))
+                i += 1
+            tick_to(t_ns)
+            t_ns += period
+        peer.spin_until(lambda: len(peer.inbox['/estimator_node/state']) >= 150, 10,
+                        'the estimates')
+    finally:
+        peer.close()
+        assert stop(proc) == 0, (tmp_path / 'estimator_node.log').read_text()
+    live = {cv.stamp_ns(m.header.stamp): np.array(m.position)
+            for m in peer.inbox['/estimator_node/state']}
+    joints = {cv.stamp_ns(m.header.stamp): (np.array(m.position), np.array(m.velocity))
+              for m in peer.inbox['/estimator_node/joint_states']}
+    assert list(peer.inbox['/estimator_node/state'][0].name) == list(system.mech.coordinate_names)
+
+    # accuracy: crank angle and rate against the truth, vs the encoder and its finite difference
+    j = [jt.name for jt in system.mech.joints].index('crank')
+    t_true = traj.t + T0
+    truth_p = np.unwrap(np.array([joint_positions(system, q) for q in traj.q])[:, j])
+    truth_v = np.array([joint_velocities(system, q, qd) for q, qd in zip(traj.q, traj.qd)])[:, j]
+    ts = np.array(sorted(joints))[10:] / NS              # after the start-up transient
+    est_p = np.array([joints[int(round(t * NS))][0][j] for t in ts])
+    est_v = np.array([joints[int(round(t * NS))][1][j] for t in ts])
+    enc = [r for r in recs if not hasattr(r, 'sensor')]
+    te = np.array([r.t for r in enc])
+    raw = np.array([r.position[j] for r in enc])
+    fd = np.diff(np.unwrap(raw)) / np.diff(te)
+    rmse = lambda e: float(np.sqrt(np.mean(np.square(e))))  # noqa: E731
+    est_p_err = rmse(wrap_angle(est_p - np.interp(ts, t_true, truth_p)))
+    raw_p_err = rmse(wrap_angle(raw - np.interp(te, t_true, truth_p)))
+    est_v_err = rmse(est_v - np.interp(ts, t_true, truth_v))
+    fd_err = rmse(fd - np.interp(0.5 * (te[1:] + te[:-1]), t_true, truth_v))
+    assert est_p_err < raw_p_err, (est_p_err, raw_p_err)
+    assert est_v_err < fd_err, (est_v_err, fd_err)
+
+    # the replay of the same messages gives the same estimates at the same ticks
+    bag = tmp_path / 'same_input'
+    write_simulation_bag(bag, system, traj, [replace(r, t=r.t - T0) for r in recs])
+    res = replay(bag, fourbar_path(), {k: v for k, v in params.items()
+                                       if k not in ('mechanism', 'use_sim_time')},
+                 show_progress=False)
+    replayed = {int(round(t * NS)): q for t, q in zip(res.times, res.q)}
+    common = sorted(set(live) & set(replayed))
+    assert len(common) >= 190, (len(live), len(replayed))
+    for t in common:
+        np.testing.assert_array_equal(live[t], replayed[t], err_msg=f'at {t / NS:.3f} s')
+
+
+def test_the_node_survives_bad_input_and_counts_it_in_diagnostics(tmp_path):
+    system, _, recs = fourbar_data()
+    domain = unique_domain(4)
+    proc = start('estimator_node', {'mechanism': fourbar_path(), 'frequency': 100.0,
+                                    'lag_duration': 0.1}, domain, tmp_path)
+    peer = Peer(domain)
+    names = list(system.mech.joints[k].name for k in range(len(system.mech.joints)))
+    try:
+        pub_js = peer.publisher('/joint_states', 'JointState')
+        pub_imu = peer.publisher('/imu/coupler_imu', 'Imu')
+        pub_ref = peer.publisher('/estimator_node/reference', 'JointTrajectory')
+        peer.listen('/estimator_node/state', 'JointState')
+        peer.listen('/diagnostics', 'DiagnosticArray')
+        peer.spin_until(lambda: pub_js.get_subscription_count() > 0
+                        and pub_imu.get_subscription_count() > 0
+                        and pub_ref.get_subscription_count() > 0
+                        and peer.node.count_publishers('/diagnostics') > 0,
+                        60, 'discovery of estimator_node')
+        enc = [r for r in recs if not hasattr(r, 'sensor')]
+        now = lambda: peer.node.get_clock().now().nanoseconds  # noqa: E731
+
+        def good(count, dt=0.01):
+            for r in enc[:count]:
+                pub_js.publish(cv.joint_state_msg(peer.kit, now(), names, r.position))
+                end = time.monotonic() + dt
+                while time.monotonic() < end:
+                    peer.ex.spin_once(timeout_sec=0.002)
+
+        good(40)
+        states = peer.inbox['/estimator_node/state']
+        peer.spin_until(lambda: len(states) > 5, 20, 'estimates from good input')
+        p = enc[50].position
+        pub_js.publish(cv.joint_state_msg(peer.kit, now(), names, [np.nan, p[1]]))
+        pub_js.publish(cv.joint_state_msg(peer.kit, now(), names, p, [np.inf, 0.0]))
+        pub_js.publish(cv.joint_state_msg(peer.kit, now(), names, p[:1]))        # lengths
+        pub_js.publish(cv.joint_state_msg(peer.kit, now(), ['wheel'] + names, [1.0, *p]))
+        pub_js.publish(cv.joint_state_msg(peer.kit, now() - 3 * NS, names, p))   # too old
+        pub_imu.publish(cv.imu_msg(peer.kit, now(), 'coupler_imu', np.nan, [np.nan, 1.0]))
+        ref = _msg('JointTrajectory')(joint_names=['wheel'])
+        pub_ref.publish(ref)                                                     # no points
+        diags = peer.inbox['/diagnostics']
+        wanted = ('input.nonfinite_values', 'input.dropped.length_mismatch',
+                  'input.unknown_joint', 'input.dropped.too_old', 'input.dropped.bad_reference',
+                  'input.dropped.no_usable_values')
+        peer.spin_until(lambda: all(k in diag_values(diags[-1]) for k in wanted), 20,
+                        f'{wanted} in /diagnostics')
+        t_burst = now()
+        for k in range(300):                                                     # burst
+            pub_js.publish(cv.joint_state_msg(peer.kit, t_burst + k * 100_000, names,
+                                              enc[k % len(enc)].position))
+        silence_end = time.monotonic() + 0.6                                     # silence
+        while time.monotonic() < silence_end:
+            peer.ex.spin_once(timeout_sec=0.01)
+        for k in range(15):                                       # stamps back: bag loop
+            pub_js.publish(cv.joint_state_msg(peer.kit, now() - 100 * NS + k * 10**7, names,
+                                              enc[k].position))
+        peer.ex.spin_once(timeout_sec=0.05)
+        t_resume = now()
+        good(40)
+        peer.spin_until(lambda: any(cv.stamp_ns(m.header.stamp) > t_resume for m in states),
+                        20, 'estimates after the bad input')
+        peer.spin_until(lambda: cv.stamp_ns(diags[-1].header.stamp) > t_resume + 10**8, 20,
+                        'diagnostics after the bad input')
+        assert proc.poll() is None, 'the node died'
+        v = diag_values(diags[-1])
+    finally:
+        peer.close()
+        rc = stop(proc)
+    log = (tmp_path / 'estimator_node.log').read_text()
+    assert rc == 0, log
+    assert int(v.get('input.nonfinite_values', 0)) >= 2, v
+    assert int(v.get('input.dropped.length_mismatch', 0)) >= 1, v
+    assert int(v.get('input.unknown_joint', 0)) >= 1, v
+    assert int(v.get('input.dropped.too_old', 0)) >= 1, v
+    assert int(v.get('input.dropped.bad_reference', 0)) >= 1, v
+    assert int(v.get('input.dropped.no_usable_values', 0)) >= 1, v        # the NaN IMU
+    assert int(v.get('input.resets', 0)) == 1, v                          # the bag loop only
+    assert "unknown joint 'wheel' ignored" in log and 'reset: stamps went back' in log
+
+
+# ------------------------------------------------------------------ simulator
+
+def test_the_simulator_records_a_bag_offline_and_exits_at_duration(tmp_path):
+    proc = start('simulator_node', {'mechanism': fourbar_path(), 'realtime': 'false',
+                                    'duration': 0.5, 'record': 'true', 'output': 'rec',
+                                    'storage': 'sqlite3', 'encoder_sigma': 0.001},
+                 unique_domain(5), tmp_path)
+    try:
+        rc = proc.wait(120)
+    finally:
+        stop(proc)
+    assert rc == 0, (tmp_path / 'simulator_node.log').read_text()
+    topics = bag_topics(tmp_path / 'rec')
+    assert topics == {'/clock': cv.TYPES['Clock'], '/joint_states': cv.TYPES['JointState'],
+                      '/imu/coupler_imu': cv.TYPES['Imu'],
+                      '/simulator_node/ground_truth': cv.TYPES['JointState']}
+    truth = [m.msg for m in read_messages(tmp_path / 'rec', {
+        '/simulator_node/ground_truth': cv.TYPES['JointState']})]
+    system = fourbar_data()[0]
+    assert list(truth[0].name) == list(system.mech.coordinate_names)
+    assert len(truth) == 51                                       # 100 Hz, t = 0 .. 0.5 s
+    assert cv.stamp_ns(truth[-1].header.stamp) == NS + NS // 2
+    assert not np.allclose(truth[0].position, truth[-1].position)  # it fell
+    assert REPO.exists()
