@@ -46,8 +46,8 @@ def main(argv: list[str] | None = None) -> int:
     system = load_system(ROOT / 'config' / 'fourbars1.yaml')
     config = ForwardConfig(solver=args.solver, coordinates=args.coordinates)
     sim = ForwardSimulator(system, config)
-    q = np.empty((steps + 1, 4))
-    qd = np.empty((steps + 1, 4))
+    q = np.full((steps + 1, 4), np.nan)     # touched now: RSS then measures the solver
+    qd = np.full((steps + 1, 4), np.nan)
     q[0], qd[0] = sim.q, sim.qd
     E0 = energy(system, sim.q, sim.qd)
     print(f'four-bar, {steps} steps, dt 1 ms, solver {config.solver}, '
