@@ -78,7 +78,7 @@ class InverseConfig:
     sigma_eq: float = 10.0           # f_eq (seed Table 2: variance 1e2)
     sigma_dyn: float = 1e-6          # f_didyn
     sigma_zero: float = 1e-6         # zero prior on unactuated Q components
-    sigma_tau: float = 1e4           # minimum-torque prior on actuated components
+    sigma_tau: float = 10.0          # minimum-torque prior on actuated components
 
 
 class InverseResult(NamedTuple):
@@ -288,9 +288,9 @@ def _linear(jf: gtsam.JacobianFactor, keys: Sequence[int], dim: int
 def _trapezoid_factor(n: int, h: float, keys: tuple[int, int],
                       noise: gtsam.noiseModel.Base) -> gtsam.LinearContainerFactor:
     """f_ti (Eq. 23) twice between stacked states: q from q̇, q̇ from q̈ (exactly linear)."""
-    eye, O = np.eye(n), np.zeros((n, n))
-    A0 = np.block([[-eye, -h * eye, O], [O, -eye, -h * eye]])
-    A1 = np.block([[eye, -h * eye, O], [O, eye, -h * eye]])
+    eye, zz = np.eye(n), np.zeros((n, n))
+    A0 = np.block([[-eye, -h * eye, zz], [zz, -eye, -h * eye]])
+    A1 = np.block([[eye, -h * eye, zz], [zz, eye, -h * eye]])
     jf = gtsam.JacobianFactor(keys[0], A0, keys[1], A1, np.zeros(2 * n), noise)
     return _linear(jf, keys, 3 * n)
 
@@ -298,8 +298,8 @@ def _trapezoid_factor(n: int, h: float, keys: tuple[int, int],
 def _equality_factor(n: int, keys: tuple[int, int], noise: gtsam.noiseModel.Base
                      ) -> gtsam.LinearContainerFactor:
     """f_eq: soft equality q_{k+1} − q_k = 0 between stacked states (linear)."""
-    eye, O = np.eye(n), np.zeros((n, 2 * n))
-    jf = gtsam.JacobianFactor(keys[0], np.hstack((-eye, O)), keys[1], np.hstack((eye, O)),
+    eye, zz = np.eye(n), np.zeros((n, 2 * n))
+    jf = gtsam.JacobianFactor(keys[0], np.hstack((-eye, zz)), keys[1], np.hstack((eye, zz)),
                               np.zeros(n), noise)
     return _linear(jf, keys, 3 * n)
 
@@ -416,7 +416,6 @@ def inverse_dynamics(sys: System, t: np.ndarray, z: np.ndarray, z_idx: Sequence[
             Q0 = _direct_Q(sys, values, z_idx, act, N)
             for k in range(N):
                 values.insert(_key('f', k), Q0[k])
-        print("stage", stage, flush=True)
         values, its = _optimize(build(stage), values, cfg)
         iterations.append(its)
         if progress is not None:

@@ -35,7 +35,8 @@ from .constraints import Constraints
 from .dynamics import System
 from .errors import MbfgError
 
-__all__ = ['LeanKinematics', 'KinTerms', 'RowSelection', 'DirectInverseDynamics', 'inverse_dynamics_direct']
+__all__ = ['LeanKinematics', 'KinTerms', 'RowSelection', 'DirectInverseDynamics',
+           'inverse_dynamics_direct']
 
 
 class KinTerms(NamedTuple):
