@@ -10,8 +10,9 @@ x_k = [q, q̇, q̈] (key ``x<k>``):
   (Eqs. 24-25, tight) and q̈(q, q̇, τ) − q̈ (Eq. 26) with the known applied
   torques τ; its σ (``dynamics_sigma``) covers the unmodelled forces;
 * integrator (:func:`factors.stacked_trapezoidal_error`, Eq. 23) to x_{k−1};
-* one observation factor holding every reading attached to x_k
-  (:mod:`mbfg_ros.observations`; readings between ticks use the Taylor shift).
+* one observation factor on x_k holding the readings stamped at t_k, and one
+  on (x_{k−1}, x_k) holding those stamped inside (t_{k−1}, t_k), evaluated at
+  the state interpolated between the two keys (:mod:`mbfg_ros.observations`).
 
 Why stacked: with separate q, q̇, q̈ variables a tick costs 3 variables,
 2 trapezoidal + 3 constraint/dynamics factors, i.e. 5 Python callbacks and
@@ -19,11 +20,18 @@ Why stacked: with separate q, q̇, q̈ variables a tick costs 3 variables,
 callbacks and one 3n-block per tick — 3-5x cheaper per tick for the same
 equations (each CustomFactor callback costs tens of microseconds).
 
-Readings between ticks: a reading stamped t_m is attached to the tick nearest
-in time (|δ| ≤ half a tick, δ = t_m − t_k) and evaluated at the Taylor-shifted
-state (exact to O(δ³)). Readings arriving late but whose tick is still inside
-the window become a factor on that older key (counted ``late``); older ones
-are dropped (``dropped_too_old``).
+Readings between ticks: tick k takes every pending reading stamped ≤ t_k
+(the ROS driver feeds those before calling tick k); later ones wait for the
+next tick. A reading at t_m = t_{k−1} + s·dt, s ∈ (0, 1), is evaluated at the
+state interpolated between x_{k−1} and x_k under the trapezoidal model (q̈
+piecewise linear; cubic Hermite in q and q̇, exact for it and continuous at
+both keys), linear in the two keys, so its factor's Jacobians are exact; all
+readings of one interval share one two-key factor. A reading within
+1e-9·dt of a tick is a one-key factor on that tick. A reading arriving late
+(stamp ≤ t_{k−1}) goes to the key or pair of keys bracketing its stamp if
+they are still inside the window (counted ``late``); older ones are dropped
+(``dropped_too_old``). At start-up only readings at the first tick enter
+the graph (those before it only seed the state: ``dropped_before_init``).
 
 Torques: the actuator efforts consistent with the estimate solve the
 equations of motion in dependent coordinates, ``B_act τ + Φqᵀ λ = M q̈ − Q``,
@@ -60,7 +68,7 @@ import numpy as np
 from . import factors as F
 from .dynamics import System, forward_accel
 from .measurements import Estimate, ImuMeasurement, JointMeasurement
-from .observations import Observation, observation_factor
+from .observations import Observation, interval_factor, observation_factor
 from .sensors import SensorModel, wrap_angle
 
 __all__ = ['EstimatorConfig', 'Estimator']
@@ -128,7 +136,7 @@ _COUNTERS = ('ticks', 'initialisations', 'resets', 'late', 'dropped_nonfinite',
 
 
 class _Pending:
-    """A validated reading waiting for its tick: stamp and observation (δ filled later)."""
+    """A validated reading waiting for its tick: stamp and observation (s filled later)."""
 
     __slots__ = ('t', 'ob')
 
@@ -159,6 +167,7 @@ class Estimator:
         self.sm = SensorModel(sys)
         n = self.n = sys.n
         self._dt = 1.0 / cfg.frequency
+        self._eps = 1e-9 * self._dt          # a stamp this close to a tick is at the tick
         self._joint_index = {nm: i for i, nm in enumerate(self.sm.joint_names)}
         self._imu_index = {nm: i for i, nm in enumerate(self.sm.imu_names)}
         self._act_of_joint = {a.joint: k for k, a in enumerate(sys.mech.actuators)
@@ -408,21 +417,22 @@ class Estimator:
         self._last_reset_reason = reason
 
     def _oldest_usable_time(self) -> float:
-        """Stamps older than this cannot reach a key still inside the smoother."""
+        """Stamps older than this are not bracketed by keys still inside the smoother."""
         if not self._window:
             return -math.inf
-        return self._window[0][0] - 0.5 * self._dt
+        return self._window[0][0] - self._eps
 
     def _new_smoother(self) -> gtsam.IncrementalFixedLagSmoother:
         return gtsam.IncrementalFixedLagSmoother(self.config.lag_duration, self._params)
 
     # -- start-up ------------------------------------------------------------------
     def _initialise(self, t: float, start: float) -> Estimate | None:
-        ready = [p for p in self._pending if p.t <= t + 0.5 * self._dt]
+        limit = t + self._eps
+        ready = [p for p in self._pending if p.t <= limit]
         if not ready:
             return None
-        self._pending = [p for p in self._pending if p.t > t + 0.5 * self._dt]
-        fresh = [p for p in ready if p.t >= t - 0.5 * self._dt]
+        self._pending = [p for p in self._pending if p.t > limit]
+        fresh = [p for p in ready if p.t >= t - self._eps]     # at the tick: on its key
         self._counters['dropped_before_init'] += len(ready) - len(fresh)
         # the latest reading of each kind seeds the position and velocity problems
         latest: dict[tuple[str, int], Observation] = {}
@@ -449,7 +459,7 @@ class Estimator:
         graph = gtsam.NonlinearFactorGraph()
         graph.add(F.prior_factor(key, x0, prior))
         graph.add(self._state_factor(key))
-        obs = [p.ob._replace(delta=p.t - t) for p in fresh]
+        obs = [p.ob for p in fresh]
         if obs:
             graph.add(observation_factor(key, self.sm, obs))
         values = gtsam.Values()
@@ -547,46 +557,53 @@ class Estimator:
             self._window.popleft()
             self._times.pop(0)
 
-    def _attach(self, t: float, k: int) -> dict[int, list[Observation]]:
-        """Readings due by tick ``k`` at ``t``, grouped per key index (δ filled)."""
-        limit = t + 0.5 * self._dt
+    def _attach(self, t: float, k: int) -> tuple[dict, dict, float]:
+        """Readings due by tick ``k`` at ``t`` (stamped ≤ t), grouped per factor.
+
+        Returns (single, pairs, newest stamp): ``single[i]`` the readings at the
+        time of key i; ``pairs[(i, dt)]`` those between keys i−1 and i (dt
+        apart), with ``s`` filled.
+        """
+        single: dict[int, list[Observation]] = {}
+        pairs: dict[tuple[int, float], list[Observation]] = {}
+        limit = t + self._eps
         if not self._pending or min(p.t for p in self._pending) > limit:
-            return {}
+            return single, pairs, -math.inf
         ready = [p for p in self._pending if p.t <= limit]
         self._pending = [p for p in self._pending if p.t > limit]
-        mid = 0.5 * (self._t_last + t)
-        groups: dict[int, list[Observation]] = {}
-        times = self._times
+        eps, t_prev, times = self._eps, self._t_last, self._times
+        horizon = t - self.config.lag_duration          # keys at or before: marginalised now
+        newest = -math.inf
         for p in ready:
-            if p.t >= mid:
-                groups.setdefault(k, []).append(p.ob._replace(delta=p.t - t))
-                continue
-            i = bisect.bisect_left(times, p.t)
-            best = None
-            for c in (i - 1, i):
-                if 0 <= c < len(times) and (best is None or
-                                            abs(times[c] - p.t) < abs(times[best] - p.t)):
-                    best = c
-            if best is None or abs(times[best] - p.t) > self._dt:
-                self._counters['dropped_too_old'] += 1
-                continue
-            tk, kk = self._window[best]
-            if tk <= t - self.config.lag_duration:      # marginalised by this update
-                self._counters['dropped_too_old'] += 1
-                continue
-            self._counters['late'] += 1
-            groups.setdefault(kk, []).append(p.ob._replace(delta=p.t - tk))
-        return groups
+            if p.t > t_prev + eps:                      # the current interval (t_{k-1}, t_k]
+                t0, t1, k1 = t_prev, t, k
+            else:                                       # late: bracket it in the window
+                j = bisect.bisect_left(times, p.t - eps)
+                if j >= len(times) or (times[j] - p.t > eps and j == 0):
+                    self._counters['dropped_too_old'] += 1
+                    continue
+                t1, k1 = self._window[j]
+                t0 = t1 if times[j] - p.t <= eps else times[j - 1]
+                if min(t0, t1) <= horizon:
+                    self._counters['dropped_too_old'] += 1
+                    continue
+                self._counters['late'] += 1
+            newest = max(newest, p.t)
+            if t1 - p.t <= eps:
+                single.setdefault(k1, []).append(p.ob)
+            else:                                       # p.t > t0 + eps: strictly inside
+                dt = t1 - t0
+                pairs.setdefault((k1, dt), []).append(p.ob._replace(s=(p.t - t0) / dt))
+        return single, pairs, newest
 
     def _step(self, t: float, start: float) -> Estimate | None:
-        cfg = self.config
         n = self.n
         k = self._k + 1
         dt = t - self._t_last
         key, prev = gtsam.symbol('x', k), gtsam.symbol('x', self._k)
         q, qd, qdd = self._x_last[:n], self._x_last[n:2 * n], self._x_last[2 * n:]
         guess = np.concatenate((q + dt * qd + 0.5 * dt * dt * qdd, qd + dt * qdd, qdd))
-        groups = self._attach(t, k)
+        single, pairs, newest = self._attach(t, k)
         graph = gtsam.NonlinearFactorGraph()
         graph.add(self._state_factor(key))
         noise = self._integ_noise if dt <= self._dt * (1 + 1e-6) else \
@@ -594,8 +611,12 @@ class Estimator:
         graph.add(F.custom_factor([prev, key], noise,
                                   functools.partial(F.stacked_trapezoidal_error, n, dt)))
         used = []
-        for kk, obs in groups.items():
+        for kk, obs in single.items():
             graph.add(observation_factor(gtsam.symbol('x', kk), self.sm, obs))
+            used += obs
+        for (kk, span), obs in pairs.items():
+            graph.add(interval_factor(gtsam.symbol('x', kk - 1), gtsam.symbol('x', kk), span,
+                                      self.sm, obs))
             used += obs
         values = gtsam.Values()
         values.insert(key, guess)
@@ -608,8 +629,7 @@ class Estimator:
             self._counters['dropped_reset'] += len(used)
             return self._recover(t, k, guess, f'failure:{type(exc).__name__}', start)
         self._count_used(used)
-        if used:
-            self._last_reading = max(self._last_reading, t + max(o.delta for o in used))
+        self._last_reading = max(self._last_reading, newest)
         self._k = k
         self._t_last = t
         self._push_window(t, k)

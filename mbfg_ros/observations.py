@@ -1,23 +1,37 @@
 """Observation factors on the stacked state x = [q, q̇, q̈] (seed 000 §6 style).
 
 An :class:`Observation` is one scalar or vector reading (encoder angle or
-rate, prismatic position, gyroscope, accelerometer, orientation) taken at
-time ``t_k + delta`` and attached to the state of tick k at ``t_k``. The
-model is evaluated at the state carried to the reading's time by the
-second-order Taylor expansion the stacked variable makes free:
+rate, prismatic position, gyroscope, accelerometer, orientation). Its error
+is ``h(q, q̇, q̈) − z`` (wrapped to (−π, π] for angles: encoder,
+orientation) with the model Jacobian ``[H_q, H_q̇, H_q̈]`` of
+:class:`~mbfg_ros.sensors.SensorModel`.
 
-    q_m = q + δ q̇ + ½ δ² q̈,   q̇_m = q̇ + δ q̈,   q̈_m = q̈
+* A reading taken at a tick is a factor on that tick's key alone
+  (:func:`observation_factor`).
+* A reading taken between ticks, at ``t_m = t_{k−1} + s·dt`` with
+  s ∈ (0, 1), is a factor on the two keys (x_{k−1}, x_k) that bracket it
+  (:func:`interval_factor`). The state at t_m is interpolated between them
+  under the trapezoidal model of seed 000 Eq. 23 (q̈ piecewise linear, so q
+  is a cubic and q̇ a quadratic in time) by cubic Hermite interpolation of
+  each level from its value and its derivative at both ends
+  (:func:`interpolation_weights`):
 
-so a reading between ticks needs no interpolation across two keys (one key,
-one callback), with an error O(δ³ q⃛) (δ ≤ half a tick). The error is
-``h(x_m) − z`` (wrapped to (−π, π] for angles: encoder, orientation) and the
-Jacobian follows by the chain rule:
+      q(t_m)  = h00 q_{k−1}  + h10 dt q̇_{k−1}  + h01 q_k  + h11 dt q̇_k
+      q̇(t_m)  = h00 q̇_{k−1} + h10 dt q̈_{k−1}  + h01 q̇_k + h11 dt q̈_k
+      q̈(t_m)  = (1 − s) q̈_{k−1} + s q̈_k
 
-    ∂e/∂q = H_q,  ∂e/∂q̇ = δ H_q + H_q̇,  ∂e/∂q̈ = ½δ² H_q + δ H_q̇ + H_q̈.
+  with h00 = 2s³ − 3s² + 1, h10 = s³ − 2s² + s, h01 = 3s² − 2s³,
+  h11 = s³ − s². This is exact for a cubic q (so for the piecewise-linear
+  q̈ of the trapezoidal model) and equals each key's own state at s = 0 and
+  s = 1, so the two-key factor joins the one-key factors continuously.
+  The interpolation is linear in the keys,
+  ``[q; q̇; q̈](t_m) = (a ⊗ I_n) x_{k−1} + (b ⊗ I_n) x_k`` with constant 3x3
+  weights a, b (functions of s only), so the Jacobians are exact by the
+  chain rule: ``∂e/∂x_{k−1} = [H_q H_q̇ H_q̈](a ⊗ I_n)`` and likewise with b.
 
-All readings attached to one key in one update go into ONE CustomFactor
-(:func:`observation_factor`): each Python callback costs tens of
-microseconds, so one fat factor per tick beats one per message.
+All readings on one key (or one pair of keys) in one update go into ONE
+CustomFactor: each Python callback costs tens of microseconds, so one fat
+factor per tick beats one per message.
 """
 from __future__ import annotations
 
@@ -29,8 +43,8 @@ import numpy as np
 from .factors import custom_factor
 from .sensors import SensorModel, wrap_angle
 
-__all__ = ['Observation', 'KINDS', 'observation_error', 'observation_factor',
-           'observation_sigmas']
+__all__ = ['Observation', 'KINDS', 'interpolation_weights', 'observation_error',
+           'observation_factor', 'interval_error', 'interval_factor', 'observation_sigmas']
 
 KINDS = ('joint_pos', 'joint_vel', 'gyro', 'accel', 'orient')
 """Kinds of reading: ``index`` is the joint index (joint_*) or the IMU index."""
@@ -38,65 +52,98 @@ KINDS = ('joint_pos', 'joint_vel', 'gyro', 'accel', 'orient')
 
 class Observation(NamedTuple):
     """One reading: ``kind`` (see :data:`KINDS`), joint/IMU ``index``, value ``z``
-    (1 or 2 entries), standard deviations ``sigma`` (same size), time offset
-    ``delta`` from the key's time (s)."""
+    (1 or 2 entries), standard deviations ``sigma`` (same size), and ``s``: where
+    it was taken in the interval (t_{k−1}, t_k] of a two-key factor, as a fraction
+    of the interval (1 = at t_k; one-key factors ignore it)."""
 
     kind: str
     index: int
     z: np.ndarray
     sigma: np.ndarray
-    delta: float = 0.0
+    s: float = 1.0
 
 
-def _model(sm: SensorModel, ob: Observation, q, qd, qdd, want: bool, memo: dict):
-    """(model, angular) of one observation; IMU and joint models shared within a call."""
-    if ob.kind in ('joint_pos', 'joint_vel'):
-        key = ('j', ob.index, ob.delta)
-        if key not in memo:
-            memo[key] = sm.joint(ob.index, q, qd, want)
-        pos, vel = memo[key]
-        if ob.kind == 'joint_pos':
-            return pos, sm.joint_is_angular(ob.index)
-        return vel, False
-    key = ('i', ob.index, ob.delta)
-    if key not in memo:
-        memo[key] = sm.imu(ob.index, q, qd, qdd, want)
-    g, f, o = memo[key]
-    if ob.kind == 'gyro':
-        return g, False
-    if ob.kind == 'accel':
-        return f, False
-    return o, True
+def interpolation_weights(s: np.ndarray | float, dt: float) -> tuple[np.ndarray, np.ndarray]:
+    """Weights (a, b), each (N, 3, 3), of the state at ``t_{k−1} + s dt``.
+
+    ``[q; q̇; q̈](t_{k−1} + s dt) = (a ⊗ I_n) x_{k−1} + (b ⊗ I_n) x_k`` for
+    x = [q; q̇; q̈]: cubic Hermite for q and q̇, linear for q̈ (module docstring).
+    """
+    s = np.atleast_1d(np.asarray(s, dtype=float))
+    s2, s3 = s * s, s * s * s
+    h00, h10, h01, h11 = 2 * s3 - 3 * s2 + 1, s3 - 2 * s2 + s, 3 * s2 - 2 * s3, s3 - s2
+    a = np.zeros((s.size, 3, 3))
+    b = np.zeros((s.size, 3, 3))
+    a[:, 0, 0] = a[:, 1, 1] = h00
+    a[:, 0, 1] = a[:, 1, 2] = dt * h10
+    a[:, 2, 2] = 1.0 - s
+    b[:, 0, 0] = b[:, 1, 1] = h01
+    b[:, 0, 1] = b[:, 1, 2] = dt * h11
+    b[:, 2, 2] = s
+    return a, b
+
+
+def _models(sm: SensorModel, obs: Sequence[Observation], states, want: bool):
+    """Residuals and model Jacobians (rows, 3, n) of ``obs``; ``states[i]`` is the
+    (q, q̇, q̈) of reading i, shared by identity (readings of one message, one model call)."""
+    es, Hs = [], []
+    memo: dict = {}
+    for ob, x in zip(obs, states):
+        q, qd, qdd = x
+        if ob.kind in ('joint_pos', 'joint_vel'):
+            key = ('j', ob.index, id(x))
+            if key not in memo:
+                memo[key] = sm.joint(ob.index, q, qd, want)
+            pos, vel = memo[key]
+            m, angular = (pos, sm.joint_is_angular(ob.index)) if ob.kind == 'joint_pos' \
+                else (vel, False)
+        else:
+            key = ('i', ob.index, id(x))
+            if key not in memo:
+                memo[key] = sm.imu(ob.index, q, qd, qdd, want)
+            g, f, o = memo[key]
+            m, angular = {'gyro': (g, False), 'accel': (f, False), 'orient': (o, True)}[ob.kind]
+        r = m.h - ob.z
+        es.append(np.atleast_1d(wrap_angle(r) if angular else r))
+        if want:
+            Hs.append(np.stack((m.Hq, m.Hqd, m.Hqdd), axis=1))
+    return np.concatenate(es), (np.concatenate(Hs) if want else None)
 
 
 def observation_error(sm: SensorModel, obs: Sequence[Observation],
                       xs: Sequence[np.ndarray], want: bool):
-    """Stacked errors of ``obs`` on one stacked state, with the (rows x 3n) Jacobian."""
+    """Stacked errors of ``obs`` taken at the key's time, with the (rows x 3n) Jacobian."""
     n = sm.n
     x = xs[0]
-    q, qd, qdd = x[:n], x[n:2 * n], x[2 * n:]
-    es = []
-    Js = []
-    memo: dict = {}
-    for ob in obs:
-        d = ob.delta
-        if d:
-            qm, qdm = q + d * qd + 0.5 * d * d * qdd, qd + d * qdd
+    state = (x[:n], x[n:2 * n], x[2 * n:])
+    e, H = _models(sm, obs, [state] * len(obs), want)
+    return e, ([H.reshape(len(e), 3 * n)] if want else None)
+
+
+def interval_error(sm: SensorModel, obs: Sequence[Observation], a: np.ndarray, b: np.ndarray,
+                   xs: Sequence[np.ndarray], want: bool):
+    """Stacked errors of ``obs`` between two keys, with the two (rows x 3n) Jacobians.
+
+    ``a``, ``b`` (len(obs), 3, 3): :func:`interpolation_weights` of each reading.
+    """
+    n = sm.n
+    X0, X1 = xs[0].reshape(3, n), xs[1].reshape(3, n)
+    Xm = a @ X0 + b @ X1                         # (N, 3, n): state at each reading
+    states: list = []
+    last = None
+    for i, ob in enumerate(obs):                 # readings of one stamp share one state
+        if last is None or ob.s != obs[last].s:
+            last = i
+            states.append(tuple(Xm[i]))
         else:
-            qm, qdm = q, qd
-        m, angular = _model(sm, ob, qm, qdm, qdd, want, memo)
-        r = m.h - ob.z
-        if angular:
-            r = wrap_angle(r)
-        es.append(np.atleast_1d(r))
-        if want:
-            J = np.empty((len(r), 3 * n))
-            J[:, :n] = m.Hq
-            J[:, n:2 * n] = d * m.Hq + m.Hqd
-            J[:, 2 * n:] = 0.5 * d * d * m.Hq + d * m.Hqd + m.Hqdd
-            Js.append(J)
-    e = np.concatenate(es)
-    return e, ([np.vstack(Js)] if want else None)
+            states.append(states[-1])
+    e, H = _models(sm, obs, states, want)
+    if not want:
+        return e, None
+    rows = np.repeat(np.arange(len(obs)), [np.size(ob.z) for ob in obs])
+    J0 = np.einsum('rin,rij->rjn', H, a[rows]).reshape(len(e), 3 * n)
+    J1 = np.einsum('rin,rij->rjn', H, b[rows]).reshape(len(e), 3 * n)
+    return e, [J0, J1]
 
 
 def observation_sigmas(obs: Sequence[Observation]) -> np.ndarray:
@@ -105,10 +152,21 @@ def observation_sigmas(obs: Sequence[Observation]) -> np.ndarray:
 
 def observation_factor(key: int, sm: SensorModel, obs: Sequence[Observation]
                        ) -> gtsam.CustomFactor:
-    """One CustomFactor over ``key`` for all readings ``obs`` (diagonal noise from their σ)."""
+    """One CustomFactor over ``key`` for all readings ``obs`` taken at its time
+    (diagonal noise from their σ)."""
     obs = tuple(obs)
     noise = gtsam.noiseModel.Diagonal.Sigmas(observation_sigmas(obs))
     return custom_factor([key], noise, _Bound(sm, obs))
+
+
+def interval_factor(key0: int, key1: int, dt: float, sm: SensorModel,
+                    obs: Sequence[Observation]) -> gtsam.CustomFactor:
+    """One CustomFactor over (``key0``, ``key1``), ``dt`` apart, for all readings ``obs``
+    taken between them (each at its fraction ``Observation.s`` of the interval)."""
+    obs = tuple(sorted(obs, key=lambda o: o.s))
+    a, b = interpolation_weights([o.s for o in obs], dt)
+    noise = gtsam.noiseModel.Diagonal.Sigmas(observation_sigmas(obs))
+    return custom_factor([key0, key1], noise, _BoundInterval(sm, obs, a, b))
 
 
 class _Bound:
@@ -121,3 +179,16 @@ class _Bound:
 
     def __call__(self, xs, want):
         return observation_error(self.sm, self.obs, xs, want)
+
+
+class _BoundInterval:
+    """``interval_error`` bound to its readings and their weights."""
+
+    __slots__ = ('sm', 'obs', 'a', 'b')
+
+    def __init__(self, sm: SensorModel, obs: tuple[Observation, ...], a: np.ndarray,
+                 b: np.ndarray) -> None:
+        self.sm, self.obs, self.a, self.b = sm, obs, a, b
+
+    def __call__(self, xs, want):
+        return interval_error(self.sm, self.obs, self.a, self.b, xs, want)

@@ -234,17 +234,62 @@ def test_a_burst_of_delayed_readings_is_used_late_and_accuracy_holds():
     assert angle < 2 * enc and rate < fd / 5
 
 
-def test_readings_between_ticks_use_the_time_shift_and_stay_accurate():
+def test_readings_between_ticks_are_interpolated_and_stay_accurate():
     meas = simulated(replace(STD, imu_rate=0.0))       # encoder at even ms
     t, _, _, _, th, thd = TRUTH
     est = Estimator(SYS, CFG)
     got = feed(est, meas, np.round(np.arange(0.001, 1.5, 0.002), 9))    # ticks at odd ms
-    # every reading lies half a tick (1 ms) off its tick; without the Taylor shift the
-    # angle would lag by rate x 1 ms (several mrad here), well above the encoder error
+    # every reading lies half a tick (1 ms) between two ticks; read at either tick's state
+    # the angle would be off by rate x 1 ms (several mrad here), well above the encoder error
     ea = [wrap_angle(e.joint_position[0] - th[int(round(k * 1000))]) for k, e in got.items()]
     enc, _ = raw_baselines(meas)
     assert np.max(np.abs(thd)) * 1e-3 > 2 * enc
     assert math.sqrt(np.mean(np.square(ea))) < enc
+    assert est.counters['late'] == 0 and est.counters['dropped_too_old'] == 0
+
+
+@pytest.fixture(scope='module')
+def slow_ticks():
+    """Ticks at 100 Hz; encoder + IMU at 100 Hz (on the ticks) and at 200 Hz (half between)."""
+    cfg = replace(CFG, frequency=100.0)
+    runs = {}
+    for rate in (100.0, 200.0):
+        meas = simulated(replace(STD, encoder_rate=rate, imu_rate=rate))
+        est = Estimator(SYS, cfg)
+        runs[rate] = meas, feed(est, meas, ticks(rate=100.0)), est
+    return runs
+
+
+def test_sensors_faster_than_the_ticks_help_rather_than_hurt(slow_ticks):
+    meas, out, est = slow_ticks[200.0]
+    enc, _ = raw_baselines(meas)
+    angle, rate = crank_errors(out)
+    angle_100, rate_100 = crank_errors(slow_ticks[100.0][1])
+    # every other reading lies between two ticks: 5 ms off a tick, the accelerometer
+    # compared with the tick's q̈ would be off by ~q⃛ x 5 ms, far above its σ
+    assert angle < enc
+    assert angle < 2 * angle_100 and rate < 2 * rate_100
+    c = est.counters
+    assert c['resets'] == 0 and c['late'] == 0 and c['dropped_too_old'] == 0
+    n = sum(isinstance(m, JointMeasurement) for m in meas)
+    assert c['used_joint_pos'] == n and c['used_accel'] == len(meas) - n
+
+
+def test_late_readings_between_ticks_reach_the_two_keys_around_them(slow_ticks):
+    meas = slow_ticks[200.0][0]
+    est = Estimator(SYS, replace(CFG, frequency=100.0))
+    out = feed(est, meas, ticks(rate=100.0), delay=0.012)     # > one tick late
+    c = est.counters
+    assert c['late'] > 200 and c['resets'] == 0
+    # readings stamped before the first estimate cannot be placed; all later ones are used
+    first = min(out)
+    n = sum(isinstance(m, JointMeasurement) and first <= m.t <= 1.5 - 0.012 + 1e-9
+            for m in meas)
+    assert c['used_joint_pos'] == n
+    # the estimate at the newest tick is a 12 ms forecast from the latest readings
+    enc, _ = raw_baselines(meas)
+    angle, _ = crank_errors(out, skip=0.1)
+    assert angle < 2 * enc
 
 
 def test_a_failure_inside_gtsam_resets_from_the_last_good_estimate_and_carries_on():

@@ -11,7 +11,8 @@ from conftest import DATA, numerical_jacobian
 from mbfg_ros import sensors
 from mbfg_ros.dynamics import load_system
 from mbfg_ros.model import Slider
-from mbfg_ros.observations import Observation, observation_error, observation_factor
+from mbfg_ros.observations import (Observation, interpolation_weights, interval_error,
+                                   interval_factor, observation_error, observation_factor)
 from mbfg_ros.sensors import SensorModel
 
 FOURBAR = load_system(DATA / 'fourbar_estimator.yaml')
@@ -28,16 +29,30 @@ def mobile_slider_model():
     return SensorModel(types.SimpleNamespace(mech=mech))
 
 
-def all_observations(sm: SensorModel, rng, delta: float):
+def all_observations(sm: SensorModel, rng, s: float = 1.0):
     obs = []
     for j in range(len(sm.joint_names)):
-        obs.append(Observation('joint_pos', j, rng.standard_normal(1), np.ones(1), delta))
-        obs.append(Observation('joint_vel', j, rng.standard_normal(1), np.ones(1), delta))
+        obs.append(Observation('joint_pos', j, rng.standard_normal(1), np.ones(1), s))
+        obs.append(Observation('joint_vel', j, rng.standard_normal(1), np.ones(1), s))
     for k in range(len(sm.imu_names)):
-        obs.append(Observation('gyro', k, rng.standard_normal(1), np.ones(1), delta))
-        obs.append(Observation('accel', k, rng.standard_normal(2), np.ones(2), delta))
-        obs.append(Observation('orient', k, rng.standard_normal(1), np.ones(1), delta))
+        obs.append(Observation('gyro', k, rng.standard_normal(1), np.ones(1), s))
+        obs.append(Observation('accel', k, rng.standard_normal(2), np.ones(2), s))
+        obs.append(Observation('orient', k, rng.standard_normal(1), np.ones(1), s))
     return obs
+
+
+def near_model(sm, obs, x, rng):
+    """Angle readings 0.3 rad (1σ) from the model's value at ``x``, so the wrapped
+    residual is smooth there; other readings as given."""
+    return [o._replace(z=observation_error(sm, [o._replace(z=0 * o.z)], [x], False)[0]
+                       + 0.3 * rng.standard_normal(o.z.size))
+            if o.kind in ('joint_pos', 'orient') else o for o in obs]
+
+
+def random_state(q0, rng):
+    n = q0.size
+    return np.concatenate((q0 + 0.1 * rng.standard_normal(n), rng.standard_normal(n),
+                           rng.standard_normal(n)))
 
 
 MODELS = {'fourbar': (SensorModel(FOURBAR), FOURBAR.q0),
@@ -46,19 +61,12 @@ MODELS = {'fourbar': (SensorModel(FOURBAR), FOURBAR.q0),
 
 
 @pytest.mark.parametrize('name', list(MODELS))
-@pytest.mark.parametrize('delta', [0.0, 0.0013, -0.0021])
-def test_observation_jacobians_match_finite_differences_at_several_states(name, delta):
+def test_observation_jacobians_match_finite_differences_at_several_states(name):
     sm, q0 = MODELS[name]
     rng = np.random.default_rng(7)
-    n = sm.n
     for _ in range(4):
-        x = np.concatenate((q0 + 0.1 * rng.standard_normal(n), rng.standard_normal(n),
-                            rng.standard_normal(n)))
-        obs = all_observations(sm, rng, delta)
-        # angle readings near the model's value, so the wrapped residual is smooth there
-        obs = [o._replace(z=observation_error(sm, [o._replace(z=0 * o.z)], [x], False)[0]
-                          + 0.3 * rng.standard_normal(o.z.size))
-               if o.kind in ('joint_pos', 'orient') else o for o in obs]
+        x = random_state(q0, rng)
+        obs = near_model(sm, all_observations(sm, rng), x, rng)
         e, (J,) = observation_error(sm, obs, [x], True)
         e_plain, none = observation_error(sm, obs, [x], False)
         assert none is None
@@ -101,7 +109,7 @@ def test_gyro_and_joint_rates_are_time_derivatives_of_angles():
 def test_custom_factor_linearises_with_the_same_jacobian_through_gtsam():
     sm = SensorModel(FOURBAR)
     rng = np.random.default_rng(1)
-    obs = all_observations(sm, rng, 0.001)
+    obs = all_observations(sm, rng)
     x = np.concatenate((FOURBAR.q0, rng.standard_normal(4), rng.standard_normal(4)))
     key = gtsam.symbol('x', 3)
     f = observation_factor(key, sm, obs)
@@ -112,3 +120,87 @@ def test_custom_factor_linearises_with_the_same_jacobian_through_gtsam():
     A, b = f.linearize(values).jacobian()
     np.testing.assert_allclose(A, J, atol=1e-12)
     np.testing.assert_allclose(b, -e, atol=1e-12)
+
+
+DT = 0.01
+
+
+def interval_readings(sm, rng, x0, x1, fractions=(0.13, 0.5, 0.87)):
+    """Every kind of reading at each fraction s, angles near the interpolated model."""
+    obs = []
+    for s in fractions:
+        a, b = interpolation_weights(s, DT)
+        xm = (a[0] @ x0.reshape(3, -1) + b[0] @ x1.reshape(3, -1)).ravel()
+        obs += near_model(sm, all_observations(sm, rng, s), xm, rng)
+    rng.shuffle(obs)                 # the factor must not rely on the callers' order
+    return obs
+
+
+@pytest.mark.parametrize('name', list(MODELS))
+def test_interval_factor_jacobians_match_finite_differences_on_both_keys(name):
+    sm, q0 = MODELS[name]
+    rng = np.random.default_rng(11)
+    n = sm.n
+    for _ in range(3):
+        x0, x1 = random_state(q0, rng), random_state(q0, rng)
+        obs = sorted(interval_readings(sm, rng, x0, x1), key=lambda o: o.s)
+        a, b = interpolation_weights([o.s for o in obs], DT)
+        e, (J0, J1) = interval_error(sm, obs, a, b, [x0, x1], True)
+        e_plain, none = interval_error(sm, obs, a, b, [x0, x1], False)
+        assert none is None
+        np.testing.assert_allclose(e, e_plain)
+        both = lambda v: interval_error(sm, obs, a, b, [v[:3 * n], v[3 * n:]],  # noqa: E731
+                                        False)[0]
+        Jn = numerical_jacobian(both, np.concatenate((x0, x1)))
+        np.testing.assert_allclose(np.hstack((J0, J1)), Jn, atol=1e-6, rtol=1e-6)
+
+
+def test_interval_factor_linearises_with_the_same_jacobians_through_gtsam():
+    sm = SensorModel(FOURBAR)
+    rng = np.random.default_rng(5)
+    x0, x1 = random_state(FOURBAR.q0, rng), random_state(FOURBAR.q0, rng)
+    obs = interval_readings(sm, rng, x0, x1, (0.25, 0.6, 0.999))
+    k0, k1 = gtsam.symbol('x', 4), gtsam.symbol('x', 5)
+    f = interval_factor(k0, k1, DT, sm, obs)
+    values = gtsam.Values()
+    values.insert(k0, x0)
+    values.insert(k1, x1)
+    ordered = sorted(obs, key=lambda o: o.s)       # the factor's row order
+    a, b = interpolation_weights([o.s for o in ordered], DT)
+    e, (J0, J1) = interval_error(sm, ordered, a, b, [x0, x1], True)
+    Jn = numerical_jacobian(lambda v: interval_error(sm, ordered, a, b, [v[:12], v[12:]],
+                                                     False)[0], np.concatenate((x0, x1)))
+    A, rhs = f.linearize(values).jacobian()        # unit sigmas: whitening is the identity
+    assert f.error(values) == pytest.approx(0.5 * float(e @ e))
+    np.testing.assert_allclose(A, Jn, atol=1e-6, rtol=1e-6)
+    np.testing.assert_allclose(A, np.hstack((J0, J1)), atol=1e-12)
+    np.testing.assert_allclose(rhs, -e, atol=1e-12)
+
+
+def test_interpolation_is_exact_for_a_piecewise_linear_acceleration():
+    """q̈ linear over the interval: q̇, q are its exact integrals (polynomials in τ)."""
+    rng = np.random.default_rng(2)
+    n, dt = 4, 0.02
+    q0 = FOURBAR.q0 + 0.05 * rng.standard_normal(n)
+    qd0, qdd0, qdd1 = rng.standard_normal((3, n))
+    jerk = (qdd1 - qdd0) / dt
+
+    def exact(tau):
+        return np.concatenate((q0 + tau * qd0 + tau ** 2 / 2 * qdd0 + tau ** 3 / 6 * jerk,
+                               qd0 + tau * qdd0 + tau ** 2 / 2 * jerk,
+                               qdd0 + tau * jerk))
+
+    x0, x1 = exact(0.0), exact(dt)
+    s = np.array([0.0, 1e-3, 0.2, 0.5, 0.77, 0.999, 1.0])
+    a, b = interpolation_weights(s, dt)
+    for i, si in enumerate(s):
+        xm = (a[i] @ x0.reshape(3, n) + b[i] @ x1.reshape(3, n)).ravel()
+        np.testing.assert_allclose(xm, exact(si * dt), atol=1e-12)
+    # and the two-key factor evaluates its readings at exactly that state
+    sm = SensorModel(FOURBAR)
+    for si in (0.3, 0.8):
+        obs = all_observations(sm, rng, si)
+        a, b = interpolation_weights([o.s for o in obs], dt)
+        e, _ = interval_error(sm, obs, a, b, [x0, x1], False)
+        e_at, _ = observation_error(sm, obs, [exact(si * dt)], False)
+        np.testing.assert_allclose(e, e_at, atol=1e-9)
