@@ -58,7 +58,7 @@ from .inverse_direct import DirectInverseDynamics, LeanKinematics
 from .trajectory import derivatives
 
 __all__ = ['InverseConfig', 'InverseResult', 'inverse_dynamics', 'direct_kinematics',
-           'step_error', 'StepModel']
+           'step_error', 'StepModel', 'BatchModel']
 
 
 @dataclass(frozen=True)
@@ -188,6 +188,303 @@ def step_error(model: StepModel, stage: int, zk: np.ndarray, zdk: np.ndarray,
     JQ = np.zeros((rows, n))
     JQ[r:] = qdd_Q
     return e, [np.hstack((Jq, Jv)), JQ]
+
+
+class BatchModel:
+    """Stage errors and Jacobians of *all* samples in one numpy pass (immutable).
+
+    The same equations as :func:`step_error` (which stays the per-sample
+    reference; the tests compare the two), written over a leading sample
+    axis: distance and slider rows through the constant tensor of
+    :class:`LeanKinematics`, angle rows through its u = P q + p0 map with the
+    formulas of ``_angle_local`` on arrays, and q̈(q, q̇, Q) by batched
+    inverses of the augmented matrices. This replaces one Python callback per
+    sample and linearisation (the cost of the CustomFactor graph).
+    """
+
+    def __init__(self, sys: System, z_idx: Sequence[int]) -> None:
+        self.sys = sys
+        lean = LeanKinematics(sys.constraints)
+        self.n, self.m, self.mq, self.K = sys.n, sys.m, lean.mq, lean.K
+        self.Tm, self.Tl, self.J0, self.phi0 = lean.Tm, lean.Tl, lean.J0, lean.phi0
+        self.P, self.P3, self.p0 = lean.P, lean.P3, lean.p0
+        self.rows = np.asarray(sys.rows, dtype=int)
+        self.z_idx = np.array([int(i) for i in z_idx], dtype=int)
+        d = len(self.z_idx)
+        self.B = np.zeros((d, self.n))
+        self.B[np.arange(d), self.z_idx] = 1.0
+
+    def _angles(self, q: np.ndarray, qd: np.ndarray):
+        """Angle-row quantities (N, K) of ``_angle_local`` for all samples."""
+        N, K = len(q), self.K
+        U = (q @ self.P.T + self.p0).reshape(N, K, 5)
+        Ud = (qd @ self.P.T).reshape(N, K, 5)
+        ax, ay, bx, by, th = np.moveaxis(U, 2, 0)
+        dax, day, dbx, dby, dth = np.moveaxis(Ud, 2, 0)
+        c, s = np.cos(th), np.sin(th)
+        cb0, cb1 = -s * bx + c * by, -c * bx - s * by
+        ca0, ca1 = -s * ax - c * ay, c * ax - s * ay
+        db0, db1 = -c * bx - s * by, s * bx - c * by
+        da0, da1 = -c * ax + s * ay, -s * ax - c * ay
+        phi = ax * cb0 + ay * cb1
+        dphi_th = ax * db0 + ay * db1
+        g = np.stack((cb0, cb1, ca0, ca1, dphi_th), axis=2)
+        cdb0, cdb1 = -s * dbx + c * dby, -c * dbx - s * dby
+        ddb0, ddb1 = -c * dbx - s * dby, s * dbx - c * dby
+        dda0, dda1 = -c * dax + s * day, -s * dax - c * day
+        cda0, cda1 = -s * dax - c * day, c * dax - s * day
+        hd = np.stack((cdb0 + dth * db0, cdb1 + dth * db1, cda0 + dth * da0, cda1 + dth * da1,
+                       dax * db0 + day * db1 + dbx * da0 + dby * da1 - dth * phi), axis=2)
+        t2 = dth * dth
+        gam = np.stack((2 * dth * ddb0 - t2 * cb0, 2 * dth * ddb1 - t2 * cb1,
+                        2 * dth * dda0 - t2 * ca0, 2 * dth * dda1 - t2 * ca1,
+                        2 * (dax * ddb0 + day * ddb1)
+                        - 2 * dth * (dax * cb0 + day * cb1 + ax * cdb0 + ay * cdb1)
+                        - t2 * dphi_th), axis=2)
+        return phi, g, hd, gam, (c, s, db0, db1, da0, da1, phi)
+
+    def terms(self, q: np.ndarray, qd: np.ndarray):
+        """Φ (N, m), Φq, Φ̇q, (Φ̇q q̇)_q (N, m, n) and the angle-row cache."""
+        N, n, m, mq, K = len(q), self.n, self.m, self.mq, self.K
+        phi = np.empty((N, m))
+        J = np.empty((N, m, n))
+        Jd = np.empty((N, m, n))
+        G = np.zeros((N, m, n))
+        cache = None
+        if mq:
+            J[:, :mq] = (q @ self.Tm.T).reshape(N, mq, n) + self.J0
+            phi[:, :mq] = 0.5 * np.einsum('kij,kj->ki', J[:, :mq] + self.J0, q) + self.phi0
+            Jd[:, :mq] = (qd @ self.Tm.T).reshape(N, mq, n)
+        if K:
+            p, g, hd, gam, cache = self._angles(q, qd)
+            phi[:, mq:] = p
+            J[:, mq:] = np.einsum('nkj,kjm->nkm', g, self.P3)
+            Jd[:, mq:] = np.einsum('nkj,kjm->nkm', hd, self.P3)
+            G[:, mq:] = np.einsum('nkj,kjm->nkm', gam, self.P3)
+        return phi, J, Jd, G, cache
+
+    def hess_vec(self, cache, v: np.ndarray) -> np.ndarray:
+        """(Φq v)_q (N, m, n) for one v per sample."""
+        N, n, mq = len(v), self.n, self.mq
+        H = np.empty((N, self.m, n))
+        if mq:
+            H[:, :mq] = (v @ self.Tm.T).reshape(N, mq, n)
+        if self.K:
+            c, s, db0, db1, da0, da1, phi = cache
+            va0, va1, vb0, vb1, vth = np.moveaxis((v @ self.P.T).reshape(N, self.K, 5), 2, 0)
+            hu = np.stack((-s * vb0 + c * vb1 + vth * db0, -c * vb0 - s * vb1 + vth * db1,
+                           -s * va0 - c * va1 + vth * da0, c * va0 - s * va1 + vth * da1,
+                           va0 * db0 + va1 * db1 + vb0 * da0 + vb1 * da1 - vth * phi), axis=2)
+            H[:, mq:] = np.einsum('nkj,kjm->nkm', hu, self.P3)
+        return H
+
+    def hess_weighted(self, cache, lam: np.ndarray) -> np.ndarray:
+        """Σ_k λ_k Φqq^k (N, n, n) for one λ (N, m) per sample."""
+        N, n, mq, K = len(lam), self.n, self.mq, self.K
+        H = (lam[:, :mq] @ self.Tl).reshape(N, n, n) if mq else np.zeros((N, n, n))
+        if K:
+            c, s, db0, db1, da0, da1, phi = cache
+            Hu = np.zeros((N, K, 5, 5))
+            Hu[:, :, 0, 2], Hu[:, :, 0, 3], Hu[:, :, 1, 2], Hu[:, :, 1, 3] = -s, c, -c, -s
+            Hu[:, :, 2:4, 0:2] = np.swapaxes(Hu[:, :, 0:2, 2:4], 2, 3)
+            Hu[:, :, 0, 4] = Hu[:, :, 4, 0] = db0
+            Hu[:, :, 1, 4] = Hu[:, :, 4, 1] = db1
+            Hu[:, :, 2, 4] = Hu[:, :, 4, 2] = da0
+            Hu[:, :, 3, 4] = Hu[:, :, 4, 3] = da1
+            Hu[:, :, 4, 4] = -phi
+            HP = np.einsum('nkab,kbj->nkaj', Hu * lam[:, mq:, None, None], self.P3)
+            H = H + np.einsum('kai,nkaj->nij', self.P3, HP)
+        return H
+
+    def forces(self, q: np.ndarray, qd: np.ndarray):
+        """Q (N, n), Q_q, Q_qd (N, n, n) of the modelled forces."""
+        N, n, f = len(q), self.n, self.sys.forces
+        if not f.state_dependent:
+            return np.broadcast_to(f.Q0, (N, n)), np.zeros((N, n, n)), np.zeros((N, n, n))
+        out = [f.evaluate(q[k], qd[k], None, jacobians=True) for k in range(N)]
+        return (np.array([o.Q for o in out]), np.array([o.Q_q for o in out]),
+                np.array([o.Q_qd for o in out]))
+
+    def errors(self, stage: int, X: np.ndarray, Qx: np.ndarray | None, z: np.ndarray):
+        """Stacked errors (N, rows) and Jacobians wrt x (N, rows, 3n) and Q (stage 4)."""
+        n, m = self.n, self.m
+        N, d = len(X), len(self.z_idx)
+        q, qd, qdd = X[:, :n], X[:, n:2 * n], X[:, 2 * n:]
+        phi, J, Jd, G, cache = self.terms(q, qd)
+        rows = m + d + (m if stage >= 3 else 0) + (n if stage >= 4 else 0)
+        e = np.empty((N, rows))
+        Jx = np.zeros((N, rows, 3 * n))
+        e[:, :m] = phi
+        e[:, m:m + d] = q[:, self.z_idx] - z
+        Jx[:, :m, :n] = J
+        Jx[:, m:m + d, :n] = self.B
+        r = m + d
+        if stage >= 3:
+            e[:, r:r + m] = np.einsum('kij,kj->ki', J, qd)
+            Jx[:, r:r + m, :n] = Jd
+            Jx[:, r:r + m, n:2 * n] = J
+            r += m
+        if stage < 4:
+            return e, Jx, None
+        ir = self.rows
+        nr = len(ir)
+        F, Fq, Fqd = self.forces(q, qd)
+        A = np.zeros((N, n + nr, n + nr))
+        A[:, :n, :n] = self.sys.M
+        A[:, :n, n:] = np.swapaxes(J[:, ir], 1, 2)
+        A[:, n:, :n] = J[:, ir]
+        Ainv = np.linalg.inv(A)
+        Jdr = Jd[:, ir]
+        c = -np.einsum('kij,kj->ki', Jdr, qd)
+        rhs = np.concatenate((F + Qx, c), axis=1)
+        sol = np.einsum('kij,kj->ki', Ainv, rhs)
+        acc, lam = sol[:, :n], sol[:, n:]
+        lam_full = np.zeros((N, m))
+        lam_full[:, ir] = lam
+        top_q = Fq - self.hess_weighted(cache, lam_full)
+        bot_q = -(G[:, ir] + self.hess_vec(cache, acc)[:, ir])
+        Ann, Anr = Ainv[:, :n, :n], Ainv[:, :n, n:]
+        e[:, r:] = acc - qdd
+        Jx[:, r:, :n] = Ann @ top_q + Anr @ bot_q
+        Jx[:, r:, n:2 * n] = Ann @ Fqd - 2.0 * (Anr @ Jdr)
+        Jx[:, r:, 2 * n:] = -np.eye(n)
+        JQ = np.zeros((N, rows, n))
+        JQ[:, r:] = Ann
+        return e, Jx, JQ
+
+
+class _StageSystem:
+    """The whitened linear system of one stage about the current estimate, as GTSAM factors.
+
+    One JacobianFactor per sample k on (x_k, Q_k, x_{k+1}) stacks the rows
+    of f_dpc, the z prior, f_dvc, f_didyn (linearised by :class:`BatchModel`),
+    the prior on Q_k, the weak rate prior on x_k, f_eq and f_ti between k
+    and k+1, each row divided by its sigma (so the factors carry unit noise
+    and the sum of squares is the graph's). The constant blocks (priors,
+    f_eq, f_ti) are filled once per stage; each iteration only overwrites the
+    nonlinear rows and the right-hand sides.
+    """
+
+    def __init__(self, model: BatchModel, stage: int, t: np.ndarray, z: np.ndarray,
+                 rates0: np.ndarray, act: Sequence[int], cfg: InverseConfig) -> None:
+        n, m, N = model.n, model.m, len(t)
+        d = len(model.z_idx)
+        self.model, self.stage, self.z, self.rates0, self.N = model, stage, z, rates0, N
+        self._sigma_eq, self._sigma_int = cfg.sigma_eq, cfg.sigma_int
+        s = [np.full(m, cfg.sigma_pos), np.full(d, cfg.sigma_prior)]
+        if stage >= 3:
+            s.append(np.full(m, cfg.sigma_vel))
+        if stage >= 4:
+            s.append(np.full(n, cfg.sigma_dyn))
+        self.w_nl = 1.0 / np.concatenate(s)
+        self.r_nl = r = len(self.w_nl)
+        self.w_Q = np.full(n, 1.0 / cfg.sigma_zero)
+        self.w_Q[list(act)] = 1.0 / cfg.sigma_tau
+        self.r_Q = n if stage >= 4 else 0
+        self.w_rate = 1.0 / np.concatenate((np.full(n, cfg.sigma_qd_prior),
+                                            np.full(n, cfg.sigma_qdd_prior)))
+        self.r1 = r1 = r + self.r_Q + 2 * n
+        self.r_int = 2 * n if stage >= 2 else 0
+        R = r1 + n + self.r_int
+        self.Ax = np.zeros((N, R, 3 * n))
+        self.AQ = np.zeros((N, R, n))
+        self.An = np.zeros((N, R, 3 * n))
+        self.b = np.zeros((N, R))
+        eye = np.eye(n)
+        if stage >= 4:
+            self.AQ[:, r:r + n] = np.diag(self.w_Q)
+        self.Ax[:, r + self.r_Q:r1, n:] = np.diag(self.w_rate)
+        we = 1.0 / cfg.sigma_eq
+        self.Ax[:, r1:r1 + n, :n] = -we * eye
+        self.An[:, r1:r1 + n, :n] = we * eye
+        if stage >= 2:
+            wi = 1.0 / cfg.sigma_int
+            h = 0.5 * np.diff(t)[:, None, None]
+            o = r1 + n
+            self.Ax[:-1, o:o + n, :n] = -wi * eye
+            self.Ax[:-1, o:o + n, n:2 * n] = -wi * h * eye
+            self.Ax[:-1, o + n:o + 2 * n, n:2 * n] = -wi * eye
+            self.Ax[:-1, o + n:o + 2 * n, 2 * n:] = -wi * h * eye
+            self.An[:-1, o:o + n, :n] = wi * eye
+            self.An[:-1, o:o + n, n:2 * n] = -wi * h * eye
+            self.An[:-1, o + n:o + 2 * n, n:2 * n] = wi * eye
+            self.An[:-1, o + n:o + 2 * n, 2 * n:] = -wi * h * eye
+        self.h = 0.5 * np.diff(t)[:, None]
+        self.unit = gtsam.noiseModel.Unit.Create(R)
+        self.unit1 = gtsam.noiseModel.Unit.Create(r1)
+        self.xk = [_key('x', k) for k in range(N)]
+        self.fk = [_key('f', k) for k in range(N)]
+        self.ordering = gtsam.Ordering()
+        for k in range(N):
+            if stage >= 4:
+                self.ordering.push_back(self.fk[k])
+            self.ordering.push_back(self.xk[k])
+        keys = gtsam.KeyVector()
+        for k in range(N):
+            keys.append(self.xk[k])
+        for k in range(N if stage >= 4 else 0):
+            keys.append(self.fk[k])
+        self.keys = keys
+
+    def linearize(self, X: np.ndarray, Qx: np.ndarray | None) -> gtsam.GaussianFactorGraph:
+        """The factor graph of the stage linearised at (X, Q)."""
+        n, r, r1, N = self.model.n, self.r_nl, self.r1, self.N
+        e, Jx, JQ = self.model.errors(self.stage, X, Qx, self.z)
+        w = self.w_nl[:, None]
+        self.Ax[:, :r] = Jx * w
+        b = self.b
+        b[:, :r] = -e * self.w_nl
+        if JQ is not None:
+            self.AQ[:, :r] = JQ * w
+            b[:, r:r + n] = -Qx * self.w_Q
+        o = r + self.r_Q
+        b[:, o:r1] = -(X[:, n:] - self.rates0) * self.w_rate
+        q, qd, qdd = X[:, :n], X[:, n:2 * n], X[:, 2 * n:]
+        b[:-1, r1:r1 + n] = -(q[1:] - q[:-1]) / self._sigma_eq
+        if self.stage >= 2:
+            o = r1 + n
+            b[:-1, o:o + n] = -(q[1:] - q[:-1] - self.h * (qd[:-1] + qd[1:])) / self._sigma_int
+            b[:-1, o + n:o + 2 * n] = -(qd[1:] - qd[:-1]
+                                        - self.h * (qdd[:-1] + qdd[1:])) / self._sigma_int
+        g = gtsam.GaussianFactorGraph()
+        xk, fk, Ax, AQ, An = self.xk, self.fk, self.Ax, self.AQ, self.An
+        if self.stage >= 4:
+            for k in range(N - 1):
+                g.add(gtsam.JacobianFactor(xk[k], Ax[k], fk[k], AQ[k], xk[k + 1], An[k], b[k],
+                                           self.unit))
+            g.add(gtsam.JacobianFactor(xk[-1], Ax[-1, :r1], fk[-1], AQ[-1, :r1], b[-1, :r1],
+                                       self.unit1))
+        else:
+            for k in range(N - 1):
+                g.add(gtsam.JacobianFactor(xk[k], Ax[k], xk[k + 1], An[k], b[k], self.unit))
+            g.add(gtsam.JacobianFactor(xk[-1], Ax[-1, :r1], b[-1, :r1], self.unit1))
+        return g
+
+
+def _gauss_newton(system: _StageSystem, X: np.ndarray, Qx: np.ndarray | None,
+                  cfg: InverseConfig) -> tuple[np.ndarray, np.ndarray | None, int]:
+    """Batch Gauss-Newton: linearise in numpy, eliminate with GTSAM's QR, add the step.
+
+    All variables are vectors, so the retraction is addition. Stops when
+    max |Δ| < ``step_tol`` times the variables' scale (no extra linearisation
+    to confirm convergence).
+    """
+    N, w = X.shape
+    scale = max(1.0, float(np.max(np.abs(X))),
+                float(np.max(np.abs(Qx))) if Qx is not None else 0.0)
+    step = np.inf
+    for it in range(1, cfg.max_iterations + 1):
+        graph = system.linearize(X, Qx)
+        delta = graph.eliminateSequential(system.ordering, gtsam.EliminateQR).optimize()
+        v = delta.vector(system.keys)
+        X = X + v[:N * w].reshape(N, w)
+        if Qx is not None:
+            Qx = Qx + v[N * w:].reshape(N, -1)
+        step = float(np.max(np.abs(v), initial=0.0))
+        if step <= cfg.step_tol * scale:
+            return X, Qx, it
+    raise MbfgError(f'inverse dynamics did not converge in {cfg.max_iterations} '
+                    f'Gauss-Newton iterations (last step {step:.3g})')
 
 
 def _gtsam_error(fn: Callable, keys: tuple[int, ...], this: gtsam.CustomFactor,
@@ -366,11 +663,45 @@ def inverse_dynamics(sys: System, t: np.ndarray, z: np.ndarray, z_idx: Sequence[
     if len(act) < sys.dof:
         raise MbfgError(f'{len(act)} actuated coordinate(s) cannot drive {sys.dof} degrees of '
                         'freedom')
-    n, N = sys.n, len(t)
+    cfg = config
+    if cfg.solver not in ('gauss_newton', 'levenberg_marquardt'):
+        raise MbfgError(f"unknown solver {cfg.solver!r} (gauss_newton, levenberg_marquardt)")
+    n = sys.n
     zd, zdd = derivatives(t, z)
     q, qd, qdd = direct_kinematics(sys, t, z, z_idx, zd, zdd)
+    stages = (1, 2, 3, 4) if cfg.staged else (4,)
+    if cfg.solver == 'levenberg_marquardt':
+        X, Qs, iterations = _solve_custom(sys, t, z, zd, zdd, z_idx, act, q, qd, qdd, stages,
+                                          cfg, progress)
+    else:
+        model = BatchModel(sys, z_idx)
+        X = np.hstack((q, qd, qdd))
+        rates0 = X[:, n:].copy()
+        Qs = None
+        iterations = []
+        for stage in stages:
+            if stage == 4:
+                Qs = _direct_Q(sys, X, z_idx, act)
+            system = _StageSystem(model, stage, t, z, rates0, act, cfg)
+            X, Qs, its = _gauss_newton(system, X, Qs, cfg)
+            iterations.append(its)
+            if progress is not None:
+                progress(stage / 4.0)
+    return InverseResult(t, X[:, :n], X[:, n:2 * n], X[:, 2 * n:], Qs, Qs[:, list(act)], act,
+                         z_idx, tuple(iterations))
+
+
+def _solve_custom(sys: System, t: np.ndarray, z: np.ndarray, zd: np.ndarray, zdd: np.ndarray,
+                  z_idx: tuple[int, ...], act: tuple[int, ...], q: np.ndarray, qd: np.ndarray,
+                  qdd: np.ndarray, stages: tuple[int, ...], cfg: InverseConfig,
+                  progress: Callable[[float], None] | None):
+    """The stages as nonlinear GTSAM graphs of per-sample CustomFactors (for LM).
+
+    Same factors as the Gauss-Newton path; slower (one Python callback per
+    sample and linearisation).
+    """
+    n, N = sys.n, len(t)
     model = StepModel(sys, z_idx)
-    cfg = config
     m, d = sys.m, len(z_idx)
 
     def noise(stage: int) -> gtsam.noiseModel.Base:
@@ -412,9 +743,10 @@ def inverse_dynamics(sys: System, t: np.ndarray, z: np.ndarray, z_idx: Sequence[
     for k in range(N):
         values.insert(_key('x', k), np.concatenate((q[k], qd[k], qdd[k])))
     iterations = []
-    for stage in ((1, 2, 3, 4) if cfg.staged else (4,)):
+    for stage in stages:
         if stage == 4:
-            Q0 = _direct_Q(sys, values, z_idx, act, N)
+            X = np.array([values.atVector(_key('x', k)) for k in range(N)])
+            Q0 = _direct_Q(sys, X, z_idx, act)
             for k in range(N):
                 values.insert(_key('f', k), Q0[k])
         values, its = _optimize(build(stage), values, cfg)
@@ -423,19 +755,18 @@ def inverse_dynamics(sys: System, t: np.ndarray, z: np.ndarray, z_idx: Sequence[
             progress(stage / 4.0)
     X = np.array([values.atVector(_key('x', k)) for k in range(N)])
     Qs = np.array([values.atVector(_key('f', k)) for k in range(N)])
-    return InverseResult(t, X[:, :n], X[:, n:2 * n], X[:, 2 * n:], Qs, Qs[:, list(act)], act,
-                         z_idx, tuple(iterations))
+    return X, Qs, iterations
 
 
-def _direct_Q(sys: System, values: gtsam.Values, z_idx: Sequence[int], act: Sequence[int],
-              N: int) -> np.ndarray:
-    """Q initial guess from the direct inverse dynamics at the current kinematics."""
+def _direct_Q(sys: System, X: np.ndarray, z_idx: Sequence[int], act: Sequence[int]
+              ) -> np.ndarray:
+    """Q initial guess from the direct inverse dynamics at the kinematics X (N, 3n)."""
     n = sys.n
     direct = DirectInverseDynamics(sys, z_idx, actuators=act)
-    out = np.zeros((N, n))
-    for k in range(N):
-        x = values.atVector(_key('x', k))
-        out[k, list(act)] = direct(x[:n], x[n:2 * n], x[2 * n:][list(z_idx)])
+    out = np.zeros((len(X), n))
+    zc = [2 * n + i for i in z_idx]
+    for k, x in enumerate(X):
+        out[k, list(act)] = direct(x[:n], x[n:2 * n], x[zc])
     return out
 
 

@@ -7,7 +7,8 @@ import pytest
 from mbfg_ros.cli.inverse import main as inverse_main
 from mbfg_ros.dynamics import load_system
 from mbfg_ros.errors import AssemblyError
-from mbfg_ros.inverse import InverseConfig, direct_kinematics, inverse_dynamics
+from mbfg_ros.inverse import (BatchModel, InverseConfig, StepModel, direct_kinematics,
+                             inverse_dynamics, step_error)
 from mbfg_ros.inverse_direct import (DirectInverseDynamics, LeanKinematics,
                                      inverse_dynamics_direct)
 from mbfg_ros.kinematics import r_s_matrices
@@ -177,3 +178,34 @@ def test_cli_writes_torques_and_reactions(tmp_path):
     adams = np.loadtxt(DATA / 'InverseDynamics_4bars_MSC.tab', comments='%')[:100]
     assert np.max(np.abs(data[:, 1] + adams[:, 1])) < 0.05
     assert (tmp_path / 'tau.png').stat().st_size > 0
+
+
+@pytest.mark.parametrize('name', ['fourbar_inverse.yaml', 'pick_and_place.yaml',
+                                  'fourbar_two_motors.yaml'])
+def test_batched_linearisation_equals_the_per_sample_factor_in_every_stage(name):
+    sys = load_system(CONFIG / name)
+    z_idx = [4] if 'fourbar' in name else [20, 21]
+    rng = np.random.default_rng(3)
+    N, n = 4, sys.n
+    X = np.hstack((sys.q0 + 0.05 * rng.normal(size=(N, n)), rng.normal(size=(N, 2 * n))))
+    Qx = rng.normal(size=(N, n))
+    z = rng.normal(size=(N, len(z_idx)))
+    batch, single = BatchModel(sys, z_idx), StepModel(sys, z_idx)
+    for stage in (1, 2, 3, 4):
+        e, Jx, JQ = batch.errors(stage, X, Qx, z)
+        for k in range(N):
+            xs = [X[k], Qx[k]] if stage == 4 else [X[k]]
+            e1, J1 = step_error(single, stage, z[k], None, None, xs, True)
+            np.testing.assert_allclose(e[k], e1, rtol=1e-10, atol=1e-10)
+            np.testing.assert_allclose(Jx[k], J1[0], rtol=1e-9, atol=1e-9)
+            if stage == 4:
+                np.testing.assert_allclose(JQ[k], J1[1], rtol=1e-9, atol=1e-9)
+
+
+def test_levenberg_marquardt_over_custom_factors_gives_the_gauss_newton_answer(fourbar):
+    tr = load_trajectory(DATA / 'fourbars1-with-rel-angle-trajectory.txt', columns=1)
+    a = inverse_dynamics(fourbar, tr.t[:100], tr.z[:100], [4],
+                         config=InverseConfig(staged=False))
+    b = inverse_dynamics(fourbar, tr.t[:100], tr.z[:100], [4],
+                         config=InverseConfig(staged=False, solver='levenberg_marquardt'))
+    assert np.max(np.abs(a.tau - b.tau)) < 1e-6
