@@ -7,7 +7,8 @@ import pytest
 from mbfg_ros.cli.inverse import main as inverse_main
 from mbfg_ros.dynamics import load_system
 from mbfg_ros.errors import AssemblyError
-from mbfg_ros.inverse import (BatchModel, InverseConfig, StepModel, direct_kinematics,
+from mbfg_ros.inverse import (BatchModel, InverseConfig, StepModel,
+                             _direct_kinematics_sequential, direct_kinematics,
                              inverse_dynamics, step_error)
 from mbfg_ros.inverse_direct import (DirectInverseDynamics, LeanKinematics,
                                      inverse_dynamics_direct)
@@ -209,3 +210,19 @@ def test_levenberg_marquardt_over_custom_factors_gives_the_gauss_newton_answer(f
     b = inverse_dynamics(fourbar, tr.t[:100], tr.z[:100], [4],
                          config=InverseConfig(staged=False, solver='levenberg_marquardt'))
     assert np.max(np.abs(a.tau - b.tau)) < 1e-6
+
+
+@pytest.mark.parametrize('name', ['fourbar_inverse.yaml', 'pick_and_place.yaml'])
+def test_batched_direct_kinematics_equals_the_sample_by_sample_solution(name):
+    sys = load_system(CONFIG / name)
+    if 'fourbar' in name:
+        tr = load_trajectory(DATA / 'fourbars1-with-rel-angle-trajectory.txt', columns=1)
+        t, z, z_idx = tr.t[:400], tr.z[:400], [4]
+    else:
+        t, z = _pick_and_place_motion(sys, 200)
+        z_idx = [20, 21]
+    fast = direct_kinematics(sys, t, z, z_idx)
+    slow = _direct_kinematics_sequential(sys, t, z, z_idx)
+    for a, b in zip(fast, slow):
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-9)
+    assert np.max(np.abs(sys.constraints.phi(fast[0][-1]))) < 1e-10
