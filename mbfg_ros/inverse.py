@@ -475,13 +475,16 @@ def _gauss_newton(system: _StageSystem, X: np.ndarray, Qx: np.ndarray | None,
     step = np.inf
     for it in range(1, cfg.max_iterations + 1):
         graph = system.linearize(X, Qx)
-        delta = graph.eliminateSequential(system.ordering, gtsam.EliminateQR).optimize()
+        delta = graph.eliminateMultifrontal(system.ordering, gtsam.EliminateQR).optimize()
         v = delta.vector(system.keys)
         X = X + v[:N * w].reshape(N, w)
         if Qx is not None:
             Qx = Qx + v[N * w:].reshape(N, -1)
-        step = float(np.max(np.abs(v), initial=0.0))
-        if step <= cfg.step_tol * scale:
+        prev, step = step, float(np.max(np.abs(v), initial=0.0))
+        # Converged when this step, or the next one predicted from the observed
+        # linear contraction (step / prev, required < 0.1), is below the tolerance.
+        if step <= cfg.step_tol * scale or (it > 1 and step < 0.1 * prev
+                                            and step * step / prev <= cfg.step_tol * scale):
             return X, Qx, it
     raise MbfgError(f'inverse dynamics did not converge in {cfg.max_iterations} '
                     f'Gauss-Newton iterations (last step {step:.3g})')
