@@ -356,13 +356,14 @@ class BatchModel:
 class _StageSystem:
     """The whitened linear system of one stage about the current estimate, as GTSAM factors.
 
-    One JacobianFactor per sample k on (x_k, Q_k, x_{k+1}) stacks the rows
-    of f_dpc, the z prior, f_dvc, f_didyn (linearised by :class:`BatchModel`),
-    the prior on Q_k, the weak rate prior on x_k, f_eq and f_ti between k
-    and k+1, each row divided by its sigma (so the factors carry unit noise
-    and the sum of squares is the graph's). The constant blocks (priors,
-    f_eq, f_ti) are filled once per stage; each iteration only overwrites the
-    nonlinear rows and the right-hand sides.
+    Two JacobianFactors per sample k, every row divided by its sigma (so the
+    factors carry unit noise and their sum of squares is the graph's): one on
+    (x_k, Q_k) stacking f_dpc, the z prior, f_dvc, f_didyn (linearised by
+    :class:`BatchModel`), the prior on Q_k and the weak rate prior on x_k;
+    one on (x_k, x_{k+1}) stacking f_eq and f_ti. The constant blocks are
+    filled once per stage; each iteration overwrites the nonlinear rows and
+    the right-hand sides. Keeping the two apart keeps the QR that eliminates
+    Q_k small.
     """
 
     def __init__(self, model: BatchModel, stage: int, t: np.ndarray, z: np.ndarray,
@@ -384,34 +385,34 @@ class _StageSystem:
         self.w_rate = 1.0 / np.concatenate((np.full(n, cfg.sigma_qd_prior),
                                             np.full(n, cfg.sigma_qdd_prior)))
         self.r1 = r1 = r + self.r_Q + 2 * n
-        self.r_int = 2 * n if stage >= 2 else 0
-        R = r1 + n + self.r_int
-        self.Ax = np.zeros((N, R, 3 * n))
-        self.AQ = np.zeros((N, R, n))
-        self.An = np.zeros((N, R, 3 * n))
-        self.b = np.zeros((N, R))
-        eye = np.eye(n)
+        self.Ax = np.zeros((N, r1, 3 * n))
+        self.AQ = np.zeros((N, r1, n)) if stage >= 4 else None
+        self.b1 = np.zeros((N, r1))
         if stage >= 4:
             self.AQ[:, r:r + n] = np.diag(self.w_Q)
-        self.Ax[:, r + self.r_Q:r1, n:] = np.diag(self.w_rate)
+        self.Ax[:, r + self.r_Q:, n:] = np.diag(self.w_rate)
+        r2 = n + (2 * n if stage >= 2 else 0)
+        self.B0 = np.zeros((N - 1, r2, 3 * n))
+        self.B1 = np.zeros((N - 1, r2, 3 * n))
+        self.b2 = np.zeros((N - 1, r2))
+        eye = np.eye(n)
         we = 1.0 / cfg.sigma_eq
-        self.Ax[:, r1:r1 + n, :n] = -we * eye
-        self.An[:, r1:r1 + n, :n] = we * eye
+        self.B0[:, :n, :n] = -we * eye
+        self.B1[:, :n, :n] = we * eye
         if stage >= 2:
             wi = 1.0 / cfg.sigma_int
             h = 0.5 * np.diff(t)[:, None, None]
-            o = r1 + n
-            self.Ax[:-1, o:o + n, :n] = -wi * eye
-            self.Ax[:-1, o:o + n, n:2 * n] = -wi * h * eye
-            self.Ax[:-1, o + n:o + 2 * n, n:2 * n] = -wi * eye
-            self.Ax[:-1, o + n:o + 2 * n, 2 * n:] = -wi * h * eye
-            self.An[:-1, o:o + n, :n] = wi * eye
-            self.An[:-1, o:o + n, n:2 * n] = -wi * h * eye
-            self.An[:-1, o + n:o + 2 * n, n:2 * n] = wi * eye
-            self.An[:-1, o + n:o + 2 * n, 2 * n:] = -wi * h * eye
+            self.B0[:, n:2 * n, :n] = -wi * eye
+            self.B0[:, n:2 * n, n:2 * n] = -wi * h * eye
+            self.B0[:, 2 * n:, n:2 * n] = -wi * eye
+            self.B0[:, 2 * n:, 2 * n:] = -wi * h * eye
+            self.B1[:, n:2 * n, :n] = wi * eye
+            self.B1[:, n:2 * n, n:2 * n] = -wi * h * eye
+            self.B1[:, 2 * n:, n:2 * n] = wi * eye
+            self.B1[:, 2 * n:, 2 * n:] = -wi * h * eye
         self.h = 0.5 * np.diff(t)[:, None]
-        self.unit = gtsam.noiseModel.Unit.Create(R)
         self.unit1 = gtsam.noiseModel.Unit.Create(r1)
+        self.unit2 = gtsam.noiseModel.Unit.Create(r2)
         self.xk = [_key('x', k) for k in range(N)]
         self.fk = [_key('f', k) for k in range(N)]
         self.ordering = gtsam.Ordering()
@@ -428,36 +429,33 @@ class _StageSystem:
 
     def linearize(self, X: np.ndarray, Qx: np.ndarray | None) -> gtsam.GaussianFactorGraph:
         """The factor graph of the stage linearised at (X, Q)."""
-        n, r, r1, N = self.model.n, self.r_nl, self.r1, self.N
+        n, r, N = self.model.n, self.r_nl, self.N
         e, Jx, JQ = self.model.errors(self.stage, X, Qx, self.z)
         w = self.w_nl[:, None]
         self.Ax[:, :r] = Jx * w
-        b = self.b
-        b[:, :r] = -e * self.w_nl
+        b1 = self.b1
+        b1[:, :r] = -e * self.w_nl
         if JQ is not None:
             self.AQ[:, :r] = JQ * w
-            b[:, r:r + n] = -Qx * self.w_Q
-        o = r + self.r_Q
-        b[:, o:r1] = -(X[:, n:] - self.rates0) * self.w_rate
+            b1[:, r:r + n] = -Qx * self.w_Q
+        b1[:, r + self.r_Q:] = -(X[:, n:] - self.rates0) * self.w_rate
         q, qd, qdd = X[:, :n], X[:, n:2 * n], X[:, 2 * n:]
-        b[:-1, r1:r1 + n] = -(q[1:] - q[:-1]) / self._sigma_eq
+        b2 = self.b2
+        b2[:, :n] = -(q[1:] - q[:-1]) / self._sigma_eq
         if self.stage >= 2:
-            o = r1 + n
-            b[:-1, o:o + n] = -(q[1:] - q[:-1] - self.h * (qd[:-1] + qd[1:])) / self._sigma_int
-            b[:-1, o + n:o + 2 * n] = -(qd[1:] - qd[:-1]
-                                        - self.h * (qdd[:-1] + qdd[1:])) / self._sigma_int
+            b2[:, n:2 * n] = -(q[1:] - q[:-1] - self.h * (qd[:-1] + qd[1:])) / self._sigma_int
+            b2[:, 2 * n:] = -(qd[1:] - qd[:-1] - self.h * (qdd[:-1] + qdd[1:])) / self._sigma_int
         g = gtsam.GaussianFactorGraph()
-        xk, fk, Ax, AQ, An = self.xk, self.fk, self.Ax, self.AQ, self.An
-        if self.stage >= 4:
-            for k in range(N - 1):
-                g.add(gtsam.JacobianFactor(xk[k], Ax[k], fk[k], AQ[k], xk[k + 1], An[k], b[k],
-                                           self.unit))
-            g.add(gtsam.JacobianFactor(xk[-1], Ax[-1, :r1], fk[-1], AQ[-1, :r1], b[-1, :r1],
-                                       self.unit1))
+        xk, fk, Ax, AQ, u1 = self.xk, self.fk, self.Ax, self.AQ, self.unit1
+        if AQ is not None:
+            for k in range(N):
+                g.add(gtsam.JacobianFactor(xk[k], Ax[k], fk[k], AQ[k], b1[k], u1))
         else:
-            for k in range(N - 1):
-                g.add(gtsam.JacobianFactor(xk[k], Ax[k], xk[k + 1], An[k], b[k], self.unit))
-            g.add(gtsam.JacobianFactor(xk[-1], Ax[-1, :r1], b[-1, :r1], self.unit1))
+            for k in range(N):
+                g.add(gtsam.JacobianFactor(xk[k], Ax[k], b1[k], u1))
+        B0, B1, u2 = self.B0, self.B1, self.unit2
+        for k in range(N - 1):
+            g.add(gtsam.JacobianFactor(xk[k], B0[k], xk[k + 1], B1[k], b2[k], u2))
         return g
 
 
