@@ -23,10 +23,16 @@ previous stage):
    prior on the actuated ones (seed 002 §VII), which leaves a unique answer
    when the actuation is redundant and does not bias it otherwise.
 
-f_eq and f_ti are linear: they are built once as GTSAM JacobianFactors
-inside LinearContainerFactors (exact, and no Python callback). Per sample,
-the nonlinear factors on (x_k, Q_k) are evaluated by one fat
-CustomFactor (stacked errors, same equations; Python callbacks are the cost).
+Solver (``solver='gauss_newton'``, the default): each Gauss-Newton
+iteration linearises the nonlinear factors of *all* samples in one numpy
+pass (:class:`BatchModel`, the equations of :func:`step_error` over a
+sample axis; the tests compare the two), builds the whitened linear graph
+directly as GTSAM JacobianFactors (per sample one on (x_k, Q_k), one on
+(x_k, x_{k+1}) for the linear f_eq, f_ti), eliminates it by multifrontal QR
+in chain order and adds the step. It stops when the step, or the next step
+predicted from the last two, is below ``step_tol``. ``'levenberg_marquardt'``
+runs GTSAM's optimizer over the same factors as per-sample CustomFactors
+(slow: one Python callback per sample and linearisation).
 
 Two additions to the seed's graph, both forced by the maths:
 
