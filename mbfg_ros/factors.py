@@ -43,6 +43,7 @@ __all__ = [
     'forward_dynamics_error', 'forward_dynamics_indep_error', 'inverse_dynamics_error',
     'inverse_dynamics_indep_error', 'ipc_error', 'ivc_error', 'iac_error',
     'StackedLayout', 'stacked_state_error', 'stacked_trapezoidal_error', 'stacked_euler_error',
+    'stacked_integrator_jacobians',
     'stacked_indep_state_error', 'sigmas',
 ]
 
@@ -258,7 +259,9 @@ def stacked_state_error(sys: System, tau: np.ndarray | None, xs: Sequence[np.nda
     return e, [J]
 
 
-def _stacked_integrator_jac(n: int, dt: float, trapezoidal: bool) -> tuple[np.ndarray, ...]:
+def stacked_integrator_jacobians(n: int, dt: float, trapezoidal: bool
+                                 ) -> tuple[np.ndarray, np.ndarray]:
+    """A0, A1 with e = A0 x_{k-1} + A1 x_k for stacked x = [p, ṗ, p̈] (Eqs. 22/23)."""
     eye = np.eye(n)
     J0 = np.zeros((2 * n, 3 * n))
     J1 = np.zeros((2 * n, 3 * n))
@@ -281,7 +284,7 @@ def stacked_trapezoidal_error(n: int, dt: float, xs: Sequence[np.ndarray], want:
     h = 0.5 * dt
     e = np.concatenate((x1[:n] - x0[:n] - h * (x0[n:2 * n] + x1[n:2 * n]),
                         x1[n:2 * n] - x0[n:2 * n] - h * (x0[2 * n:] + x1[2 * n:])))
-    return e, (list(_stacked_integrator_jac(n, dt, True)) if want else None)
+    return e, (list(stacked_integrator_jacobians(n, dt, True)) if want else None)
 
 
 def stacked_euler_error(n: int, dt: float, xs: Sequence[np.ndarray], want: bool):
@@ -289,7 +292,7 @@ def stacked_euler_error(n: int, dt: float, xs: Sequence[np.ndarray], want: bool)
     x0, x1 = xs
     e = np.concatenate((x1[:n] - x0[:n] - dt * x0[n:2 * n],
                         x1[n:2 * n] - x0[n:2 * n] - dt * x0[2 * n:]))
-    return e, (list(_stacked_integrator_jac(n, dt, False)) if want else None)
+    return e, (list(stacked_integrator_jacobians(n, dt, False)) if want else None)
 
 
 def stacked_indep_state_error(sys: System, idx: Sequence[int], tau: np.ndarray | None,

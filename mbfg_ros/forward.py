@@ -54,7 +54,8 @@ import scipy.linalg
 
 from .dynamics import System, forward_accel
 from .errors import MbfgError
-from .factors import custom_factor, stacked_indep_state_error, stacked_state_error
+from .factors import (custom_factor, stacked_indep_state_error, stacked_integrator_jacobians,
+                      stacked_state_error)
 
 __all__ = ['ForwardConfig', 'ForwardSimulator', 'Trajectory', 'simulate', 'energy',
            'SOLVERS', 'COORDINATES', 'INTEGRATORS']
@@ -123,25 +124,6 @@ class Trajectory(NamedTuple):
     phi_norm: np.ndarray
 
 
-def _integrator_blocks(dim: int, dt: float, trapezoidal: bool
-                       ) -> tuple[np.ndarray, np.ndarray]:
-    """A0, A1 with e = A0 X_{k-1} + A1 X_k for X = [p, ṗ, p̈] (Eqs. 22/23, two rows each)."""
-    eye = np.eye(dim)
-    A0 = np.zeros((2 * dim, 3 * dim))
-    A1 = np.zeros((2 * dim, 3 * dim))
-    h = 0.5 * dt if trapezoidal else dt
-    A0[:dim, :dim] = -eye
-    A0[:dim, dim:2 * dim] = -h * eye
-    A0[dim:, dim:2 * dim] = -eye
-    A0[dim:, 2 * dim:] = -h * eye
-    A1[:dim, :dim] = eye
-    A1[dim:, dim:2 * dim] = eye
-    if trapezoidal:
-        A1[:dim, dim:2 * dim] = -h * eye
-        A1[dim:, 2 * dim:] = -h * eye
-    return A0, A1
-
-
 class _Link(NamedTuple):
     """A linear factor between consecutive steps: e = A0 v_{k-1} + A1 v_k."""
 
@@ -172,7 +154,7 @@ class _Graphs:
             self.dims = (3 * n, 3 * d)
             # rows: Φ; q[idx]−z; Φq q̇; q̇[idx]−ż; Φ̇q q̇+Φq q̈; q̈[idx]−z̈; z̈(q,q̇)−z̈
             self.state_noise = _diag((m + d, sc), (m + d, sc), (m + d, sc), (d, sd))
-            A0, A1 = _integrator_blocks(d, cfg.dt, trap)
+            A0, A1 = stacked_integrator_jacobians(d, cfg.dt, trap)
             E0 = np.zeros((n, 3 * n))
             E0[:, :n] = -np.eye(n)
             self.links = (_Link(1, A0, A1, _diag((2 * d, si))),
@@ -180,7 +162,7 @@ class _Graphs:
         else:
             self.dims = (3 * n,)
             self.state_noise = _diag((2 * m, sc), (n, sd))
-            A0, A1 = _integrator_blocks(n, cfg.dt, trap)
+            A0, A1 = stacked_integrator_jacobians(n, cfg.dt, trap)
             self.links = (_Link(0, A0, A1, _diag((2 * n, si))),)
         # priors on the initial state (Eq. 21, Table 2) as linear factors on x_0
         sel_q = np.zeros((n, 3 * n))

@@ -17,6 +17,7 @@ the quaternion.
 """
 from __future__ import annotations
 
+import functools
 import importlib
 import math
 from dataclasses import dataclass
@@ -42,6 +43,20 @@ TYPES = {
     'Clock': 'rosgraph_msgs/msg/Clock',
 }
 """Short name -> ROS type name of every message the package reads or writes."""
+
+
+@functools.lru_cache(maxsize=None)
+def message_class(short: str) -> Any:
+    """The rclpy message class of a short name in :data:`TYPES` (imported on first use)."""
+    pkg, _, name = TYPES[short].split('/')
+    return getattr(importlib.import_module(f'{pkg}.msg'), name)
+
+
+def startup_error_text(exc: BaseException) -> str:
+    """One line for a node that cannot start (bad YAML, parameter or file)."""
+    if isinstance(exc, OSError):
+        return f'{getattr(exc, "filename", "") or ""}: {exc.strerror or exc}'
+    return str(exc)
 
 
 class InputRejected(ValueError):

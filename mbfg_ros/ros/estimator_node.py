@@ -169,13 +169,7 @@ class EstimatorNode(Node):
             self.driver.events.clear()
 
 
-@functools.lru_cache(maxsize=None)
-def _msg(short: str) -> Any:
-    """rclpy message class of a short name in :data:`conversions.TYPES`."""
-    import importlib
-
-    pkg, _, name = cv.TYPES[short].split('/')
-    return getattr(importlib.import_module(f'{pkg}.msg'), name)
+_msg = cv.message_class
 
 
 def main(args: list[str] | None = None) -> int:
@@ -186,9 +180,7 @@ def main(args: list[str] | None = None) -> int:
         try:
             node = EstimatorNode()
         except (MbfgError, OSError) as exc:
-            text = str(exc) if isinstance(exc, MbfgError) else \
-                f'{getattr(exc, "filename", "") or ""}: {exc.strerror or exc}'
-            print(f'estimator_node: error: {text}', file=sys.stderr)
+            print(f'estimator_node: error: {cv.startup_error_text(exc)}', file=sys.stderr)
             return 2
         rclpy.spin(node)
     except KeyboardInterrupt:

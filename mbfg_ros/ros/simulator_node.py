@@ -195,12 +195,7 @@ def _imu(kit: Any, t_ns: int, frame: str, rec: Any, cfg: Any) -> Any:
                       gyro_var=cfg.gyro_sigma ** 2, accel_var=cfg.accel_sigma ** 2)
 
 
-@functools.lru_cache(maxsize=None)
-def _msg(short: str) -> Any:
-    import importlib
-
-    pkg, _, name = cv.TYPES[short].split('/')
-    return getattr(importlib.import_module(f'{pkg}.msg'), name)
+_msg = cv.message_class
 
 
 def main(args: list[str] | None = None) -> int:
@@ -211,9 +206,7 @@ def main(args: list[str] | None = None) -> int:
         try:
             node = SimulatorNode()
         except (MbfgError, OSError) as exc:
-            text = str(exc) if isinstance(exc, MbfgError) else \
-                f'{getattr(exc, "filename", "") or ""}: {exc.strerror or exc}'
-            print(f'simulator_node: error: {text}', file=sys.stderr)
+            print(f'simulator_node: error: {cv.startup_error_text(exc)}', file=sys.stderr)
             return 2
         executor = rclpy.executors.SingleThreadedExecutor()
         executor.add_node(node)
