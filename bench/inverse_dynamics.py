@@ -20,7 +20,7 @@ from mbfg_ros.inverse_direct import DirectInverseDynamics
 from mbfg_ros.trajectory import load_trajectory
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = Path('/work/shared/data/mbse')
+DATA = Path(__file__).resolve().parents[1] / 'config'
 
 
 def _cpu(fn) -> float:

@@ -15,7 +15,9 @@ from mbfg_ros.inverse_direct import (DirectInverseDynamics, LeanKinematics,
 from mbfg_ros.kinematics import r_s_matrices
 from mbfg_ros.trajectory import load_trajectory
 
-DATA = Path('/work/shared/data/mbse')
+REPO = Path(__file__).resolve().parents[1]
+DATA = REPO / 'config'             # upstream files, copied unchanged (config/SOURCE.md)
+ADAMS = REPO / 'test' / 'data' / 'InverseDynamics_4bars_MSC.tab'
 CONFIG = Path(__file__).resolve().parents[1] / 'config'
 
 
@@ -41,7 +43,7 @@ def _reference_tau(sys, q, qd, zdd, z_idx):
 
 
 def test_factor_graph_crank_torque_matches_msc_adams_on_all_rows(fourbar_run):
-    adams = np.loadtxt(DATA / 'InverseDynamics_4bars_MSC.tab', comments='%')
+    adams = np.loadtxt(ADAMS, comments='%')
     np.testing.assert_allclose(fourbar_run.t, adams[:, 0], atol=1e-9)
     # Adams reports the torque with the opposite sign.
     assert np.max(np.abs(fourbar_run.tau[:, 0] + adams[:, 1])) <= 0.05
@@ -176,7 +178,7 @@ def test_cli_writes_torques_and_reactions(tmp_path):
     header = out.read_text().splitlines()[0].split(',')
     assert header[:2] == ['t', 'tau_crank_motor'] and 'p0_on_body0_fx' in header
     data = np.loadtxt(out, delimiter=',', skiprows=1)
-    adams = np.loadtxt(DATA / 'InverseDynamics_4bars_MSC.tab', comments='%')[:100]
+    adams = np.loadtxt(ADAMS, comments='%')[:100]
     assert np.max(np.abs(data[:, 1] + adams[:, 1])) < 0.05
     assert (tmp_path / 'tau.png').stat().st_size > 0
 

@@ -8,7 +8,9 @@ from mbfg_ros.cli.inverse import main as inverse_main
 from mbfg_ros.errors import TrajectoryError
 from mbfg_ros.trajectory import derivatives, load_trajectory
 
-DATA = Path('/work/shared/data/mbse')
+REPO = Path(__file__).resolve().parents[1]
+DATA = REPO / 'config'             # upstream files, copied unchanged (config/SOURCE.md)
+ADAMS = REPO / 'test' / 'data' / 'InverseDynamics_4bars_MSC.tab'
 SEED_TRAJ = DATA / 'fourbars1-with-rel-angle-trajectory.txt'
 CONFIG = Path(__file__).resolve().parents[1] / 'config' / 'fourbar_inverse.yaml'
 
