@@ -305,23 +305,27 @@ def plot_replay(res: ReplayResult, system: Any, path: Path) -> None:
     jp = np.array(res.joint_position).reshape(len(t), -1) if len(t) else np.zeros((0, J))
     jv = np.array(res.joint_velocity).reshape(len(t), -1) if len(t) else np.zeros((0, J))
     tt, tp, tv = truth_joint_positions(system, res)
+    kinds = {jt.name: jt.type for jt in system.mech.joints}
     for j, name in enumerate(names):
+        # Revolute angles are wrapped to (-pi, pi]; unwrap them for display only.
+        unwrap = np.unwrap if kinds.get(name) == 'revolute' else np.asarray
         mt = [(m[0], m[2][list(m[1]).index(name)], m[3][list(m[1]).index(name)])
               for m in res.measured if name in m[1]]
         ax_p, ax_v = axes[j]
         if mt:
             arr = np.array(mt)
-            ax_p.plot(arr[:, 0], arr[:, 1], '.', ms=2, color='0.6', label='measured')
+            ax_p.plot(arr[:, 0], unwrap(arr[:, 1]), '.', ms=2, color='0.6', label='measured')
             if np.isfinite(arr[:, 2]).any():
                 ax_v.plot(arr[:, 0], arr[:, 2], '.', ms=2, color='0.6', label='measured')
         if len(tt):
-            ax_p.plot(tt, tp[:, j], 'k-', lw=0.8, label='ground truth')
+            ax_p.plot(tt, unwrap(tp[:, j]), 'k-', lw=0.8, label='ground truth')
             ax_v.plot(tt, tv[:, j], 'k-', lw=0.8, label='ground truth')
         if len(t):
-            ax_p.plot(t, jp[:, j], 'C1-', lw=1.0, label='estimated')
+            ax_p.plot(t, unwrap(jp[:, j]), 'C1-', lw=1.0, label='estimated')
             ax_v.plot(t, jv[:, j], 'C1-', lw=1.0, label='estimated')
-        ax_p.set_ylabel(f'{name} [rad or m]')
-        ax_v.set_ylabel(f'{name} rate')
+        unit = 'rad' if kinds.get(name) == 'revolute' else 'm'
+        ax_p.set_ylabel(f'{name} [{unit}]')
+        ax_v.set_ylabel(f'{name} rate [{unit}/s]')
         ax_p.legend(loc='best', fontsize=7)
     axes[-1][0].set_xlabel('stamp [s]')
     axes[-1][1].set_xlabel('stamp [s]')
