@@ -465,10 +465,7 @@ class Estimator:
         values = gtsam.Values()
         values.insert(key, x0)
         try:
-            self._smoother.update(graph, values, {key: t})
-            x = self._smoother.calculateEstimateVector(key)
-            if not np.all(np.isfinite(x)):
-                raise FloatingPointError('non-finite estimate')
+            x = self._update(graph, values, key, t)
         except Exception as exc:          # noqa: BLE001 - any GTSAM failure
             self._count_reset(f'init_failure:{type(exc).__name__}')
             self._clear()
@@ -596,6 +593,15 @@ class Estimator:
                 pairs.setdefault((k1, dt), []).append(p.ob._replace(s=(p.t - t0) / dt))
         return single, pairs, newest
 
+    def _update(self, graph: gtsam.NonlinearFactorGraph, values: gtsam.Values, key: int,
+                t: float) -> np.ndarray:
+        """One smoother update; the new state's estimate, or an exception if not finite."""
+        self._smoother.update(graph, values, {key: t})
+        x = self._smoother.calculateEstimateVector(key)
+        if not np.all(np.isfinite(x)):
+            raise FloatingPointError('non-finite estimate')
+        return x
+
     def _step(self, t: float, start: float) -> Estimate | None:
         n = self.n
         k = self._k + 1
@@ -621,10 +627,7 @@ class Estimator:
         values = gtsam.Values()
         values.insert(key, guess)
         try:
-            self._smoother.update(graph, values, {key: t})
-            x = self._smoother.calculateEstimateVector(key)
-            if not np.all(np.isfinite(x)):
-                raise FloatingPointError('non-finite estimate')
+            x = self._update(graph, values, key, t)
         except Exception as exc:          # noqa: BLE001 - any GTSAM failure
             self._counters['dropped_reset'] += len(used)
             return self._recover(t, k, guess, f'failure:{type(exc).__name__}', start)
