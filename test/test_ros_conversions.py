@@ -109,7 +109,6 @@ def test_reference_samples_interpolate_and_hold_at_the_ends():
 
 
 def test_rclpy_and_rosbags_kits_build_messages_with_the_same_content(kit):
-    pytest.importorskip('rclpy', reason='rclpy wheels not installed')
     rk = cv.rclpy_kit()
     for k in (kit, rk):
         msg = cv.imu_msg(k, 3 * 10**9 + 5, 'f', 0.1, [0.2, 0.3], angle=0.4)

@@ -15,7 +15,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-rclpy = pytest.importorskip('rclpy', reason='rclpy (ROS 2 wheels) not installed')
+import rclpy  # noqa: E402  (installed by requirements.txt: a missing rclpy must fail)
 
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
