@@ -44,7 +44,7 @@ __all__ = [
     'inverse_dynamics_indep_error', 'ipc_error', 'ivc_error', 'iac_error',
     'StackedLayout', 'stacked_state_error', 'stacked_trapezoidal_error', 'stacked_euler_error',
     'stacked_integrator_jacobians',
-    'stacked_indep_state_error', 'sigmas',
+    'stacked_indep_state_error', 'basis_matrix', 'sigmas',
 ]
 
 ErrorFn = Callable[[Sequence[np.ndarray], bool], tuple[np.ndarray, list[np.ndarray] | None]]
@@ -295,51 +295,59 @@ def stacked_euler_error(n: int, dt: float, xs: Sequence[np.ndarray], want: bool)
     return e, (list(stacked_integrator_jacobians(n, dt, False)) if want else None)
 
 
-def stacked_indep_state_error(sys: System, idx: Sequence[int], tau: np.ndarray | None,
-                              xs: Sequence[np.ndarray], want: bool):
+def basis_matrix(basis: Sequence[int] | np.ndarray, n: int) -> np.ndarray:
+    """The (d, n) matrix B of z = B q: a selector for indices, or B itself if 2-D."""
+    if isinstance(basis, np.ndarray) and basis.ndim == 2:
+        return basis
+    return _idx_matrix(basis, n)
+
+
+def stacked_indep_state_error(sys: System, basis: Sequence[int] | np.ndarray,
+                              tau: np.ndarray | None, xs: Sequence[np.ndarray], want: bool):
     """f_ipc + f_ivc + f_iac + f_idyn (Eqs. 27, 30-32) on stacked x = [q, q̇, q̈], Z = [z, ż, z̈].
 
-    Error rows: [Φ; q[idx] − z; Φq q̇; q̇[idx] − ż; Φ̇q q̇ + Φq q̈; q̈[idx] − z̈;
-    z̈(q, q̇) − z̈].
+    ``basis`` gives z = B q: indices (B a selector, the seed's z ⊂ q) or a
+    (d, n) matrix B (e.g. a tangent basis of the constraint manifold; R of
+    Eq. 8 is defined for any B with [Φq; B] regular). Error rows:
+    [Φ; B q − z; Φq q̇; B q̇ − ż; Φ̇q q̇ + Φq q̈; B q̈ − z̈; B q̈(q, q̇) − z̈].
     """
     n, m = sys.n, sys.m
-    idx = list(idx)
-    d = len(idx)
+    B = basis_matrix(basis, n)
+    d = B.shape[0]
     x, Z = xs
     q, qd, qdd = x[:n], x[n:2 * n], x[2 * n:]
     z, zd, zdd = Z[:d], Z[d:2 * d], Z[2 * d:]
     cons = sys.constraints
     t = cons.terms(q, qd)
     a = forward_accel(sys, q, qd, tau, jacobians=want, terms=t)
-    e = np.concatenate((t.phi, q[idx] - z, t.phi_q @ qd, qd[idx] - zd,
-                        t.phi_q_dot @ qd + t.phi_q @ qdd, qdd[idx] - zdd, a.qdd[idx] - zdd))
+    e = np.concatenate((t.phi, B @ q - z, t.phi_q @ qd, B @ qd - zd,
+                        t.phi_q_dot @ qd + t.phi_q @ qdd, B @ qdd - zdd, B @ a.qdd - zdd))
     if not want:
         return e, None
     rows = 3 * (m + d) + d
     Jx = np.zeros((rows, 3 * n))
     Jz = np.zeros((rows, 3 * d))
-    sel = _idx_matrix(idx, n)
     eye = np.eye(d)
     r = 0
     Jx[r:r + m, :n] = t.phi_q
     r += m
-    Jx[r:r + d, :n] = sel
+    Jx[r:r + d, :n] = B
     Jz[r:r + d, :d] = -eye
     r += d
     Jx[r:r + m, :n] = t.phi_q_dot
     Jx[r:r + m, n:2 * n] = t.phi_q
     r += m
-    Jx[r:r + d, n:2 * n] = sel
+    Jx[r:r + d, n:2 * n] = B
     Jz[r:r + d, d:2 * d] = -eye
     r += d
     Jx[r:r + m, :n] = t.gamma_q + cons.hess_vec(q, qdd)
     Jx[r:r + m, n:2 * n] = 2.0 * t.phi_q_dot
     Jx[r:r + m, 2 * n:] = t.phi_q
     r += m
-    Jx[r:r + d, 2 * n:] = sel
+    Jx[r:r + d, 2 * n:] = B
     Jz[r:r + d, 2 * d:] = -eye
     r += d
-    Jx[r:r + d, :n] = a.qdd_q[idx]
-    Jx[r:r + d, n:2 * n] = a.qdd_qd[idx]
+    Jx[r:r + d, :n] = B @ a.qdd_q
+    Jx[r:r + d, n:2 * n] = B @ a.qdd_qd
     Jz[r:r + d, 2 * d:] = -eye
     return e, [Jx, Jz]

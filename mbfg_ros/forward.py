@@ -54,15 +54,16 @@ import scipy.linalg
 
 from .dynamics import System, forward_accel
 from .errors import MbfgError
-from .factors import (custom_factor, stacked_indep_state_error, stacked_integrator_jacobians,
-                      stacked_state_error)
+from .factors import (basis_matrix, custom_factor, stacked_indep_state_error,
+                      stacked_integrator_jacobians, stacked_state_error)
 
-__all__ = ['ForwardConfig', 'ForwardSimulator', 'Trajectory', 'simulate', 'energy',
+__all__ = ['ForwardConfig', 'ForwardSimulator', 'Trajectory', 'simulate', 'energy', 'IC_BASES',
            'SOLVERS', 'COORDINATES', 'INTEGRATORS']
 
 SOLVERS = ('anchored', 'anchored-lm', 'incremental', 'batch')
 COORDINATES = ('dependent', 'independent')
 INTEGRATORS = ('trapezoidal', 'euler')
+IC_BASES = ('coordinates', 'tangent')
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,7 @@ class ForwardConfig:
     sigma_constraint: float = 1e-3     # f_dpc, f_dvc, f_ipc, f_ivc, f_iac
     sigma_eq: float = 1e3              # Table 2: 10 (cov 1e2); see README
     ic_switch: float = 0.99            # re-choose z when σ_min(N[z]) < ic_switch × best
+    ic_basis: str = 'tangent'          # z = Nᵀq re-chosen each step, or 'coordinates' (z ⊂ q)
 
     def __post_init__(self) -> None:
         def bad(name: str, value: object, want: str) -> MbfgError:
@@ -100,7 +102,7 @@ class ForwardConfig:
                 or self.window < 2:
             raise bad('window', self.window, 'expected an integer >= 2 (states in the window)')
         for name, allowed in (('coordinates', COORDINATES), ('integrator', INTEGRATORS),
-                              ('solver', SOLVERS)):
+                              ('solver', SOLVERS), ('ic_basis', IC_BASES)):
             if getattr(self, name) not in allowed:
                 raise bad(name, getattr(self, name), f'expected one of {", ".join(allowed)}')
         if self.max_iterations < 1:
@@ -146,6 +148,7 @@ class _Graphs:
         self.sys, self.cfg, self.n = sys, cfg, n
         self.independent = cfg.coordinates == 'independent'
         self.idx = list(sys.z_idx)
+        self.B = basis_matrix(self.idx, n)
         d = len(self.idx)
         self.d = d
         trap = cfg.integrator == 'trapezoidal'
@@ -182,19 +185,19 @@ class _Graphs:
         return (gtsam.symbol('x', k),)
 
     def stack(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray,
-              idx: Sequence[int] | None = None) -> tuple[np.ndarray, ...]:
+              B: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
         x = np.concatenate((q, qd, qdd))
         if self.independent:
-            idx = self.idx if idx is None else list(idx)
-            return (x, np.concatenate((q[idx], qd[idx], qdd[idx])))
+            B = self.B if B is None else B
+            return (x, np.concatenate((B @ q, B @ qd, B @ qdd)))
         return (x,)
 
     # -- factors --------------------------------------------------------------------
-    def state_factor(self, k: int, tau: np.ndarray | None, idx: Sequence[int] | None = None
+    def state_factor(self, k: int, tau: np.ndarray | None, B: np.ndarray | None = None
                      ) -> gtsam.CustomFactor:
         if self.independent:
-            idx = self.idx if idx is None else list(idx)
-            fn = functools.partial(stacked_indep_state_error, self.sys, idx, tau)
+            B = self.B if B is None else B
+            fn = functools.partial(stacked_indep_state_error, self.sys, B, tau)
         else:
             fn = functools.partial(stacked_state_error, self.sys, tau)
         return custom_factor(self.keys(k), self.state_noise, fn)
@@ -275,6 +278,7 @@ class ForwardSimulator:
         self._k = 0
         self.switches = 0            # changes of independent coordinates (anchored)
         self._idx = list(sys.z_idx)
+        self._B = self._g.B
         self._n_act = sys.forces.n_act
         # the initial state: priors + state factor, solved by Gauss-Newton
         qdd0 = forward_accel(sys, q0, qd0).qdd
@@ -338,7 +342,7 @@ class ForwardSimulator:
             self._reselect_independent(win[-1][1][0])
         last = win[-1][1]
         before = win[-2][1] if len(win) > 1 else self._prev
-        win.append(_Entry(k, self._guess(last, before), g.state_factor(k, tau, self._idx), tau))
+        win.append(_Entry(k, self._guess(last, before), g.state_factor(k, tau, self._B), tau))
         if len(win) > cfg.window:
             del win[0]
         graph = gtsam.NonlinearFactorGraph()
@@ -365,41 +369,52 @@ class ForwardSimulator:
         return win[-1].state
 
     def _reselect_independent(self, x: np.ndarray) -> None:
-        """Change the independent coordinates z when they near a singular pose.
+        """Change the independent coordinates z = B q when they near a singular pose.
 
         Any fixed z of a closed loop meets poses where ``[Φq; B]`` is singular
         (e.g. every natural coordinate of the four-bar turns back somewhere in
         its swing); there the position problem has a fold and Fig. 3's graph
-        would reflect the motion. Standard remedy (García de Jalón & Bayo):
-        when σ_min(N[idx]) (N an orthonormal null-space basis of Φq) falls
-        below ``ic_switch`` times that of the best choice (pivoted QR of Nᵀ),
-        switch z and
-        rewrite the window's Z values and factors for the new choice (the
-        integrators on Z are index-free, so they stay valid).
+        would reflect the motion.
+
+        ``ic_basis = 'coordinates'`` (the seed's z ⊂ q; García de Jalón &
+        Bayo's coordinate partitioning): when σ_min(N[idx]) (N an orthonormal
+        null-space basis of Φq) falls below ``ic_switch`` times that of the
+        best choice (pivoted QR of Nᵀ), switch z. ``ic_basis = 'tangent'``
+        (tangent-space parametrisation): B = Nᵀ at the newest state, every
+        step, so z is locally the arc length along the constraint manifold.
+        Either way the window's Z values and factors are rewritten for the new
+        B (the integrators on Z are basis-free, so they stay valid).
         """
         n, d = self.sys.n, len(self._idx)
         _, _, vt = np.linalg.svd(self.sys.constraints.phi_q(x[:n]))
         N = vt[n - d:].T
-        if d == 1:
-            col = np.abs(N[:, 0])
-            best = [int(np.argmax(col))]
-            quality, best_quality = col[self._idx[0]], col[best[0]]
+        if self.config.ic_basis == 'tangent':
+            B = N.T
+            if d == 1 and float(B[0] @ self._B[0]) < 0.0:
+                B = -B
         else:
-            quality = np.linalg.svd(N[self._idx], compute_uv=False)[-1]
-            best = sorted(scipy.linalg.qr(N.T, pivoting=True, mode='r')[1][:d].tolist())
-            best_quality = np.linalg.svd(N[best], compute_uv=False)[-1]
-        if quality >= self.config.ic_switch * best_quality or best == self._idx:
-            return
-        self._idx = list(best)
-        self.switches += 1
+            if d == 1:
+                col = np.abs(N[:, 0])
+                best = [int(np.argmax(col))]
+                quality, best_quality = col[self._idx[0]], col[best[0]]
+            else:
+                quality = np.linalg.svd(N[self._idx], compute_uv=False)[-1]
+                best = sorted(scipy.linalg.qr(N.T, pivoting=True, mode='r')[1][:d].tolist())
+                best_quality = np.linalg.svd(N[best], compute_uv=False)[-1]
+            if quality >= self.config.ic_switch * best_quality or best == self._idx:
+                return
+            self._idx = list(best)
+            self.switches += 1
+            B = basis_matrix(self._idx, n)
+        self._B = B
         g = self._g
         for j, e in enumerate(self._window):
             xj = e.state[0]
-            state = g.stack(xj[:n], xj[n:2 * n], xj[2 * n:], self._idx)
-            factor = None if e.factor is None else g.state_factor(e.step, e.tau, self._idx)
+            state = g.stack(xj[:n], xj[n:2 * n], xj[2 * n:], B)
+            factor = None if e.factor is None else g.state_factor(e.step, e.tau, B)
             self._window[j] = _Entry(e.step, state, factor, e.tau)
         xp = self._prev[0]
-        self._prev = g.stack(xp[:n], xp[n:2 * n], xp[2 * n:], self._idx)
+        self._prev = g.stack(xp[:n], xp[n:2 * n], xp[2 * n:], B)
 
     def _init_smoother(self, graph: gtsam.NonlinearFactorGraph, values: gtsam.Values) -> None:
         cfg = self.config

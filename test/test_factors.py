@@ -46,6 +46,10 @@ def cases(sys, rng):
                           [r(3 * n), r(3 * n)]),
         'stacked independent': (functools.partial(F.stacked_indep_state_error, sys, idx, tau),
                                 [np.concatenate((q, r(n), r(n))), r(3 * d)]),
+        'stacked independent, tangent basis': (
+            functools.partial(F.stacked_indep_state_error, sys,
+                              np.linalg.svd(c.phi_q(q))[2][n - d:], tau),
+            [np.concatenate((q, r(n), r(n))), r(3 * d)]),
     }
 
 

@@ -14,8 +14,8 @@ import numpy as np
 
 from ..dynamics import load_system
 from ..errors import MbfgError
-from ..forward import COORDINATES, INTEGRATORS, SOLVERS, ForwardConfig, Trajectory, energy, \
-    simulate
+from ..forward import (COORDINATES, IC_BASES, INTEGRATORS, SOLVERS, ForwardConfig,
+                       Trajectory, energy, simulate)
 from .common import Progress, run_cli
 
 __all__ = ['main', 'write_csv', 'plot_trajectory']
@@ -30,6 +30,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument('--dt', type=float, default=1e-3, help='time step [s] (0.001)')
     p.add_argument('--window', type=int, default=2, help='states in the window Nw (2)')
     p.add_argument('--coordinates', choices=COORDINATES, default='dependent')
+    p.add_argument('--ic-basis', choices=IC_BASES, default=ForwardConfig.ic_basis,
+                   help='independent coordinates: tangent (z = Nᵀq, re-chosen each step; '
+                        'default) or coordinates (z ⊂ q as in seed 000, switched near '
+                        'singular poses)')
     p.add_argument('--integrator', choices=INTEGRATORS, default='trapezoidal')
     p.add_argument('--solver', choices=SOLVERS, default=ForwardConfig.solver)
     p.add_argument('--output', '-o', type=Path, help='CSV file to write')
@@ -81,6 +85,7 @@ def _main(argv: list[str] | None) -> int:
     if not (args.duration > 0):
         raise MbfgError(f'--duration must be > 0, got {args.duration}')
     config = ForwardConfig(dt=args.dt, window=args.window, coordinates=args.coordinates,
+                           ic_basis=args.ic_basis,
                            integrator=args.integrator, solver=args.solver)
     system = load_system(args.config)
     progress = Progress(args.duration, 'simulating', enabled=not args.quiet)
