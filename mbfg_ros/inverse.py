@@ -18,19 +18,26 @@ previous stage):
    equality f_eq between consecutive q;
 2. + q̇, q̈ and trapezoidal factors f_ti (Eq. 23);
 3. + velocity constraints f_dvc (Eq. 25);
-4. + Q, f_didyn (Eq. 28, q̈(q, q̇, Q) − q̈) and PriorFactorVector on Q:
-   tight zero priors on unactuated components, and a weak *minimum-torque*
-   prior on the actuated ones (seed 002 §VII), which leaves a unique answer
-   when the actuation is redundant and does not bias it otherwise.
+4. + the actuator efforts τ_k, f_didyn (Eq. 28, q̈(q, q̇, Q) − q̈) with
+   Q = S_act τ, and a weak *minimum-torque* prior on τ (seed 002 §VII),
+   which leaves a unique answer when the actuation is redundant and does
+   not bias it otherwise. Seed 000 carries the full Q (n) with tight zero
+   priors on the unactuated components; Q = S_act τ is that prior made
+   exact, and it shrinks the per-sample variable from n to n_act (the
+   ``levenberg_marquardt`` path keeps the seed's full-Q form; the tests
+   compare the two).
 
 Solver (``solver='gauss_newton'``, the default): each Gauss-Newton
 iteration linearises the nonlinear factors of *all* samples in one numpy
 pass (:class:`BatchModel`, the equations of :func:`step_error` over a
 sample axis; the tests compare the two), builds the whitened linear graph
-directly as GTSAM JacobianFactors (per sample one on (x_k, Q_k), one on
-(x_k, x_{k+1}) for the linear f_eq, f_ti), eliminates it by multifrontal QR
-in chain order and adds the step. It stops when the step, or the next step
-predicted from the last two, is below ``step_tol``. ``'levenberg_marquardt'``
+directly as GTSAM JacobianFactors (per sample one on (x_k, τ_k), one on
+(x_k, x_{k+1}) for the linear f_eq, f_ti), eliminates it multifrontally in
+chain order (Cholesky, GTSAM's default, falling back to QR for a stage whose
+fronts it finds indeterminate; ``elimination='qr'`` forces QR) and adds the
+step. BLAS runs single-threaded meanwhile (see ``_single_blas_thread``).
+It stops when the step, or the next step predicted from the last two, is
+below ``step_tol``. ``'levenberg_marquardt'``
 runs GTSAM's optimizer over the same factors as per-sample CustomFactors
 (slow: one Python callback per sample and linearisation).
 
@@ -51,6 +58,7 @@ Two additions to the seed's graph, both forced by the maths:
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 from dataclasses import dataclass
 from typing import Callable, NamedTuple, Sequence
@@ -73,6 +81,7 @@ class InverseConfig:
 
     staged: bool = True              # the seed's four stages; False: one batch solve
     solver: str = 'gauss_newton'     # or 'levenberg_marquardt'
+    elimination: str = 'cholesky'    # gauss_newton's linear solves: 'cholesky' or 'qr'
     max_iterations: int = 30
     step_tol: float = 1e-9           # stop when max |Δ| < step_tol * max(1, max |x_init|)
     sigma_prior: float = 1e-6        # q_k[z] = z_k
@@ -364,12 +373,12 @@ class _StageSystem:
 
     Two JacobianFactors per sample k, every row divided by its sigma (so the
     factors carry unit noise and their sum of squares is the graph's): one on
-    (x_k, Q_k) stacking f_dpc, the z prior, f_dvc, f_didyn (linearised by
-    :class:`BatchModel`), the prior on Q_k and the weak rate prior on x_k;
-    one on (x_k, x_{k+1}) stacking f_eq and f_ti. The constant blocks are
-    filled once per stage; each iteration overwrites the nonlinear rows and
-    the right-hand sides. Keeping the two apart keeps the QR that eliminates
-    Q_k small.
+    (x_k, τ_k) stacking f_dpc, the z prior, f_dvc, f_didyn (linearised by
+    :class:`BatchModel`), the minimum-torque prior on τ_k and the weak rate
+    prior on x_k; one on (x_k, x_{k+1}) stacking f_eq and f_ti. The constant
+    blocks are filled once per stage; each iteration overwrites the nonlinear
+    rows and the right-hand sides. Keeping the two apart keeps the front that
+    eliminates τ_k small.
     """
 
     def __init__(self, model: BatchModel, stage: int, t: np.ndarray, z: np.ndarray,
@@ -377,6 +386,7 @@ class _StageSystem:
         n, m, N = model.n, model.m, len(t)
         d = len(model.z_idx)
         self.model, self.stage, self.z, self.rates0, self.N = model, stage, z, rates0, N
+        self.qr = False      # set when Cholesky elimination failed once (see _eliminate)
         self._sigma_eq, self._sigma_int = cfg.sigma_eq, cfg.sigma_int
         s = [np.full(m, cfg.sigma_pos), np.full(d, cfg.sigma_prior)]
         if stage >= 3:
@@ -385,17 +395,19 @@ class _StageSystem:
             s.append(np.full(n, cfg.sigma_dyn))
         self.w_nl = 1.0 / np.concatenate(s)
         self.r_nl = r = len(self.w_nl)
-        self.w_Q = np.full(n, 1.0 / cfg.sigma_zero)
-        self.w_Q[list(act)] = 1.0 / cfg.sigma_tau
-        self.r_Q = n if stage >= 4 else 0
+        self.act = list(act)
+        n_act = len(self.act)
+        self.w_Q = np.full(n_act, 1.0 / cfg.sigma_tau)
+        self.r_Q = n_act if stage >= 4 else 0
+        self.Qfull = np.zeros((N, n)) if stage >= 4 else None
         self.w_rate = 1.0 / np.concatenate((np.full(n, cfg.sigma_qd_prior),
                                             np.full(n, cfg.sigma_qdd_prior)))
         self.r1 = r1 = r + self.r_Q + 2 * n
         self.Ax = np.zeros((N, r1, 3 * n))
-        self.AQ = np.zeros((N, r1, n)) if stage >= 4 else None
+        self.AQ = np.zeros((N, r1, n_act)) if stage >= 4 else None
         self.b1 = np.zeros((N, r1))
         if stage >= 4:
-            self.AQ[:, r:r + n] = np.diag(self.w_Q)
+            self.AQ[:, r:r + n_act] = np.diag(self.w_Q)
         self.Ax[:, r + self.r_Q:, n:] = np.diag(self.w_rate)
         r2 = n + (2 * n if stage >= 2 else 0)
         self.B0 = np.zeros((N - 1, r2, 3 * n))
@@ -433,17 +445,21 @@ class _StageSystem:
             keys.append(self.fk[k])
         self.keys = keys
 
-    def linearize(self, X: np.ndarray, Qx: np.ndarray | None) -> gtsam.GaussianFactorGraph:
-        """The factor graph of the stage linearised at (X, Q)."""
+    def linearize(self, X: np.ndarray, tau: np.ndarray | None) -> gtsam.GaussianFactorGraph:
+        """The factor graph of the stage linearised at (X, τ); Q = S_act τ."""
         n, r, N = self.model.n, self.r_nl, self.N
+        Qx = None
+        if tau is not None:
+            Qx = self.Qfull
+            Qx[:, self.act] = tau
         e, Jx, JQ = self.model.errors(self.stage, X, Qx, self.z)
         w = self.w_nl[:, None]
         self.Ax[:, :r] = Jx * w
         b1 = self.b1
         b1[:, :r] = -e * self.w_nl
         if JQ is not None:
-            self.AQ[:, :r] = JQ * w
-            b1[:, r:r + n] = -Qx * self.w_Q
+            self.AQ[:, :r] = JQ[:, :, self.act] * w
+            b1[:, r:r + self.r_Q] = -tau * self.w_Q
         b1[:, r + self.r_Q:] = -(X[:, n:] - self.rates0) * self.w_rate
         q, qd, qdd = X[:, :n], X[:, n:2 * n], X[:, 2 * n:]
         b2 = self.b2
@@ -465,6 +481,23 @@ class _StageSystem:
         return g
 
 
+def _eliminate(graph: gtsam.GaussianFactorGraph, system: _StageSystem, cfg: InverseConfig
+               ) -> gtsam.GaussianBayesTree:
+    """Multifrontal elimination of one linearised stage, Cholesky first if configured.
+
+    GTSAM's default (``EliminatePreferCholesky``) forms each front's normal
+    equations: about 2x faster than QR here. It squares the condition number,
+    and with constraint rows weighted 1e6 against f_eq's 0.1 GTSAM may call a
+    front indeterminate; then this stage falls back to QR (``system.qr``).
+    """
+    if cfg.elimination == 'cholesky' and not system.qr:
+        try:
+            return graph.eliminateMultifrontal(system.ordering)
+        except RuntimeError:
+            system.qr = True
+    return graph.eliminateMultifrontal(system.ordering, gtsam.EliminateQR)
+
+
 def _gauss_newton(system: _StageSystem, X: np.ndarray, Qx: np.ndarray | None,
                   cfg: InverseConfig) -> tuple[np.ndarray, np.ndarray | None, int]:
     """Batch Gauss-Newton: linearise in numpy, eliminate with GTSAM's QR, add the step.
@@ -479,7 +512,7 @@ def _gauss_newton(system: _StageSystem, X: np.ndarray, Qx: np.ndarray | None,
     step = np.inf
     for it in range(1, cfg.max_iterations + 1):
         graph = system.linearize(X, Qx)
-        delta = graph.eliminateMultifrontal(system.ordering, gtsam.EliminateQR).optimize()
+        delta = _eliminate(graph, system, cfg).optimize()
         v = delta.vector(system.keys)
         X = X + v[:N * w].reshape(N, w)
         if Qx is not None:
@@ -756,6 +789,21 @@ def _optimize(graph: gtsam.NonlinearFactorGraph, init: gtsam.Values, cfg: Invers
                     f'Gauss-Newton iterations (last step {step:.3g})')
 
 
+def _single_blas_thread() -> contextlib.AbstractContextManager:
+    """Limit BLAS to one thread while the batch solve runs (if threadpoolctl is installed).
+
+    The batch is thousands of small matrix products and inverses; OpenBLAS's
+    worker threads cost more than they give there (pick-and-place, 1000
+    samples, four stages: 3.0 CPU s and 2.2 s wall with two threads, 2.0 s
+    both with one). Without threadpoolctl nothing changes but the speed.
+    """
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return contextlib.nullcontext()
+    return threadpool_limits(limits=1, user_api='blas')
+
+
 def inverse_dynamics(sys: System, t: np.ndarray, z: np.ndarray, z_idx: Sequence[int],
                      actuators: Sequence[int] | None = None,
                      config: InverseConfig = InverseConfig(),
@@ -766,6 +814,13 @@ def inverse_dynamics(sys: System, t: np.ndarray, z: np.ndarray, z_idx: Sequence[
     coordinates of ``sys.mech.actuators``, else ``z_idx``). ``progress``
     receives the fraction done (0..1) after each stage.
     """
+    with _single_blas_thread():
+        return _inverse_dynamics(sys, t, z, z_idx, actuators, config, progress)
+
+
+def _inverse_dynamics(sys: System, t: np.ndarray, z: np.ndarray, z_idx: Sequence[int],
+                      actuators: Sequence[int] | None, config: InverseConfig,
+                      progress: Callable[[float], None] | None) -> InverseResult:
     t = np.asarray(t, dtype=float)
     z = np.asarray(z, dtype=float).reshape(len(t), -1)
     z_idx = tuple(int(i) for i in z_idx)
@@ -779,6 +834,8 @@ def inverse_dynamics(sys: System, t: np.ndarray, z: np.ndarray, z_idx: Sequence[
     cfg = config
     if cfg.solver not in ('gauss_newton', 'levenberg_marquardt'):
         raise MbfgError(f"unknown solver {cfg.solver!r} (gauss_newton, levenberg_marquardt)")
+    if cfg.elimination not in ('cholesky', 'qr'):
+        raise MbfgError(f"unknown elimination {cfg.elimination!r} (cholesky, qr)")
     n = sys.n
     zd, zdd = derivatives(t, z)
     q, qd, qdd = direct_kinematics(sys, t, z, z_idx, zd, zdd)
@@ -794,12 +851,14 @@ def inverse_dynamics(sys: System, t: np.ndarray, z: np.ndarray, z_idx: Sequence[
         iterations = []
         for stage in stages:
             if stage == 4:
-                Qs = _direct_Q(sys, X, z_idx, act)
+                tau = _direct_Q(sys, X, z_idx, act)[:, list(act)]
             system = _StageSystem(model, stage, t, z, rates0, act, cfg)
-            X, Qs, its = _gauss_newton(system, X, Qs, cfg)
+            X, tau, its = _gauss_newton(system, X, tau if stage == 4 else None, cfg)
             iterations.append(its)
             if progress is not None:
                 progress(stage / 4.0)
+        Qs = np.zeros((len(t), n))
+        Qs[:, list(act)] = tau
     return InverseResult(t, X[:, :n], X[:, n:2 * n], X[:, 2 * n:], Qs, Qs[:, list(act)], act,
                          z_idx, tuple(iterations))
 

@@ -6,7 +6,7 @@ import pytest
 
 from mbfg_ros.cli.inverse import main as inverse_main
 from mbfg_ros.dynamics import load_system
-from mbfg_ros.errors import AssemblyError
+from mbfg_ros.errors import AssemblyError, MbfgError
 from mbfg_ros.inverse import (BatchModel, InverseConfig, StepModel,
                              _direct_kinematics_sequential, direct_kinematics,
                              inverse_dynamics, step_error)
@@ -228,3 +228,28 @@ def test_batched_direct_kinematics_equals_the_sample_by_sample_solution(name):
     for a, b in zip(fast, slow):
         np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-9)
     assert np.max(np.abs(sys.constraints.phi(fast[0][-1]))) < 1e-10
+
+
+@pytest.mark.parametrize('name', ['fourbar_inverse.yaml', 'pick_and_place.yaml'])
+def test_cholesky_and_qr_elimination_give_the_same_torques(name):
+    # Cholesky (default) on pick-and-place; the four-bar's stage 4 falls back to QR
+    sys = load_system(CONFIG / name)
+    if 'fourbar' in name:
+        tr = load_trajectory(DATA / 'fourbars1-with-rel-angle-trajectory.txt', columns=1)
+        t, z, z_idx = tr.t[:300], tr.z[:300], [4]
+    else:
+        t, z = _pick_and_place_motion(sys, 300)
+        z_idx = [20, 21]
+    a = inverse_dynamics(sys, t, z, z_idx, config=InverseConfig(elimination='cholesky'))
+    b = inverse_dynamics(sys, t, z, z_idx, config=InverseConfig(elimination='qr'))
+    scale = np.abs(b.tau).max()
+    assert scale > 1e-3
+    assert np.max(np.abs(a.tau - b.tau)) < 1e-8 * scale
+    assert np.max(np.abs(a.q - b.q)) < 1e-9
+
+
+def test_unknown_elimination_is_a_clear_error(fourbar):
+    tr = load_trajectory(DATA / 'fourbars1-with-rel-angle-trajectory.txt', columns=1)
+    with pytest.raises(MbfgError, match='elimination'):
+        inverse_dynamics(fourbar, tr.t[:10], tr.z[:10], [4],
+                         config=InverseConfig(elimination='lu'))
