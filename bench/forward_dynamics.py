@@ -66,9 +66,9 @@ def main(argv: list[str] | None = None) -> int:
           f'(python {sys.version.split()[0]}, {os.cpu_count()} CPUs; seed: C++ on i7-8700, '
           'RMSE vs MSC Adams)')
     print('IC: fourbars1.yaml, z = N^T q with N the null space of Phi_q, re-chosen every step '
-          '(default ic_basis tangent); IC z<q: the seed\'s z = a natural coordinate, re-chosen '
+          '(ic_basis auto -> tangent); IC z<q: the seed\'s z = a natural coordinate, re-chosen '
           'near singular poses (ic_basis coordinates); IC-theta: z = crank angle '
-          '(fourbars1-with-rel-angle.yaml)')
+          '(fourbars1-with-rel-angle.yaml, ic_basis auto -> coordinates)')
     head = (f'{"Nw":>3} | {"DC mm":>8} {"med ms":>6} {"p99 ms":>6} | {"IC mm":>8} {"med ms":>6} '
             f'{"p99 ms":>6} | {"IC z<q mm":>9} {"med ms":>6} | {"IC-theta mm":>11} {"med ms":>6} '
             f'| {"seed DC":>14} | {"seed IC":>14} | {"max |Phi|":>9}')

@@ -9,7 +9,10 @@ Z_k = [z, ż, z̈]:
   q ← q̇ and q̇ ← q̈ between x_{k-1} and x_k;
 * independent coordinates, Fig. 3: f_ipc + f_ivc + f_iac + f_idyn
   (Eqs. 27, 30-32) on (x_k, Z_k), integrators on Z only, and the soft
-  equality f_eq between consecutive q (it picks the assembly branch);
+  equality f_eq between consecutive q (it picks the assembly branch).
+  z = B q: the seed's B selects coordinates of q; B may also be the
+  transposed null-space basis of Φq, re-chosen every step (``ic_basis``,
+  see ``ForwardSimulator._reselect_independent``);
 * priors on the initial state (Eq. 21): q0 and q̇0 (Table 2).
 
 The integrators and f_eq are linear, so they enter as GTSAM
@@ -63,7 +66,7 @@ __all__ = ['ForwardConfig', 'ForwardSimulator', 'Trajectory', 'simulate', 'energ
 SOLVERS = ('anchored', 'anchored-lm', 'incremental', 'batch')
 COORDINATES = ('dependent', 'independent')
 INTEGRATORS = ('trapezoidal', 'euler')
-IC_BASES = ('coordinates', 'tangent')
+IC_BASES = ('auto', 'tangent', 'coordinates')
 
 
 @dataclass(frozen=True)
@@ -91,7 +94,7 @@ class ForwardConfig:
     sigma_constraint: float = 1e-3     # f_dpc, f_dvc, f_ipc, f_ivc, f_iac
     sigma_eq: float = 1e3              # Table 2: 10 (cov 1e2); see README
     ic_switch: float = 0.99            # re-choose z when σ_min(N[z]) < ic_switch × best
-    ic_basis: str = 'tangent'          # z = Nᵀq re-chosen each step, or 'coordinates' (z ⊂ q)
+    ic_basis: str = 'auto'             # 'tangent' (z = Nᵀq), 'coordinates' (z ⊂ q) or 'auto'
 
     def __post_init__(self) -> None:
         def bad(name: str, value: object, want: str) -> MbfgError:
@@ -279,6 +282,11 @@ class ForwardSimulator:
         self.switches = 0            # changes of independent coordinates (anchored)
         self._idx = list(sys.z_idx)
         self._B = self._g.B
+        n_pts = n - len(sys.mech.relative)
+        self.ic_basis = cfg.ic_basis
+        if cfg.ic_basis == 'auto':     # relative angles make good z; points' x, y do not
+            self.ic_basis = ('coordinates' if all(i >= n_pts for i in self._idx)
+                             else 'tangent')
         self._n_act = sys.forces.n_act
         # the initial state: priors + state factor, solved by Gauss-Newton
         qdd0 = forward_accel(sys, q0, qd0).qdd
@@ -382,13 +390,17 @@ class ForwardSimulator:
         best choice (pivoted QR of Nᵀ), switch z. ``ic_basis = 'tangent'``
         (tangent-space parametrisation): B = Nᵀ at the newest state, every
         step, so z is locally the arc length along the constraint manifold.
+        ``'auto'`` (default) takes 'coordinates' when the default z are
+        relative coordinates (angles: four-bar with the crank angle, 0.003 mm
+        RMSE over 5 s, against 0.022 mm tangent) and 'tangent' otherwise
+        (points' x, y turn back: 0.040 mm, against 0.074 mm for z ⊂ q).
         Either way the window's Z values and factors are rewritten for the new
         B (the integrators on Z are basis-free, so they stay valid).
         """
         n, d = self.sys.n, len(self._idx)
         _, _, vt = np.linalg.svd(self.sys.constraints.phi_q(x[:n]))
         N = vt[n - d:].T
-        if self.config.ic_basis == 'tangent':
+        if self.ic_basis == 'tangent':
             B = N.T
             if d == 1 and float(B[0] @ self._B[0]) < 0.0:
                 B = -B

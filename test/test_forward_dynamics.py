@@ -71,7 +71,7 @@ def test_independent_four_bar_with_crank_angle_matches_reference():
 
 
 def test_independent_four_bar_in_natural_coordinates_matches_reference(fourbar):
-    # default ic_basis 'tangent': z = Nᵀq with N the null space of Φq at the newest state
+    # ic_basis 'auto' -> 'tangent' here: z = Nᵀq, N the null space of Φq at the newest state
     sim = ForwardSimulator(fourbar, ForwardConfig(coordinates='independent'))
     q = [sim.q]
     for _ in range(5000):
@@ -248,3 +248,12 @@ def test_cli_independent_coordinates_with_either_basis(tmp_path, basis):
     r = ref.simulate(data[:, 0])
     assert ref.rmse(data[:, 1:5], r.q) < 0.05e-3
     assert data[:, -1].max() < 1e-6
+
+
+def test_auto_basis_keeps_relative_angles_and_uses_the_tangent_for_points(fourbar):
+    rel = load_system(CONFIG / 'fourbars1-with-rel-angle.yaml')
+    cfg = ForwardConfig(coordinates='independent')
+    assert ForwardSimulator(rel, cfg).ic_basis == 'coordinates'
+    assert ForwardSimulator(fourbar, cfg).ic_basis == 'tangent'
+    with pytest.raises(MbfgError, match='ic_basis'):
+        ForwardConfig(ic_basis='nullspace')
