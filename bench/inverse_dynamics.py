@@ -29,6 +29,12 @@ def _cpu(fn) -> float:
     return time.process_time() - t0
 
 
+def _direct_tau(sys_, res, z_idx) -> np.ndarray:
+    """The direct per-tick torques at the factor graph's states."""
+    direct = DirectInverseDynamics(sys_, z_idx)
+    return np.array([direct(res.q[k], res.qd[k], res.qdd[k][z_idx]) for k in range(len(res.t))])
+
+
 def main() -> None:
     four = load_system(ROOT / 'config' / 'fourbar_inverse.yaml')
     tr = load_trajectory(DATA / 'fourbars1-with-rel-angle-trajectory.txt', columns=1)
@@ -41,13 +47,34 @@ def main() -> None:
         c4 = _cpu(lambda: inverse_dynamics(four, tr.t, tr.z, [4], config=cfg))
         cp = _cpu(lambda: inverse_dynamics(pp, t, z, [20, 21], config=cfg))
         rows.append(('four stages' if staged else 'one batch', c4, cp))
-    print('Seed 000 Table 3: inverse dynamics CPU time (this machine, Python + GTSAM 4.3)')
+    try:
+        import threadpoolctl  # noqa: F401
+        blas = 'BLAS limited to 1 thread during the solve (threadpoolctl)'
+    except ImportError:
+        blas = 'threadpoolctl not installed: BLAS uses its default threads (slower)'
+    print('Seed 000 Table 3: inverse dynamics CPU time (this machine, Python + GTSAM 4.3; '
+          f'{blas})')
     print(f'{"mechanism":<18}{"n":>4}{"points":>8}{"seed (C++)":>12}'
           + ''.join(f'{r[0]:>14}' for r in rows) + f'{"target":>9}')
     print(f'{"Four bar linkage":<18}{four.n:>4}{2000:>8}{"5.3 s":>12}'
           + ''.join(f'{r[1]:>12.2f} s' for r in rows) + f'{"1.0 s":>9}')
     print(f'{"Parallel robot":<18}{pp.n:>4}{1000:>8}{"15.9 s":>12}'
           + ''.join(f'{r[2]:>12.2f} s' for r in rows) + f'{"3.0 s":>9}')
+
+    # accuracy: against MSC Adams (opposite sign) and against the direct per-tick method
+    adams = np.loadtxt(ROOT / 'test' / 'data' / 'InverseDynamics_4bars_MSC.tab', comments='%')
+    print('\nAccuracy (one batch / four stages):')
+    for staged in (False, True):
+        cfg = InverseConfig(staged=staged)
+        r4 = inverse_dynamics(four, tr.t, tr.z, [4], config=cfg)
+        rp = inverse_dynamics(pp, t, z, [20, 21], config=cfg)
+        d4 = _direct_tau(four, r4, [4])
+        dp = _direct_tau(pp, rp, [20, 21])
+        print(f'  {"four stages" if staged else "one batch":<12} four-bar vs Adams (2000 rows) '
+              f'max {np.max(np.abs(r4.tau[:, 0] + adams[:, 1])):.4f} N m (target <= 0.05); '
+              f'vs direct max {np.max(np.abs(r4.tau - d4)):.1e} N m (target <= 1e-6); '
+              'pick-and-place vs direct max rel '
+              f'{np.max(np.abs(rp.tau - dp)) / np.max(np.abs(dp)):.1e}')
 
     direct = DirectInverseDynamics(four)
     q, zdd = four.q0, np.array([1.0])
