@@ -540,6 +540,20 @@ def _key(c: str, k: int) -> int:
     return gtsam.symbol(c, k)
 
 
+def _prescription(sys: System, t: np.ndarray, z: np.ndarray, z_idx: Sequence[int],
+                  zd: np.ndarray | None, zdd: np.ndarray | None):
+    """Checked z_idx, the rates ż, z̈ (from ``t`` if not given) and the independent rows."""
+    z_idx = np.asarray(z_idx, dtype=int)
+    if zd is None or zdd is None:
+        zd, zdd = derivatives(t, z)
+    rows = np.asarray(sys.rows, dtype=int)
+    if len(rows) + z.shape[1] != sys.n:
+        raise MbfgError(f'{z.shape[1]} prescribed coordinates for a mechanism with {sys.dof} '
+                        'degrees of freedom: prescribe exactly one coordinate per degree of '
+                        'freedom')
+    return z_idx, zd, zdd, rows
+
+
 def direct_kinematics(sys: System, t: np.ndarray, z: np.ndarray, z_idx: Sequence[int],
                       zd: np.ndarray | None = None, zdd: np.ndarray | None = None,
                       q_guess: np.ndarray | None = None, tol: float = 1e-12
@@ -559,15 +573,9 @@ def direct_kinematics(sys: System, t: np.ndarray, z: np.ndarray, z_idx: Sequence
         prescribed pose cannot be assembled.
     """
     n = sys.n
-    z_idx = np.asarray(z_idx, dtype=int)
-    if zd is None or zdd is None:
-        zd, zdd = derivatives(t, z)
+    z_idx, zd, zdd, rows = _prescription(sys, t, z, z_idx, zd, zdd)
     N, d = z.shape
-    rows = np.asarray(sys.rows, dtype=int)
     r = len(rows)
-    if r + d != n:
-        raise MbfgError(f'{d} prescribed coordinates for a mechanism with {sys.dof} degrees '
-                        'of freedom: prescribe exactly one coordinate per degree of freedom')
     batch = BatchModel(sys, z_idx)
     q0 = np.array(sys.q0 if q_guess is None else q_guess, dtype=float)
     Q_ = _positions_batched(sys, batch, z, q0, tol)
@@ -660,15 +668,9 @@ def _direct_kinematics_sequential(sys: System, t: np.ndarray, z: np.ndarray, z_i
                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`direct_kinematics` one sample at a time (its fallback; the exact diagnosis)."""
     n = sys.n
-    z_idx = np.asarray(z_idx, dtype=int)
-    if zd is None or zdd is None:
-        zd, zdd = derivatives(t, z)
+    z_idx, zd, zdd, rows = _prescription(sys, t, z, z_idx, zd, zdd)
     N, d = z.shape
-    rows = np.asarray(sys.rows, dtype=int)
     r = len(rows)
-    if r + d != n:
-        raise MbfgError(f'{d} prescribed coordinates for a mechanism with {sys.dof} degrees '
-                        'of freedom: prescribe exactly one coordinate per degree of freedom')
     lean = LeanKinematics(sys.constraints)
     q = np.array(sys.q0 if q_guess is None else q_guess, dtype=float)
     Q_, QD, QDD = np.zeros((N, n)), np.zeros((N, n)), np.zeros((N, n))

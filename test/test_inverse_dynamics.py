@@ -214,15 +214,19 @@ def test_levenberg_marquardt_over_custom_factors_gives_the_gauss_newton_answer(f
     assert np.max(np.abs(a.tau - b.tau)) < 1e-6
 
 
+def _motion(sys, name, N):
+    """N samples of the Adams crank trajectory (four-bar) or the smooth two-motor motion."""
+    if 'fourbar' in name:
+        tr = load_trajectory(DATA / 'fourbars1-with-rel-angle-trajectory.txt', columns=1)
+        return tr.t[:N], tr.z[:N], [4]
+    t, z = _pick_and_place_motion(sys, N)
+    return t, z, [20, 21]
+
+
 @pytest.mark.parametrize('name', ['fourbar_inverse.yaml', 'pick_and_place.yaml'])
 def test_batched_direct_kinematics_equals_the_sample_by_sample_solution(name):
     sys = load_system(CONFIG / name)
-    if 'fourbar' in name:
-        tr = load_trajectory(DATA / 'fourbars1-with-rel-angle-trajectory.txt', columns=1)
-        t, z, z_idx = tr.t[:400], tr.z[:400], [4]
-    else:
-        t, z = _pick_and_place_motion(sys, 200)
-        z_idx = [20, 21]
+    t, z, z_idx = _motion(sys, name, 400 if 'fourbar' in name else 200)
     fast = direct_kinematics(sys, t, z, z_idx)
     slow = _direct_kinematics_sequential(sys, t, z, z_idx)
     for a, b in zip(fast, slow):
@@ -234,12 +238,7 @@ def test_batched_direct_kinematics_equals_the_sample_by_sample_solution(name):
 def test_cholesky_and_qr_elimination_give_the_same_torques(name):
     # Cholesky (default) on pick-and-place; the four-bar's stage 4 falls back to QR
     sys = load_system(CONFIG / name)
-    if 'fourbar' in name:
-        tr = load_trajectory(DATA / 'fourbars1-with-rel-angle-trajectory.txt', columns=1)
-        t, z, z_idx = tr.t[:300], tr.z[:300], [4]
-    else:
-        t, z = _pick_and_place_motion(sys, 300)
-        z_idx = [20, 21]
+    t, z, z_idx = _motion(sys, name, 300)
     a = inverse_dynamics(sys, t, z, z_idx, config=InverseConfig(elimination='cholesky'))
     b = inverse_dynamics(sys, t, z, z_idx, config=InverseConfig(elimination='qr'))
     scale = np.abs(b.tau).max()

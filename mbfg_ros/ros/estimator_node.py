@@ -33,8 +33,8 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
 from ..dynamics import load_system
-from ..errors import MbfgError
 from . import conversions as cv
+from .runner import run_node
 from .driver import EstimatorDriver, TickOutput
 from .params import ESTIMATOR_PARAMS, declare, parse_estimator, read
 
@@ -174,29 +174,7 @@ _msg = cv.message_class
 
 def main(args: list[str] | None = None) -> int:
     """Entry point: ``estimator_node --ros-args -p mechanism:=<yaml> ...``."""
-    rclpy.init(args=args)
-    node = None
-    try:
-        try:
-            node = EstimatorNode()
-        except (MbfgError, OSError) as exc:
-            print(f'estimator_node: error: {cv.startup_error_text(exc)}', file=sys.stderr)
-            return 2
-        rclpy.spin(node)
-    except KeyboardInterrupt:
-        pass
-    except rclpy.executors.ExternalShutdownException:
-        pass
-    except Exception:
-        if rclpy.ok():          # a real bug: keep the traceback
-            raise
-        # shut down by a signal while a callback was publishing: a clean exit
-    finally:
-        if node is not None:
-            node.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
-    return 0
+    return run_node('estimator_node', EstimatorNode, rclpy.spin, args)
 
 
 if __name__ == '__main__':

@@ -37,6 +37,7 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from ..dynamics import load_system
 from ..errors import MbfgError
 from . import conversions as cv
+from .runner import run_node
 from .params import SIMULATOR_PARAMS, declare, parse_simulator, read
 
 __all__ = ['SimulatorNode', 'main', 'sensor_config', 'START_NS']
@@ -198,43 +199,25 @@ def _imu(kit: Any, t_ns: int, frame: str, rec: Any, cfg: Any) -> Any:
 _msg = cv.message_class
 
 
+def _spin(node: SimulatorNode) -> None:
+    """Real time: the timer steps the simulation; else step as fast as possible."""
+    executor = rclpy.executors.SingleThreadedExecutor()
+    executor.add_node(node)
+    if node.settings.realtime:
+        while rclpy.ok() and not node.done:
+            executor.spin_once(timeout_sec=0.1)
+    else:
+        start = time.perf_counter()
+        while rclpy.ok() and not node.done:
+            node.step_block()
+            executor.spin_once(timeout_sec=0.0)
+        node.get_logger().info(f'simulated {node.sim.t:.3f} s in '
+                               f'{time.perf_counter() - start:.1f} s')
+
+
 def main(args: list[str] | None = None) -> int:
     """Entry point: ``simulator_node --ros-args -p mechanism:=<yaml> ...``."""
-    rclpy.init(args=args)
-    node = None
-    try:
-        try:
-            node = SimulatorNode()
-        except (MbfgError, OSError) as exc:
-            print(f'simulator_node: error: {cv.startup_error_text(exc)}', file=sys.stderr)
-            return 2
-        executor = rclpy.executors.SingleThreadedExecutor()
-        executor.add_node(node)
-        if node.settings.realtime:
-            while rclpy.ok() and not node.done:
-                executor.spin_once(timeout_sec=0.1)
-        else:
-            start = time.perf_counter()
-            while rclpy.ok() and not node.done:
-                node.step_block()
-                executor.spin_once(timeout_sec=0.0)
-            node.get_logger().info(f'simulated {node.sim.t:.3f} s in '
-                                   f'{time.perf_counter() - start:.1f} s')
-    except KeyboardInterrupt:
-        pass
-    except rclpy.executors.ExternalShutdownException:
-        pass
-    except Exception:
-        if rclpy.ok():          # a real bug: keep the traceback
-            raise
-        # shut down by a signal while a callback was publishing: a clean exit
-    finally:
-        if node is not None:
-            node.close()
-            node.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
-    return 0
+    return run_node('simulator_node', SimulatorNode, _spin, args)
 
 
 if __name__ == '__main__':
