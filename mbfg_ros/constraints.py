@@ -38,6 +38,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .extended import Extended
 from .model import GROUND, Mechanism
 
 __all__ = ['Constraints', 'ConstraintTerms']
@@ -135,8 +136,8 @@ class Constraints:
 
         self.dump = self.n + len(consts)
         consts.append(0.0)
-        self.W = self.n + len(consts)
-        self._consts = np.array(consts)
+        self.ext = Extended(self.n, consts)     # w = [q, constants, 0]
+        self.W = self.ext.W
         fix = lambda a: np.where(np.asarray(a) < 0, self.dump, a)  # noqa: E731
         self._qi = fix(np.array(quad_idx, dtype=int).reshape(-1, 6))
         self._qH = np.array(quad_H, dtype=float).reshape(-1, 6, 6)
@@ -152,15 +153,6 @@ class Constraints:
         self._aflat = (self._ai[:, :, None] * self.W + self._ai[:, None, :]).ravel()
 
     # -- helpers ----------------------------------------------------------------
-    def extend(self, q: np.ndarray) -> np.ndarray:
-        """The extended vector ``w = [q, constants, 0]``."""
-        return np.concatenate((q, self._consts))
-
-    def _extend_rate(self, v: np.ndarray) -> np.ndarray:
-        out = np.zeros(self.W)
-        out[:self.n] = v
-        return out
-
     def _angle_local(self, w: np.ndarray) -> tuple[np.ndarray, ...]:
         u = w[self._ai] @ _E.T  # (K, 5): ax, ay, bx, by, theta
         ax, ay, bx, by, th = u.T
@@ -221,7 +213,7 @@ class Constraints:
     # -- public API -------------------------------------------------------------
     def phi(self, q: np.ndarray) -> np.ndarray:
         """Φ(q), seed 000 Eq. 1 (rows: Eqs. 41a, 42a/43a, angle)."""
-        w = self.extend(q)
+        w = self.ext.of(q)
         out = np.empty(self.m)
         if self.m_quad:
             wl = w[self._qi]
@@ -233,7 +225,7 @@ class Constraints:
 
     def phi_q(self, q: np.ndarray) -> np.ndarray:
         """Φq(q), seed 000 Eqs. 41b, 42b, 43b and the angle row."""
-        w = self.extend(q)
+        w = self.ext.of(q)
         gq = np.einsum('kij,kj->ki', self._qH, w[self._qi]) if self.m_quad else None
         ga = self._angle_grad_hess(w)[1] @ _E if len(self._ra) else None
         return self._scatter_rows(gq, ga)
@@ -243,8 +235,8 @@ class Constraints:
 
         With ``v = q̇`` this is Φ̇q (Eq. 40a); with ``v = q̈`` it is (Φq q̈)_q.
         """
-        w = self.extend(q)
-        ve = self._extend_rate(v)
+        w = self.ext.of(q)
+        ve = self.ext.rate(v)
         gq = np.einsum('kij,kj->ki', self._qH, ve[self._qi]) if self.m_quad else None
         ga = None
         if len(self._ra):
@@ -260,8 +252,8 @@ class Constraints:
         """(Φ̇q q̇)_q = ∂(q̇ᵀ Φqq q̇)/∂q: zero for distances and sliders (41e, 43e)."""
         J = np.zeros((self.m, self.n))
         if len(self._ra):
-            T = self._angle_third(self.extend(q))
-            vu = self._extend_rate(qd)[self._ai] @ _E.T
+            T = self._angle_third(self.ext.of(q))
+            vu = self.ext.rate(qd)[self._ai] @ _E.T
             ga = np.einsum('kijl,kj,kl->ki', T, vu, vu) @ _E
             J = self._scatter_rows(np.zeros((self.m_quad, 6)), ga)
         return J
@@ -274,15 +266,15 @@ class Constraints:
                                                      * self._qH).ravel(),
                                minlength=self.W * self.W)
         if len(self._ra):
-            H = self._angle_grad_hess(self.extend(q))[2]
+            H = self._angle_grad_hess(self.ext.of(q))[2]
             Hw = np.einsum('ai,kab,bj->kij', _E, H, _E) * lam[self.m_quad:, None, None]
             acc += np.bincount(self._aflat, weights=Hw.ravel(), minlength=self.W * self.W)
         return acc.reshape(self.W, self.W)[:self.n, :self.n]
 
     def terms(self, q: np.ndarray, qd: np.ndarray) -> ConstraintTerms:
         """Φ, Φq, Φ̇q and (Φ̇q q̇)_q at one state, sharing the local computations."""
-        w = self.extend(q)
-        ve = self._extend_rate(qd)
+        w = self.ext.of(q)
+        ve = self.ext.rate(qd)
         phi = np.empty(self.m)
         gq = hq = ga = ha = None
         if self.m_quad:

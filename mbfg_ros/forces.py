@@ -22,6 +22,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .extended import Extended, point_columns
 from .model import GROUND, Mechanism
 
 __all__ = ['mass_matrix', 'Forces', 'ForceTerms', 'body_matrix_A']
@@ -110,17 +111,9 @@ class Forces:
     def __init__(self, mech: Mechanism) -> None:
         n = self.n = mech.n
         g = np.array(mech.gravity, dtype=float)
-        pidx = mech.point_index
-        consts: list[float] = []
-        pw = np.zeros((len(mech.points), 2), dtype=int)
-        for i, p in enumerate(mech.points):
-            if p.fixed:
-                pw[i] = (n + len(consts), n + len(consts) + 1)
-                consts += [p.x, p.y]
-            else:
-                pw[i] = pidx[i]
-        self._consts = np.array(consts + [0.0])
-        self.W = W = n + len(self._consts)
+        pw, consts = point_columns(mech)
+        self.ext = Extended(n, consts + [0.0])     # w = [q, fixed points, 0]
+        self.W = W = self.ext.W
         ground = np.full(4, W - 1)
 
         def body_idx(b: int) -> np.ndarray:
@@ -160,14 +153,6 @@ class Forces:
         self.state_dependent = bool(self._torques or self._springs or self._rsprings)
         self.joint_actuated = any(k == 'joint' for k, _ in self._act)
 
-    def _ext(self, q: np.ndarray) -> np.ndarray:
-        return np.concatenate((q, self._consts))
-
-    def _ext_rate(self, qd: np.ndarray) -> np.ndarray:
-        out = np.zeros(self.W)
-        out[:self.n] = qd
-        return out
-
     def _is_ground(self, idx: np.ndarray) -> bool:
         return idx is self._ground
 
@@ -181,7 +166,7 @@ class Forces:
         Qqd = np.zeros((W, W))
         if not (self.state_dependent or (tau is not None and self.n_act)):
             return ForceTerms(Q[:n], Qq[:n, :n], Qqd[:n, :n])
-        ext, extd = self._ext(q), self._ext_rate(qd)
+        ext, extd = self.ext.of(q), self.ext.rate(qd)
         for idx, torque in self._torques:
             a = _angle(ext, extd, idx)
             Q[idx] += torque * a.grad
@@ -241,7 +226,7 @@ class Forces:
     def actuator_matrix(self, q: np.ndarray) -> np.ndarray:
         """B_act(q) (n x n_act): Q gains ``B_act τ`` from actuator efforts τ."""
         B = np.zeros((self.W, self.n_act))
-        ext = self._ext(q)
+        ext = self.ext.of(q)
         zero = np.zeros(self.W)
         for k, (kind, what) in enumerate(self._act):
             if kind == 'coord':

@@ -135,7 +135,7 @@ class LeanKinematics:
         for k in range(K):
             for loc in range(9):
                 P[k, :, ai[k, loc]] += E[:, loc]
-        wconst = cons.extend(zero)
+        wconst = cons.ext.of(zero)
         self.p0 = (P @ wconst).reshape(K * 5)
         self.P3 = P[:, :, :n].copy()
         self.P = self.P3.reshape(K * 5, n).copy()

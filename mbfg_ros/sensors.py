@@ -30,6 +30,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .dynamics import System
+from .extended import Extended, point_columns
 from .forces import body_matrix_A
 from .measurements import ImuMeasurement, JointMeasurement
 from .model import GROUND, Imu, Mechanism
@@ -58,21 +59,6 @@ class Model(NamedTuple):
 _P = np.array([[0.0, -1.0], [1.0, 0.0]])
 
 
-def _extended_index(mech: Mechanism) -> tuple[np.ndarray, np.ndarray]:
-    """Per point its (x, y) index into ``[q, fixed point coordinates]``, and those constants."""
-    n = mech.n
-    pidx = mech.point_index
-    out = np.zeros((len(mech.points), 2), dtype=int)
-    consts: list[float] = []
-    for i, p in enumerate(mech.points):
-        if p.fixed:
-            out[i] = (n + len(consts), n + len(consts) + 1)
-            consts += [p.x, p.y]
-        else:
-            out[i] = pidx[i]
-    return out, np.array(consts, dtype=float)
-
-
 class SensorModel:
     """Precomputed measurement models of a system's joints and IMUs (immutable).
 
@@ -84,8 +70,9 @@ class SensorModel:
         mech = sys.mech
         self.n = n = mech.n
         self.mech = mech
-        pw, self._consts = _extended_index(mech)
-        self.W = n + len(self._consts)
+        pw, consts = point_columns(mech)
+        self.ext = Extended(n, consts)
+        self.W = self.ext.W
         self.g = np.array(mech.gravity, dtype=float)
 
         def body_w(b: int) -> np.ndarray | None:
@@ -117,14 +104,6 @@ class SensorModel:
             self._imus.append((body_w(s.body), A, float(s.angle)))
 
     # -- helpers ---------------------------------------------------------
-    def _ext(self, q: np.ndarray) -> np.ndarray:
-        return np.concatenate((q, self._consts))
-
-    def _ext_rate(self, v: np.ndarray) -> np.ndarray:
-        out = np.zeros(self.W)
-        out[:self.n] = v
-        return out
-
     def _drop(self, Jw: np.ndarray) -> np.ndarray:
         return Jw[..., :self.n]
 
@@ -153,7 +132,7 @@ class SensorModel:
               ) -> tuple[Model, Model]:
         """Position and rate models of joint ``j`` (each 1 row)."""
         kind, a, b, offset = self._joints[j]
-        w, wd = self._ext(q), self._ext_rate(qd)
+        w, wd = self.ext.of(q), self.ext.rate(qd)
         if kind == 'rev':
             ta, ra, ga, gra = self._angle(w, wd, a)
             tb, rb, gb, grb = self._angle(w, wd, b)
@@ -224,9 +203,9 @@ class SensorModel:
             ) -> tuple[Model, Model, Model]:
         """Gyro (1), accelerometer (2) and orientation (1) models of IMU ``k``."""
         idx, A, alpha = self._imus[k]
-        w, wd = self._ext(q), self._ext_rate(qd)
+        w, wd = self.ext.of(q), self.ext.rate(qd)
         th, rate, g, gr = self._angle(w, wd, idx)
-        acc = A @ self._ext_rate(qdd)[idx]
+        acc = A @ self.ext.rate(qdd)[idx]
         v = acc - self.g
         phi = th + alpha
         c, s = math.cos(phi), math.sin(phi)
