@@ -57,12 +57,12 @@ _H_SLIDER = np.array([[0, 0, 0, 1, 0, -1],
                       [0, 1, 0, -1, 0, 0],
                       [-1, 0, 1, 0, 0, 0]], dtype=float)
 # u = E w_loc: (ax, ay, bx, by, theta) from (a1x, a1y, a2x, a2y, b1x, b1y, b2x, b2y, theta).
-_E = np.zeros((5, 9))
-_E[0, 0], _E[0, 2] = -1, 1
-_E[1, 1], _E[1, 3] = -1, 1
-_E[2, 4], _E[2, 6] = -1, 1
-_E[3, 5], _E[3, 7] = -1, 1
-_E[4, 8] = 1
+ANGLE_U_MAP = np.zeros((5, 9))
+ANGLE_U_MAP[0, 0], ANGLE_U_MAP[0, 2] = -1, 1
+ANGLE_U_MAP[1, 1], ANGLE_U_MAP[1, 3] = -1, 1
+ANGLE_U_MAP[2, 4], ANGLE_U_MAP[2, 6] = -1, 1
+ANGLE_U_MAP[3, 5], ANGLE_U_MAP[3, 7] = -1, 1
+ANGLE_U_MAP[4, 8] = 1
 
 
 class ConstraintTerms(NamedTuple):
@@ -154,7 +154,7 @@ class Constraints:
 
     # -- helpers ----------------------------------------------------------------
     def _angle_local(self, w: np.ndarray) -> tuple[np.ndarray, ...]:
-        u = w[self._ai] @ _E.T  # (K, 5): ax, ay, bx, by, theta
+        u = w[self._ai] @ ANGLE_U_MAP.T  # (K, 5): ax, ay, bx, by, theta
         ax, ay, bx, by, th = u.T
         return ax, ay, bx, by, np.cos(th), np.sin(th)
 
@@ -227,7 +227,7 @@ class Constraints:
         """Φq(q), seed 000 Eqs. 41b, 42b, 43b and the angle row."""
         w = self.ext.of(q)
         gq = np.einsum('kij,kj->ki', self._qH, w[self._qi]) if self.m_quad else None
-        ga = self._angle_grad_hess(w)[1] @ _E if len(self._ra) else None
+        ga = self._angle_grad_hess(w)[1] @ ANGLE_U_MAP if len(self._ra) else None
         return self._scatter_rows(gq, ga)
 
     def hess_vec(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -241,7 +241,7 @@ class Constraints:
         ga = None
         if len(self._ra):
             H = self._angle_grad_hess(w)[2]
-            ga = np.einsum('kij,kj->ki', H, ve[self._ai] @ _E.T) @ _E
+            ga = np.einsum('kij,kj->ki', H, ve[self._ai] @ ANGLE_U_MAP.T) @ ANGLE_U_MAP
         return self._scatter_rows(gq, ga)
 
     def phi_q_dot(self, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
@@ -253,8 +253,8 @@ class Constraints:
         J = np.zeros((self.m, self.n))
         if len(self._ra):
             T = self._angle_third(self.ext.of(q))
-            vu = self.ext.rate(qd)[self._ai] @ _E.T
-            ga = np.einsum('kijl,kj,kl->ki', T, vu, vu) @ _E
+            vu = self.ext.rate(qd)[self._ai] @ ANGLE_U_MAP.T
+            ga = np.einsum('kijl,kj,kl->ki', T, vu, vu) @ ANGLE_U_MAP
             J = self._scatter_rows(np.zeros((self.m_quad, 6)), ga)
         return J
 
@@ -267,7 +267,8 @@ class Constraints:
                                minlength=self.W * self.W)
         if len(self._ra):
             H = self._angle_grad_hess(self.ext.of(q))[2]
-            Hw = np.einsum('ai,kab,bj->kij', _E, H, _E) * lam[self.m_quad:, None, None]
+            E = ANGLE_U_MAP
+            Hw = np.einsum('ai,kab,bj->kij', E, H, E) * lam[self.m_quad:, None, None]
             acc += np.bincount(self._aflat, weights=Hw.ravel(), minlength=self.W * self.W)
         return acc.reshape(self.W, self.W)[:self.n, :self.n]
 
@@ -286,11 +287,11 @@ class Constraints:
         if len(self._ra):
             pa, g, H = self._angle_grad_hess(w)
             phi[self.m_quad:] = pa
-            ga = g @ _E
-            vu = ve[self._ai] @ _E.T
-            ha = np.einsum('kij,kj->ki', H, vu) @ _E
+            ga = g @ ANGLE_U_MAP
+            vu = ve[self._ai] @ ANGLE_U_MAP.T
+            ha = np.einsum('kij,kj->ki', H, vu) @ ANGLE_U_MAP
             T = self._angle_third(w)
             gamma_q = self._scatter_rows(np.zeros((self.m_quad, 6)),
-                                         np.einsum('kijl,kj,kl->ki', T, vu, vu) @ _E)
+                                         np.einsum('kijl,kj,kl->ki', T, vu, vu) @ ANGLE_U_MAP)
         return ConstraintTerms(phi, self._scatter_rows(gq, ga), self._scatter_rows(hq, ha),
                                gamma_q)

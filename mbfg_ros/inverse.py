@@ -68,7 +68,8 @@ import numpy as np
 
 from .dynamics import System
 from .errors import AssemblyError, MbfgError
-from .inverse_direct import DirectInverseDynamics, LeanKinematics
+from .inverse_direct import (DirectInverseDynamics, LeanKinematics, angle_hess,
+                             angle_hess_matrix, angle_local)
 from .trajectory import derivatives
 
 __all__ = ['InverseConfig', 'InverseResult', 'inverse_dynamics', 'direct_kinematics',
@@ -212,7 +213,7 @@ class BatchModel:
     reference; the tests compare the two), written over a leading sample
     axis: distance and slider rows through the constant tensor of
     :class:`LeanKinematics`, angle rows through its u = P q + p0 map with the
-    formulas of ``_angle_local`` on arrays, and q̈(q, q̇, Q) by batched
+    formulas of ``angle_local`` on arrays, and q̈(q, q̇, Q) by batched
     inverses of the augmented matrices. This replaces one Python callback per
     sample and linearisation (the cost of the CustomFactor graph).
     """
@@ -230,33 +231,12 @@ class BatchModel:
         self.B[np.arange(d), self.z_idx] = 1.0
 
     def _angles(self, q: np.ndarray, qd: np.ndarray):
-        """Angle-row quantities (N, K) of ``_angle_local`` for all samples."""
+        """Angle-row quantities (N, K) of ``angle_local``, for all samples at once."""
         N, K = len(q), self.K
-        U = (q @ self.P.T + self.p0).reshape(N, K, 5)
-        Ud = (qd @ self.P.T).reshape(N, K, 5)
-        ax, ay, bx, by, th = np.moveaxis(U, 2, 0)
-        dax, day, dbx, dby, dth = np.moveaxis(Ud, 2, 0)
-        c, s = np.cos(th), np.sin(th)
-        cb0, cb1 = -s * bx + c * by, -c * bx - s * by
-        ca0, ca1 = -s * ax - c * ay, c * ax - s * ay
-        db0, db1 = -c * bx - s * by, s * bx - c * by
-        da0, da1 = -c * ax + s * ay, -s * ax - c * ay
-        phi = ax * cb0 + ay * cb1
-        dphi_th = ax * db0 + ay * db1
-        g = np.stack((cb0, cb1, ca0, ca1, dphi_th), axis=2)
-        cdb0, cdb1 = -s * dbx + c * dby, -c * dbx - s * dby
-        ddb0, ddb1 = -c * dbx - s * dby, s * dbx - c * dby
-        dda0, dda1 = -c * dax + s * day, -s * dax - c * day
-        cda0, cda1 = -s * dax - c * day, c * dax - s * day
-        hd = np.stack((cdb0 + dth * db0, cdb1 + dth * db1, cda0 + dth * da0, cda1 + dth * da1,
-                       dax * db0 + day * db1 + dbx * da0 + dby * da1 - dth * phi), axis=2)
-        t2 = dth * dth
-        gam = np.stack((2 * dth * ddb0 - t2 * cb0, 2 * dth * ddb1 - t2 * cb1,
-                        2 * dth * dda0 - t2 * ca0, 2 * dth * dda1 - t2 * ca1,
-                        2 * (dax * ddb0 + day * ddb1)
-                        - 2 * dth * (dax * cb0 + day * cb1 + ax * cdb0 + ay * cdb1)
-                        - t2 * dphi_th), axis=2)
-        return phi, g, hd, gam, (c, s, db0, db1, da0, da1, phi)
+        U = np.moveaxis((q @ self.P.T + self.p0).reshape(N, K, 5), 2, 0)
+        Ud = np.moveaxis((qd @ self.P.T).reshape(N, K, 5), 2, 0)
+        phi, g, hd, _, gam, cache = angle_local(U, Ud, np.cos, np.sin)
+        return phi, np.stack(g, axis=2), np.stack(hd, axis=2), np.stack(gam, axis=2), cache
 
     def terms(self, q: np.ndarray, qd: np.ndarray):
         """Φ (N, m), Φq, Φ̇q, (Φ̇q q̇)_q (N, m, n) and the angle-row cache."""
@@ -285,11 +265,8 @@ class BatchModel:
         if mq:
             H[:, :mq] = (v @ self.Tm.T).reshape(N, mq, n)
         if self.K:
-            c, s, db0, db1, da0, da1, phi = cache
-            va0, va1, vb0, vb1, vth = np.moveaxis((v @ self.P.T).reshape(N, self.K, 5), 2, 0)
-            hu = np.stack((-s * vb0 + c * vb1 + vth * db0, -c * vb0 - s * vb1 + vth * db1,
-                           -s * va0 - c * va1 + vth * da0, c * va0 - s * va1 + vth * da1,
-                           va0 * db0 + va1 * db1 + vb0 * da0 + vb1 * da1 - vth * phi), axis=2)
+            Vu = np.moveaxis((v @ self.P.T).reshape(N, self.K, 5), 2, 0)
+            hu = np.stack(angle_hess(cache, Vu), axis=2)
             H[:, mq:] = np.einsum('nkj,kjm->nkm', hu, self.P3)
         return H
 
@@ -298,15 +275,7 @@ class BatchModel:
         N, n, mq, K = len(lam), self.n, self.mq, self.K
         H = (lam[:, :mq] @ self.Tl).reshape(N, n, n) if mq else np.zeros((N, n, n))
         if K:
-            c, s, db0, db1, da0, da1, phi = cache
-            Hu = np.zeros((N, K, 5, 5))
-            Hu[:, :, 0, 2], Hu[:, :, 0, 3], Hu[:, :, 1, 2], Hu[:, :, 1, 3] = -s, c, -c, -s
-            Hu[:, :, 2:4, 0:2] = np.swapaxes(Hu[:, :, 0:2, 2:4], 2, 3)
-            Hu[:, :, 0, 4] = Hu[:, :, 4, 0] = db0
-            Hu[:, :, 1, 4] = Hu[:, :, 4, 1] = db1
-            Hu[:, :, 2, 4] = Hu[:, :, 4, 2] = da0
-            Hu[:, :, 3, 4] = Hu[:, :, 4, 3] = da1
-            Hu[:, :, 4, 4] = -phi
+            Hu = angle_hess_matrix(cache)          # (N, K, 5, 5)
             HP = np.einsum('nkab,kbj->nkaj', Hu * lam[:, mq:, None, None], self.P3)
             H = H + np.einsum('kai,nkaj->nij', self.P3, HP)
         return H

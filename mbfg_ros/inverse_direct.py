@@ -26,12 +26,12 @@ variables u = (a, b, θ) with ``u = P q + p0`` and Φ = aᵀ C(θ) b,
 from __future__ import annotations
 
 import math
-from typing import NamedTuple, Sequence
+from typing import Callable, NamedTuple, Sequence
 
 import numpy as np
 import scipy.linalg.lapack as lapack
 
-from .constraints import Constraints
+from .constraints import ANGLE_U_MAP, Constraints
 from .dynamics import System
 from .errors import MbfgError
 
@@ -49,11 +49,18 @@ class KinTerms(NamedTuple):
     hess_v: np.ndarray | None   # (m, n) (Φq v)_q for the given v (q̈)
 
 
-def _angle_local(u: np.ndarray, ud: np.ndarray):
-    """Φ, gradient g_u (5,), q̇ᵀΦqq q̇ and its u-gradient for one angle row (floats)."""
+def angle_local(u: np.ndarray, ud: np.ndarray, cos: Callable = math.cos,
+                 sin: Callable = math.sin):
+    """Φ, gradient g_u (5,), q̇ᵀΦqq q̇ and its u-gradient for one angle row.
+
+    ``u``, ``ud`` unpack into (ax, ay, bx, by, θ) and their rates: floats for
+    one row (the per-tick path, with ``math.cos``/``math.sin``), or arrays of
+    any common shape for many rows and samples at once (pass ``np.cos``,
+    ``np.sin``; :class:`mbfg_ros.inverse.BatchModel` does).
+    """
     ax, ay, bx, by, th = u
     dax, day, dbx, dby, dth = ud
-    c, s = math.cos(th), math.sin(th)
+    c, s = cos(th), sin(th)
     # C b, Cᵀ a, C' b, C'ᵀ a with C = [[-s, c], [-c, -s]], C' = [[-c, -s], [s, -c]].
     cb0, cb1 = -s * bx + c * by, -c * bx - s * by
     ca0, ca1 = -s * ax - c * ay, c * ax - s * ay
@@ -81,8 +88,8 @@ def _angle_local(u: np.ndarray, ud: np.ndarray):
     return phi, g, hd, quad, gam, (c, s, db0, db1, da0, da1, phi)
 
 
-def _angle_hess(cache, v: np.ndarray) -> tuple[float, ...]:
-    """H_u v for one angle row (from :func:`_angle_local`'s cache)."""
+def angle_hess(cache, v: np.ndarray) -> tuple[float, ...]:
+    """H_u v for one angle row, or many (arrays), from :func:`angle_local`'s cache."""
     c, s, db0, db1, da0, da1, phi = cache
     va0, va1, vb0, vb1, vth = v
     return (-s * vb0 + c * vb1 + vth * db0, -c * vb0 - s * vb1 + vth * db1,
@@ -90,15 +97,17 @@ def _angle_hess(cache, v: np.ndarray) -> tuple[float, ...]:
             va0 * db0 + va1 * db1 + vb0 * da0 + vb1 * da1 - vth * phi)
 
 
-def _angle_hess_matrix(cache) -> np.ndarray:
-    """The 5x5 u-space Hessian H_u of one angle row."""
+def angle_hess_matrix(cache) -> np.ndarray:
+    """The 5x5 u-space Hessian H_u of one angle row, or (..., 5, 5) for arrays."""
     c, s, db0, db1, da0, da1, phi = cache
-    H = np.zeros((5, 5))
-    H[0:2, 2:4] = [[-s, c], [-c, -s]]
-    H[2:4, 0:2] = [[-s, -c], [c, -s]]
-    H[0:2, 4] = H[4, 0:2] = (db0, db1)
-    H[2:4, 4] = H[4, 2:4] = (da0, da1)
-    H[4, 4] = -phi
+    H = np.zeros(np.shape(c) + (5, 5))
+    H[..., 0, 2], H[..., 0, 3], H[..., 1, 2], H[..., 1, 3] = -s, c, -c, -s
+    H[..., 2, 0], H[..., 3, 0], H[..., 2, 1], H[..., 3, 1] = -s, c, -c, -s
+    H[..., 0, 4] = H[..., 4, 0] = db0
+    H[..., 1, 4] = H[..., 4, 1] = db1
+    H[..., 2, 4] = H[..., 4, 2] = da0
+    H[..., 3, 4] = H[..., 4, 3] = da1
+    H[..., 4, 4] = -phi
     return H
 
 
@@ -122,12 +131,7 @@ class LeanKinematics:
         self.Tl = T.reshape(mq, n * n).copy()      # Σλ_k T_k = (λ @ Tl).reshape(n, n)
         # Angle rows: u = P q + p0 per row (u = ax, ay, bx, by, theta).
         ai = cons._ai  # noqa: SLF001  (index map of the angle rows into w = [q, consts])
-        E = np.zeros((5, 9))
-        E[0, 0], E[0, 2] = -1, 1
-        E[1, 1], E[1, 3] = -1, 1
-        E[2, 4], E[2, 6] = -1, 1
-        E[3, 5], E[3, 7] = -1, 1
-        E[4, 8] = 1
+        E = ANGLE_U_MAP
         K = len(ai)
         self.K = K
         W = cons.W
@@ -182,13 +186,13 @@ class LeanKinematics:
             cu = np.empty((K, 5))
             vu = np.empty((K, 5))
             for k in range(K):
-                p, g, hd, _, gam, cache = _angle_local(U[k], Ud[k])
+                p, g, hd, _, gam, cache = angle_local(U[k], Ud[k])
                 phi[mq + k] = p
                 gu[k] = g
                 hu[k] = hd
                 cu[k] = gam
                 if Vu is not None:
-                    vu[k] = _angle_hess(cache, Vu[k])
+                    vu[k] = angle_hess(cache, Vu[k])
             P3 = self.P3
             J[mq:] = np.einsum('kj,kjn->kn', gu, P3)
             Jd[mq:] = np.einsum('kj,kjn->kn', hu, P3)
@@ -207,8 +211,8 @@ class LeanKinematics:
             U = (self.P @ q + self.p0).reshape(self.K, 5)
             Vu = (self.P @ v).reshape(self.K, 5)
             for k in range(self.K):
-                cache = _angle_local(U[k], np.zeros(5))[5]
-                H[mq + k] = np.dot(_angle_hess(cache, Vu[k]), self.P3[k])
+                cache = angle_local(U[k], np.zeros(5))[5]
+                H[mq + k] = np.dot(angle_hess(cache, Vu[k]), self.P3[k])
         return H
 
     def hess_weighted(self, q: np.ndarray, lam: np.ndarray) -> np.ndarray:
@@ -220,9 +224,9 @@ class LeanKinematics:
             for k in range(self.K):
                 if lam[mq + k] == 0.0:
                     continue
-                cache = _angle_local(U[k], np.zeros(5))[5]
+                cache = angle_local(U[k], np.zeros(5))[5]
                 Pk = self.P3[k]
-                H = H + lam[mq + k] * (Pk.T @ _angle_hess_matrix(cache) @ Pk)
+                H = H + lam[mq + k] * (Pk.T @ angle_hess_matrix(cache) @ Pk)
         return H
 
     def selection(self, rows: Sequence[int]) -> 'RowSelection':
