@@ -36,6 +36,7 @@ import numpy as np
 
 from .constraints import Constraints
 from .dynamics import System, forward_accel
+from .kinematics import selector
 
 __all__ = [
     'ErrorFn', 'custom_factor', 'prior_factor', 'equality_factor', 'euler_error',
@@ -124,12 +125,6 @@ def velocity_constraint_error(cons: Constraints, xs: Sequence[np.ndarray], want:
     return e, ([cons.phi_q_dot(q, qd), Jq] if want else None)
 
 
-def _idx_matrix(idx: Sequence[int], n: int) -> np.ndarray:
-    B = np.zeros((len(idx), n))
-    B[np.arange(len(idx)), list(idx)] = 1.0
-    return B
-
-
 def ipc_error(cons: Constraints, idx: Sequence[int], xs: Sequence[np.ndarray], want: bool):
     """f_ipc, Eq. 30: e = [Φ(q); q[idx] − z]; variables (q, z)."""
     q, z = xs
@@ -138,7 +133,7 @@ def ipc_error(cons: Constraints, idx: Sequence[int], xs: Sequence[np.ndarray], w
     if not want:
         return e, None
     d = len(idx)
-    return e, [np.vstack((cons.phi_q(q), _idx_matrix(idx, len(q)))),
+    return e, [np.vstack((cons.phi_q(q), selector(idx, len(q)))),
                np.vstack((np.zeros((cons.m, d)), -np.eye(d)))]
 
 
@@ -152,7 +147,7 @@ def ivc_error(cons: Constraints, idx: Sequence[int], xs: Sequence[np.ndarray], w
         return e, None
     d, n = len(idx), len(q)
     return e, [np.vstack((cons.phi_q_dot(q, qd), np.zeros((d, n)))),
-               np.vstack((Jq, _idx_matrix(idx, n))),
+               np.vstack((Jq, selector(idx, n))),
                np.vstack((np.zeros((cons.m, d)), -np.eye(d)))]
 
 
@@ -168,7 +163,7 @@ def iac_error(cons: Constraints, idx: Sequence[int], xs: Sequence[np.ndarray], w
     zeros = np.zeros((d, n))
     return e, [np.vstack((t.gamma_q + cons.hess_vec(q, qdd), zeros)),
                np.vstack((2.0 * t.phi_q_dot, zeros)),
-               np.vstack((t.phi_q, _idx_matrix(idx, n))),
+               np.vstack((t.phi_q, selector(idx, n))),
                np.vstack((np.zeros((cons.m, d)), -np.eye(d)))]
 
 
@@ -299,7 +294,7 @@ def basis_matrix(basis: Sequence[int] | np.ndarray, n: int) -> np.ndarray:
     """The (d, n) matrix B of z = B q: a selector for indices, or B itself if 2-D."""
     if isinstance(basis, np.ndarray) and basis.ndim == 2:
         return basis
-    return _idx_matrix(basis, n)
+    return selector(basis, n)
 
 
 def stacked_indep_state_error(sys: System, basis: Sequence[int] | np.ndarray,

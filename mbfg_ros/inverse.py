@@ -66,10 +66,11 @@ from typing import Callable, NamedTuple, Sequence
 import gtsam
 import numpy as np
 
-from .dynamics import System
+from .dynamics import System, forward_accel
 from .errors import AssemblyError, MbfgError
 from .inverse_direct import (DirectInverseDynamics, LeanKinematics, angle_hess,
                              angle_hess_matrix, angle_local)
+from .kinematics import selector
 from .trajectory import derivatives
 
 __all__ = ['InverseConfig', 'InverseResult', 'inverse_dynamics', 'direct_kinematics',
@@ -118,36 +119,8 @@ class StepModel:
         self.sys = sys
         self.n, self.m = sys.n, sys.m
         self.lean = LeanKinematics(sys.constraints)
-        self.rows = np.asarray(sys.rows, dtype=int)
         self.z_idx = np.array([int(i) for i in z_idx], dtype=int)
-        d = len(self.z_idx)
-        self.B = np.zeros((d, self.n))
-        self.B[np.arange(d), self.z_idx] = 1.0
-
-    def accel(self, q: np.ndarray, qd: np.ndarray, Qx: np.ndarray, phi_q: np.ndarray,
-              phi_q_dot: np.ndarray, gamma_q: np.ndarray, want: bool):
-        """q̈(q, q̇, Q) through the augmented system and its Jacobians (as forward_accel)."""
-        n, rows, sys = self.n, self.rows, self.sys
-        ft = sys.forces.evaluate(q, qd, None, jacobians=want)
-        Jr = phi_q[rows]
-        r = len(rows)
-        A = np.zeros((n + r, n + r))
-        A[:n, :n] = sys.M
-        A[:n, n:] = Jr.T
-        A[n:, :n] = Jr
-        Ainv = np.linalg.inv(A)
-        c = -(phi_q_dot[rows] @ qd)
-        sol = Ainv[:, :n] @ (ft.Q + Qx) + Ainv[:, n:] @ c
-        qdd, lam = sol[:n], sol[n:]
-        if not want:
-            return qdd, None, None, None
-        lam_full = np.zeros(self.m)
-        lam_full[rows] = lam
-        top_q = ft.Q_q - self.lean.hess_weighted(q, lam_full)
-        bot_q = -(gamma_q[rows] + self.lean.hess_vec(q, qdd)[rows])
-        Ann, Anr = Ainv[:n, :n], Ainv[:n, n:]
-        return (qdd, Ann @ top_q + Anr @ bot_q, Ann @ ft.Q_qd - 2.0 * (Anr @ phi_q_dot[rows]),
-                Ann)
+        self.B = selector(self.z_idx, self.n)
 
 
 def step_error(model: StepModel, stage: int, zk: np.ndarray, zdk: np.ndarray,
@@ -180,8 +153,9 @@ def step_error(model: StepModel, stage: int, zk: np.ndarray, zdk: np.ndarray,
     if stage >= 3:
         parts.append(kt.phi_q @ qd)
     if stage >= 4:
-        a = model.accel(q, qd, xs[1], kt.phi_q, kt.phi_q_dot, kt.gamma_q, want)
-        parts.append(a[0] - qdd)
+        a = forward_accel(model.sys, q, qd, Q_extra=xs[1], jacobians=want, jac_Q=want,
+                          terms=kt)
+        parts.append(a.qdd - qdd)
     e = np.concatenate(parts)
     if not want:
         return e, None
@@ -197,12 +171,11 @@ def step_error(model: StepModel, stage: int, zk: np.ndarray, zdk: np.ndarray,
         r += m
     if stage < 4:
         return e, [np.hstack((Jq, Jv))]
-    _, qdd_q, qdd_qd, qdd_Q = a
-    Jq[r:] = qdd_q
-    Jv[r:, :n] = qdd_qd
+    Jq[r:] = a.qdd_q
+    Jv[r:, :n] = a.qdd_qd
     Jv[r:, n:] = -np.eye(n)
     JQ = np.zeros((rows, n))
-    JQ[r:] = qdd_Q
+    JQ[r:] = a.qdd_Q
     return e, [np.hstack((Jq, Jv)), JQ]
 
 
@@ -226,9 +199,7 @@ class BatchModel:
         self.P, self.P3, self.p0 = lean.P, lean.P3, lean.p0
         self.rows = np.asarray(sys.rows, dtype=int)
         self.z_idx = np.array([int(i) for i in z_idx], dtype=int)
-        d = len(self.z_idx)
-        self.B = np.zeros((d, self.n))
-        self.B[np.arange(d), self.z_idx] = 1.0
+        self.B = selector(self.z_idx, self.n)
 
     def _angles(self, q: np.ndarray, qd: np.ndarray):
         """Angle-row quantities (N, K) of ``angle_local``, for all samples at once."""
@@ -822,14 +793,13 @@ def _inverse_dynamics(sys: System, t: np.ndarray, z: np.ndarray, z_idx: Sequence
         iterations = []
         for stage in stages:
             if stage == 4:
-                tau = _direct_Q(sys, X, z_idx, act)[:, list(act)]
+                tau = _direct_tau(sys, X, z_idx, act)
             system = _StageSystem(model, stage, t, z, rates0, act, cfg)
             X, tau, its = _gauss_newton(system, X, tau if stage == 4 else None, cfg)
             iterations.append(its)
             if progress is not None:
                 progress(stage / 4.0)
-        Qs = np.zeros((len(t), n))
-        Qs[:, list(act)] = tau
+        Qs = _full_Q(tau, act, n)
     return InverseResult(t, X[:, :n], X[:, n:2 * n], X[:, 2 * n:], Qs, Qs[:, list(act)], act,
                          z_idx, tuple(iterations))
 
@@ -889,7 +859,7 @@ def _solve_custom(sys: System, t: np.ndarray, z: np.ndarray, zd: np.ndarray, zdd
     for stage in stages:
         if stage == 4:
             X = np.array([values.atVector(_key('x', k)) for k in range(N)])
-            Q0 = _direct_Q(sys, X, z_idx, act)
+            Q0 = _full_Q(_direct_tau(sys, X, z_idx, act), act, n)
             for k in range(N):
                 values.insert(_key('f', k), Q0[k])
         values, its = _optimize(build(stage), values, cfg)
@@ -901,16 +871,20 @@ def _solve_custom(sys: System, t: np.ndarray, z: np.ndarray, zd: np.ndarray, zdd
     return X, Qs, iterations
 
 
-def _direct_Q(sys: System, X: np.ndarray, z_idx: Sequence[int], act: Sequence[int]
-              ) -> np.ndarray:
-    """Q initial guess from the direct inverse dynamics at the kinematics X (N, 3n)."""
+def _direct_tau(sys: System, X: np.ndarray, z_idx: Sequence[int], act: Sequence[int]
+                ) -> np.ndarray:
+    """τ (N, n_act) initial guess: direct inverse dynamics at the kinematics X (N, 3n)."""
     n = sys.n
     direct = DirectInverseDynamics(sys, z_idx, actuators=act)
-    out = np.zeros((len(X), n))
     zc = [2 * n + i for i in z_idx]
-    for k, x in enumerate(X):
-        out[k, list(act)] = direct(x[:n], x[n:2 * n], x[zc])
-    return out
+    return np.array([direct(x[:n], x[n:2 * n], x[zc]) for x in X]).reshape(len(X), len(act))
+
+
+def _full_Q(tau: np.ndarray, act: Sequence[int], n: int) -> np.ndarray:
+    """Q = S_act τ for every sample: (N, n_act) -> (N, n)."""
+    Q = np.zeros((len(tau), n))
+    Q[:, list(act)] = tau
+    return Q
 
 
 def _actuated(sys: System, z_idx: Sequence[int], actuators: Sequence[int] | None
