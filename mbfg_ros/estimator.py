@@ -633,10 +633,7 @@ class Estimator:
             return self._recover(t, k, guess, f'failure:{type(exc).__name__}', start)
         self._count_used(used)
         self._last_reading = max(self._last_reading, newest)
-        self._k = k
-        self._t_last = t
-        self._push_window(t, k)
-        return self._finish(t, key, x, start)
+        return self._advance(t, k, key, x, start)
 
     def _recover(self, t: float, k: int, guess: np.ndarray, reason: str,
                  start: float) -> Estimate | None:
@@ -658,13 +655,14 @@ class Estimator:
         self._window.clear()
         self._times.clear()
         try:
-            self._smoother.update(graph, values, {key: t})
-            x = self._smoother.calculateEstimateVector(key)
-            if not np.all(np.isfinite(x)):
-                raise FloatingPointError('non-finite estimate')
+            x = self._update(graph, values, key, t)
         except Exception as exc:          # noqa: BLE001
             self.reset(f'recover_failure:{type(exc).__name__}')
             return None
+        return self._advance(t, k, key, x, start)
+
+    def _advance(self, t: float, k: int, key: int, x: np.ndarray, start: float) -> Estimate:
+        """Tick ``k`` at ``t`` is solved: move the window on and publish ``x``."""
         self._k = k
         self._t_last = t
         self._push_window(t, k)
