@@ -401,9 +401,7 @@ class ForwardSimulator:
         _, _, vt = np.linalg.svd(self.sys.constraints.phi_q(x[:n]))
         N = vt[n - d:].T
         if self.ic_basis == 'tangent':
-            B = N.T
-            if d == 1 and float(B[0] @ self._B[0]) < 0.0:
-                B = -B
+            B = N.T         # its sign and rotation are free: the whole window is rewritten
         else:
             if d == 1:
                 col = np.abs(N[:, 0])
