@@ -48,7 +48,23 @@ relinearisation re-evaluates ~30 Python factors (~3 ms) and breaks p99.
 Set ``relinearize_threshold > 0`` to let ISAM2 relinearise large changes.
 
 Covariance: ``marginalCovariance`` of the newest key every
-``covariance_every`` ticks (default every tick: it costs ~0.05 ms here).
+``covariance_every`` ticks (default 10: it costs ~0.05 ms, a tenth of a tick).
+
+Input contract: records arrive validated (the ROS edge and
+:mod:`mbfg_ros.gate` check lengths, finiteness and physical limits once);
+NaN means "not given". Here each reading passes an innovation gate
+(robot_localization's ``*_rejection_threshold``): its Mahalanobis distance to
+the prediction from the last estimate, ``|z − h(x̂(t))| / sqrt(σ² + Σ (H_j
+σ_x,j)²)``, above ``joint_rejection_threshold`` (encoders) or
+``imu_rejection_threshold`` is rejected (``rejected_outlier``).
+A sensor whose readings are all rejected for ``outlier_reset_time`` means the
+estimate, not the sensor, is lost: the smoother re-initialises from the
+newest readings (reset ``diverged``), so a poisoned estimate never latches.
+
+Known applied torques (JointState ``effort`` of actuated joints) are a stamped
+control input, as robot_localization's control stream: each value holds until
+``sensor_timeout`` after its stamp, then the torque is taken as unknown (0,
+the same as a mechanism without effort readings); a reset forgets them.
 
 Robustness (never raises from ``add``/``tick``): see :class:`Estimator`.
 """
@@ -101,7 +117,10 @@ class EstimatorConfig:
     command_joints: tuple[str, ...] = ()
     kp: float = 0.0
     kd: float = 0.0
-    covariance_every: int = 1           # marginal covariance every k ticks
+    covariance_every: int = 10          # marginal covariance every k ticks
+    joint_rejection_threshold: float = 10.0  # Mahalanobis distance of an outlier; 0: no gate
+    imu_rejection_threshold: float = 10.0    # the same for gyroscope/accelerometer/orientation
+    outlier_reset_time: float = 0.2     # s of one sensor's readings all rejected -> re-init
     backwards_tolerance: float = 0.5    # s a stamp may go back before a reset (bag loop)
     max_tick_gap: float = 0.5           # s between ticks before a re-initialisation
     max_pending: int = 10000            # buffered readings (bursts) before dropping oldest
@@ -113,7 +132,8 @@ class EstimatorConfig:
                     'encoder_rate_sigma', 'gyro_sigma', 'accel_sigma', 'orientation_sigma',
                     'dynamics_sigma', 'constraint_sigma', 'integrator_sigma', 'integrator_jerk',
                     'init_sigma_q',
-                    'init_sigma_qd', 'init_sigma_qdd', 'backwards_tolerance', 'max_tick_gap')
+                    'init_sigma_qd', 'init_sigma_qdd', 'backwards_tolerance', 'max_tick_gap',
+                    'outlier_reset_time')
         for name in positive:
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
@@ -123,16 +143,35 @@ class EstimatorConfig:
             raise ValueError(f'EstimatorConfig.lag_duration ({self.lag_duration} s) must '
                              f'cover at least two ticks (2/frequency = '
                              f'{2.0 / self.frequency} s)')
+        for name in ('joint_rejection_threshold', 'imu_rejection_threshold'):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
+                raise ValueError(f'EstimatorConfig.{name} must be >= 0 (0: no gate), '
+                                 f'got {value!r}')
         if int(self.covariance_every) < 1 or int(self.max_pending) < 1:
             raise ValueError('EstimatorConfig.covariance_every and max_pending must be >= 1')
 
 
 _KINDS = ('joint_pos', 'joint_vel', 'gyro', 'accel', 'orient')
+RESET_REASONS = ('backwards', 'tick_gap', 'failure', 'init_failure', 'recover_failure',
+                 'diverged', 'error', 'manual')
+"""The fixed set of reset categories (``reset:<category>`` counters); details such as
+the exception go to :attr:`Estimator.last_reset_reason` for the log."""
+
 _COUNTERS = ('ticks', 'initialisations', 'resets', 'late', 'dropped_nonfinite',
              'dropped_bad_length', 'dropped_unknown_joint', 'dropped_unknown_sensor',
              'dropped_too_old', 'dropped_empty', 'dropped_overflow', 'dropped_before_init',
              'dropped_reset', 'dropped_bad_torque', 'backwards', 'tick_not_advancing',
-             'stale_ticks', 'nan_values', 'used_effort') + tuple(f'used_{k}' for k in _KINDS)
+             'stale_ticks', 'rejected_outlier', 'used_effort', 'effort_expired'
+             ) + tuple(f'used_{k}' for k in _KINDS) + tuple(f'reset:{r}' for r in RESET_REASONS)
+
+
+class _Diverged(Exception):
+    """Every reading of a sensor was rejected for ``outlier_reset_time``."""
+
+    def __init__(self, ready: list) -> None:
+        super().__init__('readings rejected for outlier_reset_time')
+        self.ready = ready
 
 
 class _Pending:
@@ -147,9 +186,10 @@ class _Pending:
 class Estimator:
     """Fixed-lag smoother (GTSAM IncrementalFixedLagSmoother, ISAM2 with QR).
 
-    Defined outcomes of bad input (all counted in :attr:`counters`, never raised):
-    NaN = value not given (skipped, ``nan_values``, as the records define it); ±inf →
-    ``dropped_nonfinite``; arrays whose length differs from ``names`` (empty =
+    Defined outcomes of bad input (all counted in :attr:`counters`, never raised;
+    the key set is fixed, whatever the input): NaN = value not given (skipped, not
+    counted: the records define it so); ±inf → ``dropped_nonfinite``; a reading
+    far from the prediction → ``rejected_outlier`` (module docstring); arrays whose length differs from ``names`` (empty =
     not given) → ``dropped_bad_length``; unknown joint/IMU names →
     ``dropped_unknown_joint``/``_sensor`` once per name (the other joints are
     used); a stamp more than ``backwards_tolerance`` before the newest one →
@@ -158,7 +198,7 @@ class Estimator:
     ``max_pending`` (``dropped_overflow``); silence → dynamics-only prediction
     with status ``stale`` (``stale_ticks``) and the readings used again when
     they resume; an exception or non-finite result in GTSAM → restart from the
-    last good estimate (``resets``, ``reset:<reason>``).
+    last good estimate (``resets``, ``reset:<category>`` of :data:`RESET_REASONS`).
     """
 
     def __init__(self, sys: System, config: EstimatorConfig | None = None) -> None:
@@ -189,7 +229,6 @@ class Estimator:
             self._params.enableRelinearization = False
         self._counters = {k: 0 for k in _COUNTERS}
         self._unknown: set[str] = set()
-        self._tau = np.zeros(self._n_act)
         self._last_reset_reason = ''
         self._clear()
 
@@ -225,26 +264,42 @@ class Estimator:
     def initialised(self) -> bool:
         return self._smoother is not None
 
-    def set_applied_torque(self, tau: Sequence[float]) -> bool:
-        """Known actuator efforts (order of ``mech.actuators``) from now on."""
+    def set_applied_torque(self, tau: Sequence[float], t: float) -> bool:
+        """Known actuator efforts (order of ``mech.actuators``) stamped ``t``.
+
+        They hold until ``sensor_timeout`` after ``t`` (then: unknown, 0).
+        """
         try:
             tau = np.asarray(tau, dtype=float).reshape(-1)
+            t = float(t)
         except (TypeError, ValueError):
-            tau = np.zeros(0)
-        if tau.shape != (self._n_act,) or not np.all(np.isfinite(tau)):
+            tau, t = np.zeros(0), math.nan
+        if tau.shape != (self._n_act,) or not np.all(np.isfinite(tau)) or not math.isfinite(t):
             self._counters['dropped_bad_torque'] += 1
             return False
-        self._tau = tau.copy()
+        self._tau[:] = tau
+        self._tau_t[:] = t
         return True
 
-    def reset(self, reason: str = 'manual') -> None:
-        """Forget the state and buffered readings; the next tick re-initialises."""
-        self._count_reset(reason)
+    def applied_torque(self, t: float) -> np.ndarray:
+        """The known actuator efforts in force at ``t`` (0 where none or expired)."""
+        live = (t - self._tau_t) <= self.config.sensor_timeout
+        expired = self._tau_live & ~live
+        if expired.any():
+            self._counters['effort_expired'] += int(expired.sum())
+        self._tau_live = live
+        return np.where(live, self._tau, 0.0)
+
+    def reset(self, reason: str = 'manual', detail: str = '') -> None:
+        """Forget the state, buffered readings and known torques; the next tick
+        re-initialises. ``reason`` is one of :data:`RESET_REASONS` (others count as
+        ``manual``); ``detail`` is kept in :attr:`last_reset_reason` for the log."""
+        self._count_reset(reason, detail)
         self._clear()
 
-    def _reset_keep_pending(self, reason: str) -> None:
+    def _reset_keep_pending(self, reason: str, detail: str = '') -> None:
         pending = self._pending
-        self.reset(reason)
+        self.reset(reason, detail)
         self._pending = pending
         self._max_stamp = max((p.t for p in pending), default=None)
 
@@ -279,7 +334,7 @@ class Estimator:
                 return self._initialise(t, start)
             return self._step(t, start)
         except Exception as exc:          # noqa: BLE001 - never raise from a tick
-            self.reset(f'error:{type(exc).__name__}')
+            self.reset('error', repr(exc))
             return None
 
     # -- input ---------------------------------------------------------------
@@ -323,9 +378,6 @@ class Estimator:
         if a.size != size:
             self._counters['dropped_bad_length'] += 1
             return None
-        nan = np.isnan(a)
-        if nan.any():
-            self._counters['nan_values'] += int(nan.sum())
         bad = np.isinf(a)
         if bad.any():
             self._counters['dropped_nonfinite'] += int(bad.sum())
@@ -364,6 +416,7 @@ class Estimator:
             a = self._act_of_joint.get(nm)
             if a is not None and eff is not None and np.isfinite(eff[i]):
                 self._tau[a] = eff[i]
+                self._tau_t[a] = m.t
                 self._counters['used_effort'] += 1
         return out
 
@@ -404,17 +457,23 @@ class Estimator:
         self._k = -1
         self._window: deque[tuple[float, int]] = deque()   # (time, index) inside the smoother
         self._times: list[float] = []                        # same times, for bisect
+        self._x_hist: deque[tuple[float, np.ndarray]] = deque()  # (time, x at its tick)
         self._last: Estimate | None = None
         self._x_last: np.ndarray | None = None
         self._std_last: np.ndarray | None = None
         self._last_reading = -math.inf
         self._since_cov = 0
+        self._tau = np.zeros(self._n_act)
+        self._tau_t = np.full(self._n_act, -math.inf)
+        self._tau_live = np.zeros(self._n_act, dtype=bool)
+        self._reject_since: dict[tuple[str, int], float] = {}   # first of a rejected run
 
-    def _count_reset(self, reason: str) -> None:
+    def _count_reset(self, reason: str, detail: str = '') -> None:
+        if reason not in RESET_REASONS:
+            reason, detail = 'manual', f'{reason} {detail}'.strip()
         self._counters['resets'] += 1
-        key = f'reset:{reason}'
-        self._counters[key] = self._counters.get(key, 0) + 1
-        self._last_reset_reason = reason
+        self._counters[f'reset:{reason}'] += 1
+        self._last_reset_reason = f'{reason}: {detail}' if detail else reason
 
     def _oldest_usable_time(self) -> float:
         """Stamps older than this are not bracketed by keys still inside the smoother."""
@@ -443,7 +502,7 @@ class Estimator:
                                      if o.kind in ('joint_pos', 'orient')])
             qd, measured = self._seed_velocity(q, [o for o in latest.values()
                                                    if o.kind in ('joint_vel', 'gyro')])
-            qdd = forward_accel(self.sys, q, qd, self._tau).qdd
+            qdd = forward_accel(self.sys, q, qd, self.applied_torque(t)).qdd
         except Exception:
             self._counters['dropped_before_init'] += len(fresh)
             return None
@@ -458,7 +517,7 @@ class Estimator:
         key = gtsam.symbol('x', 0)
         graph = gtsam.NonlinearFactorGraph()
         graph.add(F.prior_factor(key, x0, prior))
-        graph.add(self._state_factor(key))
+        graph.add(self._state_factor(key, t))
         obs = [p.ob for p in fresh]
         if obs:
             graph.add(observation_factor(key, self.sm, obs))
@@ -467,13 +526,12 @@ class Estimator:
         try:
             x = self._update(graph, values, key, t)
         except Exception as exc:          # noqa: BLE001 - any GTSAM failure
-            self._count_reset(f'init_failure:{type(exc).__name__}')
-            self._clear()
+            self.reset('init_failure', repr(exc))   # the readings it used are discarded
             return None
         self._counters['initialisations'] += 1
         self._count_used(obs)
         self._last_reading = max(p.t for p in ready)
-        self._push_window(t, 0)
+        self._push_window(t, 0, x)
         self._t_last = t
         return self._finish(t, key, x, start)
 
@@ -541,17 +599,19 @@ class Estimator:
         return np.linalg.lstsq(A, b, rcond=None)[0], True
 
     # -- per tick ---------------------------------------------------------------------
-    def _state_factor(self, key: int) -> gtsam.CustomFactor:
+    def _state_factor(self, key: int, t: float) -> gtsam.CustomFactor:
         return F.custom_factor([key], self._state_noise,
                                functools.partial(F.stacked_state_error, self.sys,
-                                                 self._tau.copy()))
+                                                 self.applied_torque(t)))
 
-    def _push_window(self, t: float, k: int) -> None:
+    def _push_window(self, t: float, k: int, x: np.ndarray) -> None:
         self._window.append((t, k))
         self._times.append(t)
+        self._x_hist.append((t, x))
         horizon = t - self.config.lag_duration
         while self._window and self._window[0][0] < horizon:
             self._window.popleft()
+            self._x_hist.popleft()
             self._times.pop(0)
 
     def _attach(self, t: float, k: int) -> tuple[dict, dict, float]:
@@ -568,6 +628,7 @@ class Estimator:
             return single, pairs, -math.inf
         ready = [p for p in self._pending if p.t <= limit]
         self._pending = [p for p in self._pending if p.t > limit]
+        ready = self._gate(ready)
         eps, t_prev, times = self._eps, self._t_last, self._times
         horizon = t - self.config.lag_duration          # keys at or before: marginalised now
         newest = -math.inf
@@ -586,12 +647,92 @@ class Estimator:
                     continue
                 self._counters['late'] += 1
             newest = max(newest, p.t)
-            if t1 - p.t <= eps:
+            if t0 == t1:                                # late, at a key's own time
                 single.setdefault(k1, []).append(p.ob)
-            else:                                       # p.t > t0 + eps: strictly inside
+            else:       # inside (t0, t1], at the tick too: one factor per interval, s = 1 exact
                 dt = t1 - t0
-                pairs.setdefault((k1, dt), []).append(p.ob._replace(s=(p.t - t0) / dt))
+                pairs.setdefault((k1, dt), []).append(
+                    p.ob._replace(s=min(1.0, (p.t - t0) / dt)))
         return single, pairs, newest
+
+    def _gate(self, ready: list[_Pending]) -> list[_Pending]:
+        """The readings that pass the innovation gate (module docstring).
+
+        The prediction at a reading's stamp is the estimate of the newest tick at
+        or before it (the first in the window for older ones) carried forward by
+        τ (q + τq̇ + ½τ²q̈, q̇ + τq̈), through the sensor model linearised once per
+        sensor and base tick. Its variance adds the dynamics' σ on the new q̈,
+        the change of q̈ over τ (``integrator_jerk`` · τ), and their effect on q̇
+        and q. A run of rejections of one sensor longer than
+        ``outlier_reset_time`` raises :class:`_Diverged` with the readings put back.
+        """
+        cfg = self.config
+        if self._x_last is None or not ready or (cfg.joint_rejection_threshold <= 0
+                                                 and cfg.imu_rejection_threshold <= 0):
+            return ready
+        n = self.n
+        std = np.nan_to_num(self._std_last, nan=0.0) if self._std_last is not None \
+            else np.zeros(3 * n)
+        zeros = np.zeros(n)
+        hist, times = self._x_hist, self._times
+        models: dict = {}
+        out = []
+        diverged = False
+        for p in ready:
+            ob = p.ob
+            key = (ob.kind, ob.index)
+            joint = ob.kind in ('joint_pos', 'joint_vel')
+            thr = cfg.joint_rejection_threshold if joint else cfg.imu_rejection_threshold
+            if thr <= 0:
+                out.append(p)
+                continue
+            base = max(0, bisect.bisect_right(times, p.t + self._eps) - 1) \
+                if p.t < self._t_last else len(hist) - 1
+            t_b, x = hist[base]
+            m = models.get((key, base))
+            if m is None:
+                m = models[(key, base)] = self._linear_model(ob.kind, ob.index, x, std)
+            h, H, var_x, angular = m
+            qd, qdd = x[n:2 * n], x[2 * n:]
+            tau = p.t - t_b
+            dx = np.concatenate((tau * qd + (0.5 * tau * tau) * qdd, tau * qdd, zeros))
+            r = ob.z - (h + H @ dx)
+            if angular:
+                r = wrap_angle(r)
+            # process noise: the new q̈ is only known to the dynamics' σ, and drives q̇, q
+            a = abs(tau)
+            w = np.concatenate((np.full(n, 0.5 * a * a), np.full(n, a), np.ones(n)))
+            wj = np.concatenate((np.full(n, a ** 3 / 6.0), np.full(n, 0.5 * a * a),
+                                 np.full(n, a)))
+            var_p = (H * H) @ ((w * cfg.dynamics_sigma) ** 2 + (wj * cfg.integrator_jerk) ** 2)
+            d2 = float(np.sum(r * r / (ob.sigma * ob.sigma + var_x + var_p)))
+            if d2 <= thr * thr:
+                out.append(p)
+                self._reject_since.pop(key, None)
+                continue
+            self._counters['rejected_outlier'] += 1
+            since = self._reject_since.setdefault(key, p.t)
+            if p.t - since >= cfg.outlier_reset_time:
+                diverged = True
+        if diverged:
+            raise _Diverged(ready)
+        return out
+
+    def _linear_model(self, kind: str, index: int, x: np.ndarray, std: np.ndarray
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
+        """(h, H, Σ_j (H_j σ_j)², angular) of one sensor at the stacked state ``x``."""
+        n = self.n
+        q, qd, qdd = x[:n], x[n:2 * n], x[2 * n:]
+        if kind in ('joint_pos', 'joint_vel'):
+            pos, vel = self.sm.joint(index, q, qd, True)
+            m = pos if kind == 'joint_pos' else vel
+            angular = kind == 'joint_pos' and self.sm.joint_is_angular(index)
+        else:
+            g, f, o = self.sm.imu(index, q, qd, qdd, True)
+            m = {'gyro': g, 'accel': f, 'orient': o}[kind]
+            angular = kind == 'orient'
+        H = np.hstack((np.atleast_2d(m.Hq), np.atleast_2d(m.Hqd), np.atleast_2d(m.Hqdd)))
+        return np.atleast_1d(m.h), H, (H * H) @ (std * std), angular
 
     def _update(self, graph: gtsam.NonlinearFactorGraph, values: gtsam.Values, key: int,
                 t: float) -> np.ndarray:
@@ -609,9 +750,16 @@ class Estimator:
         key, prev = gtsam.symbol('x', k), gtsam.symbol('x', self._k)
         q, qd, qdd = self._x_last[:n], self._x_last[n:2 * n], self._x_last[2 * n:]
         guess = np.concatenate((q + dt * qd + 0.5 * dt * dt * qdd, qd + dt * qdd, qdd))
-        single, pairs, newest = self._attach(t, k)
+        try:
+            single, pairs, newest = self._attach(t, k)
+        except _Diverged as exc:        # the estimate is lost: start again from the readings
+            pending = exc.ready + self._pending
+            self.reset('diverged', str(exc))
+            self._pending = pending
+            self._max_stamp = max(p.t for p in pending)
+            return None
         graph = gtsam.NonlinearFactorGraph()
-        graph.add(self._state_factor(key))
+        graph.add(self._state_factor(key, t))
         noise = self._integ_noise if dt <= self._dt * (1 + 1e-6) else \
             F.sigmas((2 * n, self._integrator_sigma(dt)))
         graph.add(F.custom_factor([prev, key], noise,
@@ -630,15 +778,15 @@ class Estimator:
             x = self._update(graph, values, key, t)
         except Exception as exc:          # noqa: BLE001 - any GTSAM failure
             self._counters['dropped_reset'] += len(used)
-            return self._recover(t, k, guess, f'failure:{type(exc).__name__}', start)
+            return self._recover(t, k, guess, repr(exc), start)
         self._count_used(used)
         self._last_reading = max(self._last_reading, newest)
         return self._advance(t, k, key, x, start)
 
-    def _recover(self, t: float, k: int, guess: np.ndarray, reason: str,
+    def _recover(self, t: float, k: int, guess: np.ndarray, detail: str,
                  start: float) -> Estimate | None:
         """Restart the smoother at tick ``k`` from the last good estimate."""
-        self._count_reset(reason)
+        self._count_reset('failure', detail)
         cfg = self.config
         n = self.n
         std = self._std_last if self._std_last is not None else np.zeros(3 * n)
@@ -648,16 +796,17 @@ class Estimator:
         key = gtsam.symbol('x', k)
         graph = gtsam.NonlinearFactorGraph()
         graph.add(F.prior_factor(key, guess, prior))
-        graph.add(self._state_factor(key))
+        graph.add(self._state_factor(key, t))
         values = gtsam.Values()
         values.insert(key, guess)
         self._smoother = self._new_smoother()
         self._window.clear()
         self._times.clear()
+        self._x_hist.clear()
         try:
             x = self._update(graph, values, key, t)
         except Exception as exc:          # noqa: BLE001
-            self.reset(f'recover_failure:{type(exc).__name__}')
+            self.reset('recover_failure', repr(exc))
             return None
         return self._advance(t, k, key, x, start)
 
@@ -665,7 +814,7 @@ class Estimator:
         """Tick ``k`` at ``t`` is solved: move the window on and publish ``x``."""
         self._k = k
         self._t_last = t
-        self._push_window(t, k)
+        self._push_window(t, k, x)
         return self._finish(t, key, x, start)
 
     def _count_used(self, obs: Sequence[Observation]) -> None:

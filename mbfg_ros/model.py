@@ -25,7 +25,7 @@ from .errors import ExpressionError, MechanismError
 from .expr import evaluate
 
 __all__ = ['Point', 'Body', 'RelativeCoordinate', 'Slider', 'PointForce', 'BodyTorque',
-           'Spring', 'RotationalSpring', 'Actuator', 'Joint', 'Imu', 'Mechanism',
+           'Spring', 'RotationalSpring', 'Actuator', 'Joint', 'JointLimits', 'Imu', 'Mechanism',
            'GROUND', 'load_mechanism', 'parse_mechanism']
 
 GROUND = -1
@@ -132,6 +132,20 @@ class RotationalSpring:
 
 
 @dataclass(frozen=True)
+class JointLimits:
+    """Physical limits of a joint's readings (YAML ``limits:``); a reading outside is
+    rejected before it reaches the estimator.
+
+    The defaults are sanity bounds, not the robot's range: they only catch
+    garbage (1e300 is finite). Give the robot's real limits in the YAML.
+    """
+
+    position: tuple[float, float] = (-1.0e6, 1.0e6)   # rad or m
+    velocity: float = 1.0e3                           # |q̇|, rad/s or m/s
+    effort: float = 1.0e4                             # |τ|, N·m or N
+
+
+@dataclass(frozen=True)
 class Joint:
     """A named joint whose position JointState reports.
 
@@ -146,6 +160,7 @@ class Joint:
     bodies: tuple[int, int] | None = None
     slider: int | None = None
     offset: float = 0.0
+    limits: JointLimits = JointLimits()
 
 
 @dataclass(frozen=True)
@@ -167,6 +182,8 @@ class Imu:
     angle: float
     frame_id: str
     topic: str
+    gyro_range: float = 1.0e3       # |ω| beyond this is rejected, rad/s
+    accel_range: float = 1.0e4      # |f| per axis beyond this is rejected, m/s²
 
 
 @dataclass(frozen=True)
@@ -606,22 +623,23 @@ def _parse_joints(ctx: _Ctx, value: Any, B: int, S: int) -> tuple[Joint, ...]:
     out = []
     for k, item in enumerate(ctx.sequence(value, 'joints')):
         path = f'joints[{k}]'
-        ctx.mapping(item, path, {'name', 'type', 'bodies', 'slider', 'offset'},
+        ctx.mapping(item, path, {'name', 'type', 'bodies', 'slider', 'offset', 'limits'},
                     required=('name', 'type'))
         name = ctx.name(item['name'], f'{path}.name')
         offset = ctx.number(item.get('offset', 0.0), f'{path}.offset')
+        limits = _parse_limits(ctx, item.get('limits', {}), f'{path}.limits')
         if item['type'] == 'revolute':
             if 'bodies' not in item:
                 raise ctx.error(path, "missing required key 'bodies'")
             out.append(Joint(name, 'revolute',
                              bodies=_body_pair(ctx, item['bodies'], f'{path}.bodies', B),
-                             offset=offset))
+                             offset=offset, limits=limits))
         elif item['type'] == 'prismatic':
             if 'slider' not in item:
                 raise ctx.error(path, "missing required key 'slider'")
             out.append(Joint(name, 'prismatic',
                              slider=ctx.index(item['slider'], f'{path}.slider', S, 'slider'),
-                             offset=offset))
+                             offset=offset, limits=limits))
         else:
             raise ctx.error(f'{path}.type',
                             f"unknown joint type {item['type']!r} (known: revolute, prismatic)")
@@ -629,6 +647,29 @@ def _parse_joints(ctx: _Ctx, value: Any, B: int, S: int) -> tuple[Joint, ...]:
     if len(set(names)) != len(names):
         raise ctx.error('joints', f'repeated joint name in {names}')
     return tuple(out)
+
+
+def _positive(ctx: _Ctx, value: Any, path: str) -> float:
+    v = ctx.number(value, path)
+    if not v > 0:
+        raise ctx.error(path, f'must be a positive number, got {v!r}')
+    return v
+
+
+def _parse_limits(ctx: _Ctx, value: Any, path: str) -> JointLimits:
+    """``limits: {position: [lo, hi], velocity: v, effort: e}`` (each optional)."""
+    ctx.mapping(value, path, {'position', 'velocity', 'effort'})
+    d = JointLimits()
+    pos = d.position
+    if 'position' in value:
+        pos = ctx.pair(value['position'], f'{path}.position')
+        if not pos[0] < pos[1]:
+            raise ctx.error(f'{path}.position', f'expected [lower, upper] with lower < upper, '
+                            f'got {list(pos)}')
+    vel = _positive(ctx, value['velocity'], f'{path}.velocity') if 'velocity' in value \
+        else d.velocity
+    eff = _positive(ctx, value['effort'], f'{path}.effort') if 'effort' in value else d.effort
+    return JointLimits(pos, vel, eff)
 
 
 def _parse_actuators(ctx: _Ctx, value: Any, mech: Mechanism) -> tuple[Actuator, ...]:
@@ -662,7 +703,8 @@ def _parse_sensors(ctx: _Ctx, value: Any, B: int) -> tuple[Imu, ...]:
     out = []
     for k, item in enumerate(ctx.sequence(value, 'sensors')):
         path = f'sensors[{k}]'
-        ctx.mapping(item, path, {'name', 'type', 'body', 'point', 'angle', 'frame_id', 'topic'},
+        ctx.mapping(item, path, {'name', 'type', 'body', 'point', 'angle', 'frame_id', 'topic',
+                                 'gyro_range', 'accel_range'},
                     required=('name', 'type', 'body'))
         if item['type'] != 'imu':
             raise ctx.error(f'{path}.type', f"unknown sensor type {item['type']!r} (known: imu)")
@@ -670,7 +712,11 @@ def _parse_sensors(ctx: _Ctx, value: Any, B: int) -> tuple[Imu, ...]:
         point = ctx.pair(item['point'], f'{path}.point') if 'point' in item else (0.0, 0.0)
         out.append(Imu(name, ctx.index(item['body'], f'{path}.body', B, 'body'), point,
                        ctx.number(item.get('angle', 0.0), f'{path}.angle'),
-                       str(item.get('frame_id', name)), str(item.get('topic', f'imu/{name}'))))
+                       str(item.get('frame_id', name)), str(item.get('topic', f'imu/{name}')),
+                       _positive(ctx, item.get('gyro_range', Imu.gyro_range),
+                                 f'{path}.gyro_range'),
+                       _positive(ctx, item.get('accel_range', Imu.accel_range),
+                                 f'{path}.accel_range')))
     names = [s.name for s in out]
     if len(set(names)) != len(names):
         raise ctx.error('sensors', f'repeated sensor name in {names}')
