@@ -1,25 +1,24 @@
-"""Shared fixtures: paths to the reference data and small helpers."""
+"""Shared paths to the reference data (all inside the repository) and small helpers."""
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-SHARED = REPO.parent / 'shared' / 'data' / 'mbse'
-if not SHARED.is_dir():
-    SHARED = REPO / 'config'
+CONFIG = REPO / 'config'
 DATA = Path(__file__).resolve().parent / 'data'
 
+UPSTREAM_MECHANISMS = tuple(CONFIG / name for name in (
+    'fourbars1.yaml', 'fourbars1-with-rel-angle.yaml', 'pendulum1.yaml', 'pendulum2.yaml',
+    'pendulum3.yaml', 'pick-and-place-robot.yaml'))
+"""The mechanism files copied unchanged from MBDS/multibody-state-estimation (config/SOURCE.md).
 
-@pytest.fixture
-def shared_dir() -> Path:
-    return SHARED
+Tests use only files inside the repository (config/, test/data/), named explicitly."""
 
 
 def numerical_jacobian(fn, x: np.ndarray, h: float = 1e-6) -> np.ndarray:

@@ -8,11 +8,11 @@ import math
 import numpy as np
 import pytest
 
-from conftest import DATA, SHARED, numerical_jacobian
+from conftest import DATA, UPSTREAM_MECHANISMS, numerical_jacobian
 from mbfg_ros.dynamics import accel_independent_eq15, forward_accel, load_system
 from mbfg_ros.kinematics import r_s_matrices, selector, solve_velocity
 
-MECHS = sorted(SHARED.glob('*.yaml')) + [DATA / 'extensions.yaml', DATA / 'quick_return.yaml']
+MECHS = [*UPSTREAM_MECHANISMS, DATA / 'extensions.yaml', DATA / 'quick_return.yaml']
 SYSTEMS = {p.name: load_system(p) for p in MECHS}
 
 

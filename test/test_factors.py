@@ -5,12 +5,12 @@ import gtsam
 import numpy as np
 import pytest
 
-from conftest import DATA, SHARED
+from conftest import CONFIG, DATA
 from mbfg_ros import factors as F
 from mbfg_ros.dynamics import load_system
 
-SYSTEMS = [load_system(SHARED / 'fourbars1-with-rel-angle.yaml'),
-           load_system(SHARED / 'pick-and-place-robot.yaml'),
+SYSTEMS = [load_system(CONFIG / 'fourbars1-with-rel-angle.yaml'),
+           load_system(CONFIG / 'pick-and-place-robot.yaml'),
            load_system(DATA / 'extensions.yaml'),
            load_system(DATA / 'quick_return.yaml')]
 

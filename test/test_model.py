@@ -5,15 +5,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import DATA, SHARED
+from conftest import CONFIG, DATA, UPSTREAM_MECHANISMS
 from mbfg_ros.dynamics import build_system, load_system
 from mbfg_ros.errors import AssemblyError, MechanismError
 from mbfg_ros.model import GROUND, load_mechanism, parse_mechanism
 
-UPSTREAM = sorted(SHARED.glob('*.yaml'))
 
-
-@pytest.mark.parametrize('path', UPSTREAM, ids=lambda p: p.name)
+@pytest.mark.parametrize('path', UPSTREAM_MECHANISMS, ids=lambda p: p.name)
 def test_every_upstream_mechanism_loads_and_assembles(path):
     sys = load_system(path)
     assert np.max(np.abs(sys.constraints.phi(sys.q0))) < 1e-10
@@ -21,7 +19,7 @@ def test_every_upstream_mechanism_loads_and_assembles(path):
 
 
 def test_fourbar_matches_seed_listing_1():
-    mech = load_mechanism(SHARED / 'fourbars1.yaml')
+    mech = load_mechanism(CONFIG / 'fourbars1.yaml')
     assert mech.coordinate_names == ('x1', 'y1', 'x2', 'y2')
     rocker = mech.bodies[2]
     assert rocker.length == pytest.approx(math.hypot(3.0, 2.0))   # length: auto
@@ -30,14 +28,14 @@ def test_fourbar_matches_seed_listing_1():
 
 
 def test_point_expressions_may_use_earlier_points():
-    mech = load_mechanism(SHARED / 'pendulum2.yaml')
+    mech = load_mechanism(CONFIG / 'pendulum2.yaml')
     p2 = mech.points[2]
     assert (p2.x, p2.y) == pytest.approx((7 + 5 * math.cos(math.pi / 4),
                                           5 * math.sin(math.pi / 4)))
 
 
 def test_pick_and_place_has_redundant_constraints_and_two_dof():
-    sys = load_system(SHARED / 'pick-and-place-robot.yaml')
+    sys = load_system(CONFIG / 'pick-and-place-robot.yaml')
     assert sys.n == 22
     assert np.linalg.matrix_rank(sys.constraints.phi_q(sys.q0)) == 20
     assert sys.m > len(sys.rows) == 20
@@ -147,3 +145,13 @@ planar_bodies:
 """
     with pytest.raises(MechanismError, match='no degree of freedom'):
         build_system(parse_mechanism(text, source='rigid.yaml'))
+
+
+def test_the_upstream_mechanisms_are_the_files_config_source_md_lists_as_copied():
+    """The tests' upstream set is exactly the provenance note's, and all are in config/."""
+    import re
+
+    text = (CONFIG / 'SOURCE.md').read_text()
+    copied = text.split('copied unchanged')[0]
+    assert set(re.findall(r'`([^`]+\.yaml)`', copied)) == {p.name for p in UPSTREAM_MECHANISMS}
+    assert all(p.is_file() and p.parent == CONFIG for p in UPSTREAM_MECHANISMS)
