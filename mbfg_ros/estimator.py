@@ -82,6 +82,7 @@ import gtsam
 import numpy as np
 
 from . import factors as F
+from .control import actuator_efforts
 from .dynamics import System, forward_accel
 from .measurements import Estimate, ImuMeasurement, JointMeasurement
 from .observations import Observation, interval_factor, observation_factor
@@ -153,8 +154,8 @@ class EstimatorConfig:
 
 
 _KINDS = ('joint_pos', 'joint_vel', 'gyro', 'accel', 'orient')
-RESET_REASONS = ('backwards', 'tick_gap', 'failure', 'init_failure', 'recover_failure',
-                 'diverged', 'error', 'manual')
+RESET_REASONS = ('backwards', 'clock_jump', 'tick_gap', 'failure', 'init_failure',
+                 'recover_failure', 'diverged', 'error', 'manual')
 """The fixed set of reset categories (``reset:<category>`` counters); details such as
 the exception go to :attr:`Estimator.last_reset_reason` for the log."""
 
@@ -189,8 +190,8 @@ class Estimator:
     Defined outcomes of bad input (all counted in :attr:`counters`, never raised;
     the key set is fixed, whatever the input): NaN = value not given (skipped, not
     counted: the records define it so); ±inf → ``dropped_nonfinite``; a reading
-    far from the prediction → ``rejected_outlier`` (module docstring); arrays whose length differs from ``names`` (empty =
-    not given) → ``dropped_bad_length``; unknown joint/IMU names →
+    far from the prediction → ``rejected_outlier`` (module docstring); arrays
+    whose length differs from ``names`` (empty = not given) → ``dropped_bad_length``; unknown joint/IMU names →
     ``dropped_unknown_joint``/``_sensor`` once per name (the other joints are
     used); a stamp more than ``backwards_tolerance`` before the newest one →
     reset to uninitialised (``backwards``, bag loop); stamps older than the
@@ -347,7 +348,8 @@ class Estimator:
             self._counters['backwards'] += 1
             self.reset('backwards')
         if self._t_last is not None and t < self._oldest_usable_time():
-            self._counters['dropped_too_old'] += 1
+            self._counters['dropped_before_init' if t < self._t_init
+                           else 'dropped_too_old'] += 1
             return False
         if isinstance(meas, JointMeasurement):
             obs = self._joint_obs(meas)
@@ -453,6 +455,7 @@ class Estimator:
         self._smoother: gtsam.IncrementalFixedLagSmoother | None = None
         self._pending: list[_Pending] = []
         self._t_last: float | None = None
+        self._t_init = -math.inf                             # first tick of this smoother
         self._max_stamp: float | None = None
         self._k = -1
         self._window: deque[tuple[float, int]] = deque()   # (time, index) inside the smoother
@@ -532,6 +535,7 @@ class Estimator:
         self._count_used(obs)
         self._last_reading = max(p.t for p in ready)
         self._push_window(t, 0, x)
+        self._t_init = t
         self._t_last = t
         return self._finish(t, key, x, start)
 
@@ -638,7 +642,8 @@ class Estimator:
             else:                                       # late: bracket it in the window
                 j = bisect.bisect_left(times, p.t - eps)
                 if j >= len(times) or (times[j] - p.t > eps and j == 0):
-                    self._counters['dropped_too_old'] += 1
+                    self._counters['dropped_before_init' if p.t < self._t_init
+                                   else 'dropped_too_old'] += 1
                     continue
                 t1, k1 = self._window[j]
                 t0 = t1 if times[j] - p.t <= eps else times[j - 1]
@@ -846,24 +851,9 @@ class Estimator:
         jv = np.array([v.h[0] for _, v in models])
         est = Estimate(t=t, q=q.copy(), qd=qd.copy(), qdd=qdd.copy(),
                        q_std=self._std_last[:n].copy(), qd_std=self._std_last[n:2 * n].copy(),
-                       tau=self._torque(q, qd, qdd), joint_position=jp, joint_velocity=jv,
+                       tau=actuator_efforts(self.sys, q, qd, qdd), joint_position=jp,
+                       joint_velocity=jv,
                        tick_seconds=time.perf_counter() - start, status=status,
                        counters=dict(self._counters))
         self._last = est
         return est
-
-    def _torque(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray:
-        """τ from B_act τ + Φqᵀ λ = M q̈ − Q (least squares in (τ, λ))."""
-        if not self._n_act:
-            return np.zeros(0)
-        sys = self.sys
-        B = sys.forces.actuator_matrix(q)
-        Jq = sys.constraints.phi_q(q)[sys.rows]
-        Q = sys.forces.evaluate(q, qd, None, jacobians=False).Q
-        A = np.hstack((B, Jq.T))
-        b = sys.M @ qdd - Q
-        try:        # normal equations of a small, well-posed system: 10x cheaper than lstsq
-            sol = np.linalg.solve(A.T @ A, A.T @ b)
-        except np.linalg.LinAlgError:
-            sol = np.linalg.lstsq(A, b, rcond=None)[0]
-        return sol[:self._n_act]

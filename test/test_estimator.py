@@ -11,6 +11,7 @@ import pytest
 
 import reference_fourbar as ref
 from conftest import DATA
+from mbfg_ros.control import actuator_efforts
 from mbfg_ros.dynamics import forward_accel, load_system
 from mbfg_ros.estimator import Estimator, EstimatorConfig
 from mbfg_ros.inverse_direct import inverse_dynamics_direct
@@ -129,18 +130,17 @@ def test_tick_seconds_is_the_wall_time_of_that_tick():
 
 def test_estimated_torque_equals_direct_inverse_dynamics_and_forward_then_inverse():
     rng = np.random.default_rng(4)
-    est = Estimator(SYS, CFG)
     q = solve_position(SYS.constraints, SYS.q0 + 0.1 * rng.standard_normal(4),
                        prescribed={0: 0.8})
     Jq = SYS.constraints.phi_q(q)
     qd = solve_velocity(Jq, [0], [1.3])
     c = -(SYS.constraints.phi_q_dot(q, qd) @ qd)
     qdd = solve_acceleration(Jq, c, [0], [-2.0])
-    tau = est._torque(q, qd, qdd)
+    tau = actuator_efforts(SYS, q, qd, qdd)
     np.testing.assert_allclose(tau, inverse_dynamics_direct(SYS, q, qd, qdd[[0]], [0]),
                                atol=1e-9)
     qdd_fwd = forward_accel(SYS, q, qd, np.array([1.7])).qdd
-    np.testing.assert_allclose(est._torque(q, qd, qdd_fwd), [1.7], atol=1e-9)
+    np.testing.assert_allclose(actuator_efforts(SYS, q, qd, qdd_fwd), [1.7], atol=1e-9)
 
 
 def test_no_estimate_until_initialised_then_seeded_from_the_encoder_on_the_right_branch():

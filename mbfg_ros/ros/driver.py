@@ -1,46 +1,69 @@
-"""The tick schedule and per-tick outputs shared by the live node and the replay tool.
+"""The input path and tick schedule shared by the live node and the replay tool.
 
 robot_localization's pattern: message callbacks only turn a message into a
-record and :meth:`EstimatorDriver.push` it; a timer calls
-:meth:`EstimatorDriver.advance` with the current clock, which runs every tick
-due since the last one. Pure Python (no rclpy) so ``mbfg-replay`` uses the
-very same object.
+record and queue it (:meth:`EstimatorDriver.joint_state`,
+:meth:`EstimatorDriver.imu`: the one input path, validated once here); a timer
+calls :meth:`EstimatorDriver.advance` with the current clock, which runs the
+ticks due. Pure Python (no rclpy) so ``mbfg-replay`` uses the very same object.
+
+Input, in order (every outcome counted under a fixed key, :data:`INPUT_KEYS`):
+
+1. structure (:mod:`.conversions`): stamps, lengths, names, finiteness;
+2. physical limits (:class:`~mbfg_ros.gate.LimitGate`, from the YAML);
+3. time: a stamp more than ``future_tolerance`` ahead of the clock is
+   ``future``; stamps back by more than the backwards tolerance, ten in a
+   row, are a bag loop (reset ``backwards``), fewer are dropped as
+   ``backwards``; a stamp older than the window is ``too_old``;
+4. the estimator's own innovation gate (``estimator.rejected_outlier``).
 
 Why replay equals live: ticks sit on a fixed grid ``t_k = k * period`` in
-integer nanoseconds of the stamp clock (:func:`tick_times`), whatever rate
-the caller polls at. Tick ``t_k`` drains exactly the queued records stamped
+integer nanoseconds of the stamp clock (:func:`tick_times`), whatever rate the
+caller polls at. Tick ``t_k`` drains exactly the queued records stamped
 ``<= t_k`` in a canonical order (stamp, then joints before IMUs, then sensor
-name, then arrival), feeds them to the :class:`~mbfg_ros.estimator.Estimator`
-and calls ``Estimator.tick(t_k)``. A node under ``use_sim_time`` whose clock
-(``/clock``) reaches ``t_k`` after the messages stamped ``<= t_k`` arrived,
-and a replay that runs the ticks before each message's stamp and then queues
-it, make identical calls; so they produce identical estimates. A clock that
-jumps ahead runs the missed grid ticks (at most ``max_catchup``), a clock that
-jumps back (bag loop) resets the estimator and says so.
+name, then arrival) and calls ``Estimator.tick(t_k)``.
 
-Torque commands (:class:`CommandLaw`): with a reference motion of the
-actuated joints, computed torque ``τ = ID(q̂, q̂̇, s̈_ref + Kp (s_ref − ŝ) +
-Kd (ṡ_ref − ŝ̇))``; without one, the torques that hold the estimated pose,
-``τ = ID(q̂, 0, 0)``.
+Live only (``live=True``):
+
+* **Overload.** When more than one grid tick is due (the node fell behind),
+  only the newest runs (``ticks.merged`` counts the others, ``ticks.overruns``
+  the events): the estimator takes the longer step and every reading of the
+  interval through its two-key factor. Readings are never dropped for being
+  slow; the estimate degrades gracefully toward fewer, longer steps.
+* **Input latency.** Stamps that lag the clock persistently (a simulator
+  slower than real time, a sensor with a constant delay) are not a bag loop:
+  the tick grid follows the clock minus the smallest recent lag
+  (``input.latency_ms``), so those readings are used, not dropped, and no reset
+  storm follows. Reported once in the log.
 """
 from __future__ import annotations
 
 import heapq
 import math
-import time
-from dataclasses import dataclass, field
-from typing import Any, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+from ..control import CommandLaw
+from ..estimator import Estimator
+from ..gate import LimitGate
 from ..measurements import Estimate, ImuMeasurement, JointMeasurement
-from ..model import Mechanism
+from . import conversions as cv
 from .conversions import Reference
 from .params import EstimatorSettings, ParameterError
 
-__all__ = ['tick_times', 'TickOutput', 'EstimatorDriver', 'CommandLaw', 'period_ns']
+__all__ = ['tick_times', 'TickOutput', 'EstimatorDriver', 'period_ns', 'INPUT_KEYS']
 
 NS = 1_000_000_000
+
+INPUT_KEYS = ('received', 'queued', 'unknown_joint', 'nonfinite_values', 'out_of_limits',
+              'dropped.no_stamp', 'dropped.bad_stamp', 'dropped.empty',
+              'dropped.repeated_names', 'dropped.length_mismatch', 'dropped.no_usable_values',
+              'dropped.out_of_limits', 'dropped.future', 'dropped.backwards',
+              'dropped.too_old', 'dropped.queue_full', 'dropped.bad_reference',
+              'dropped.estimator_error', 'rejected_by_estimator', 'references',
+              'command_errors')
+"""Every input counter (``input.<key>`` in /diagnostics): a fixed set, whatever arrives."""
 
 
 def period_ns(frequency: float) -> int:
@@ -68,124 +91,9 @@ def tick_times(last_ns: int | None, now_ns: int, period: int, inclusive: bool = 
     return [k * period for k in range(first_k + skipped, last_k + 1)], skipped
 
 
-# ------------------------------------------------------------------ commands
-
-def _actuator_index(mech: Mechanism, name: str) -> int | None:
-    """Actuator called ``name``, or driving the joint or coordinate called ``name``."""
-    coords = mech.coordinate_names
-    for i, a in enumerate(mech.actuators):
-        if name in (a.name, a.joint) or (a.coordinate is not None
-                                         and coords[a.coordinate] == name):
-            return i
-    return None
-
-
-class CommandLaw:
-    """Computed torque / pose-holding torques in ``command_joints`` order.
-
-    The actuated quantities s(q) are the actuators' joints (revolute angle,
-    seed 000 §2 body angles) or coordinates. Computed torque (seed 003 §6):
-    ``s̈* = s̈_ref + Kp (s_ref − s) + Kd (ṡ_ref − ṡ)``; q̈ solves the
-    acceleration problem ``[Φq; J_s] q̈ = [−Φ̇q q̇; s̈* − J̇_s q̇]`` (seed 000
-    Eq. 3 with s as independent coordinates, Eq. 12); τ then solves the
-    equations of motion ``B_act τ + Φqᵀ λ = M q̈ − Q`` (least squares in
-    (τ, λ); equal to the virtual-power result of seed 003 Eq. 6.110, which the
-    tests check). Holding: q̇ = 0, q̈ = 0.
-    """
-
-    def __init__(self, sys: Any, command_joints: Sequence[str], kp: float, kd: float) -> None:
-        from ..sensors import SensorModel
-
-        mech = sys.mech
-        self.sys = sys
-        self.kp = float(kp)
-        self.kd = float(kd)
-        names = list(command_joints) or [a.name for a in mech.actuators]
-        order = []
-        for name in names:
-            i = _actuator_index(mech, name)
-            if i is None:
-                known = [a.name for a in mech.actuators] + [a.joint for a in mech.actuators
-                                                            if a.joint]
-                raise ParameterError(f"parameter 'command_joints': {name!r} is not an actuator "
-                                     f"or actuated joint of {mech.source} (known: "
-                                     f"{', '.join(known) or 'none'})")
-            order.append(i)
-        self.names = tuple(names)
-        self.order = np.array(order, dtype=int)
-        self.n_act = len(mech.actuators)
-        self.sm = SensorModel(sys)
-        self._act_joint = [self.sm.joint_names.index(a.joint) if a.joint else None
-                           for a in mech.actuators]
-        self._angular = np.array([j is not None and self.sm.joint_is_angular(j)
-                                  for j in self._act_joint], dtype=bool)
-        self._zeros = np.zeros(sys.n)
-
-    def reference_columns(self, ref: Reference) -> np.ndarray:
-        """Column of ``ref`` for each actuator.
-
-        :raises ValueError: the reference does not name every actuator.
-        """
-        cols = []
-        for i, a in enumerate(self.sys.mech.actuators):
-            col = next((k for k, n in enumerate(ref.names)
-                        if _actuator_index(self.sys.mech, n) == i), None)
-            if col is None:
-                raise ValueError(f'reference lacks actuator {a.name!r}'
-                                 + (f' (joint {a.joint!r})' if a.joint else ''))
-            cols.append(col)
-        return np.array(cols, dtype=int)
-
-    def _efforts(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray:
-        sys = self.sys
-        B = sys.forces.actuator_matrix(q)
-        Jq = sys.constraints.phi_q(q)[sys.rows]
-        Q = sys.forces.evaluate(q, qd, None, jacobians=False).Q
-        sol = np.linalg.lstsq(np.hstack((B, Jq.T)), sys.M @ qdd - Q, rcond=None)[0]
-        return sol[:self.n_act][self.order]
-
-    def hold(self, q: np.ndarray) -> np.ndarray:
-        """Actuator efforts that hold pose ``q`` (q̇ = 0, q̈ = 0), command order."""
-        return self._efforts(q, self._zeros, self._zeros)
-
-    def actuated(self, q: np.ndarray, qd: np.ndarray
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(s, ṡ, J_s, J̇_s q̇) of the actuated quantities."""
-        k = self.n_act
-        s, sd, J, Jdqd = np.empty(k), np.empty(k), np.zeros((k, self.sys.n)), np.zeros(k)
-        for i, a in enumerate(self.sys.mech.actuators):
-            j = self._act_joint[i]
-            if j is None:
-                c = a.coordinate
-                s[i], sd[i], J[i, c] = q[c], qd[c], 1.0
-            else:
-                p, v = self.sm.joint(j, q, qd, want=True)
-                s[i], sd[i], J[i] = p.h[0], v.h[0], p.Hq[0]
-                Jdqd[i] = v.Hq[0] @ qd
-        return s, sd, J, Jdqd
-
-    def track(self, q: np.ndarray, qd: np.ndarray, s_ref: np.ndarray, sd_ref: np.ndarray,
-              sdd_ref: np.ndarray) -> np.ndarray:
-        """Computed torque towards the reference (actuator order in, command order out)."""
-        from ..sensors import wrap_angle
-
-        sys = self.sys
-        s, sd, J, Jdqd = self.actuated(q, qd)
-        err = s_ref - s
-        err = np.where(self._angular, wrap_angle(err), err)
-        sdd = sdd_ref + self.kp * err + self.kd * (sd_ref - sd)
-        Jq = sys.constraints.phi_q(q)[sys.rows]
-        c = -(sys.constraints.phi_q_dot(q, qd)[sys.rows] @ qd)
-        A = np.vstack((Jq, J))
-        qdd = np.linalg.lstsq(A, np.concatenate((c, sdd - Jdqd)), rcond=None)[0]
-        return self._efforts(q, qd, qdd)
-
-
-# ------------------------------------------------------------------ outputs
-
 @dataclass
 class TickOutput:
-    """What one tick publishes. ``estimate`` None: not initialised (diagnostics only)."""
+    """What one tick publishes. ``estimate`` None: not initialised."""
 
     t_ns: int
     estimate: Estimate | None
@@ -193,7 +101,6 @@ class TickOutput:
     command: np.ndarray | None
     level: int
     message: str
-    values: dict = field(default_factory=dict)
 
 
 _KIND = {JointMeasurement: 0, ImuMeasurement: 1}
@@ -205,34 +112,41 @@ def _order_key(t_ns: int, rec: Any, seq: int) -> tuple:
 
 
 class EstimatorDriver:
-    """Queue + tick grid + estimator + command law (one per node or replay run)."""
+    """Input gate + queue + tick grid + estimator + command law (one per node or replay)."""
 
     BACKWARDS_STREAK = 10
-    """Consecutive records older than :attr:`backwards_ns` read as "the stamps went
-    back" (bag loop): reset. Merely late records (a burst processed slowly) are only
-    dropped as too old."""
+    """Consecutive records stamped far before the newest one read as "the stamps went
+    back" (bag loop): reset. Fewer are dropped (``dropped.backwards``)."""
 
-    def __init__(self, sys: Any, settings: EstimatorSettings, estimator: Any = None) -> None:
-        from ..estimator import Estimator
+    LATENCY_WINDOW_NS = NS // 2
+    """Input latency is the smallest lag (clock − stamp) seen over this window."""
 
+    def __init__(self, sys: Any, settings: EstimatorSettings, estimator: Any = None,
+                 live: bool = False) -> None:
         self.sys = sys
         self.settings = settings
+        self.live = live
         cfg = settings.config
-        self.frequency = float(settings.values['frequency'])
+        v = settings.values
+        self.frequency = float(v['frequency'])
         self.period = period_ns(self.frequency)
-        self.lag_ns = int(round(float(settings.values['lag_duration']) * NS))
-        self.max_queue = int(settings.values.get('max_queue', 10000))
-        self.backwards_ns = int(NS * max(1.0, 2 * float(settings.values['lag_duration']),
-                                         float(getattr(cfg, 'backwards_tolerance', 0.0))))
-        self.max_catchup = max(1, int(math.ceil(settings.values['lag_duration']
-                                                * self.frequency)))
+        self.lag_ns = int(round(float(v['lag_duration']) * NS))
+        self.max_queue = int(v['max_queue'])
+        self.backwards_ns = int(NS * max(2 * float(v['lag_duration']),
+                                         float(cfg.backwards_tolerance)))
+        self.future_ns = int(NS * float(v['future_tolerance']))
+        self.max_catchup = max(1, int(math.ceil(v['lag_duration'] * self.frequency)))
         self.estimator = estimator if estimator is not None else Estimator(sys, cfg)
         mech = sys.mech
+        self.gate = LimitGate(mech)
         self.joint_names = tuple(j.name for j in mech.joints)
+        self._known_joints = frozenset(self.joint_names)
         self.coordinate_names = tuple(mech.coordinate_names)
         self.imu_names = tuple(s.name for s in mech.sensors)
-        self.law = CommandLaw(sys, settings.values['command_joints'], settings.values['kp'],
-                              settings.values['kd'])
+        try:
+            self.law = CommandLaw(sys, v['command_joints'], v['kp'], v['kd'])
+        except ValueError as exc:
+            raise ParameterError(f"parameter 'command_joints': {exc}") from None
         # estimated actuator effort of each named joint (-1: not actuated -> NaN)
         self._effort_src = np.array([next((i for i, a in enumerate(mech.actuators)
                                            if a.joint == j.name), -1) for j in mech.joints],
@@ -242,93 +156,199 @@ class EstimatorDriver:
         self._queue: list = []
         self._seq = 0
         self.last_tick: int | None = None
+        self._last_clock: int | None = None
+        self._max_stamp: int | None = None
         self._fed = False
-        self._too_old_streak = 0
-        self.counters: dict[str, int] = {}
-        self.events: list[str] = []        # human-readable notes for the caller to log
+        self._back_streak = 0
+        self.delay_ns = 0
+        self._lat_min = None
+        self._lat_window_end: int | None = None
+        self.counters: dict[str, int] = dict.fromkeys(INPUT_KEYS, 0)
+        self.ticks = {'run': 0, 'merged': 0, 'overruns': 0, 'skipped': 0, 'published': 0}
+        self.events: list[tuple[str, str]] = []      # (category, text) for the caller to log
+        self.last_output: TickOutput | None = None
 
     # ---------------------------------------------------------------- input
 
     def count(self, key: str, n: int = 1) -> None:
-        self.counters[key] = self.counters.get(key, 0) + n
+        """Count ``n`` under ``key`` (one of :data:`INPUT_KEYS`; others are not added)."""
+        if key in self.counters:
+            self.counters[key] += n
 
-    def note(self, text: str) -> None:
-        self.events.append(text)
+    def note(self, category: str, text: str) -> None:
+        """A note for the log; the caller throttles per ``category``."""
+        self.events.append((category, text))
 
-    def push(self, t_ns: int, record: JointMeasurement | ImuMeasurement) -> bool:
-        """Queue a record for the tick at or after its stamp; False if dropped (counted)."""
-        self.count('received')
-        if self.last_tick is not None and t_ns < self.last_tick - self.lag_ns:
-            # too old for the window; far older, repeatedly: the stamps went back (bag loop)
-            far = t_ns < self.last_tick - self.backwards_ns
-            self._too_old_streak = self._too_old_streak + 1 if far else 0
-            if self._too_old_streak >= self.BACKWARDS_STREAK:
-                self.reset(f'stamps went back by {(self.last_tick - t_ns) / NS:.3f} s '
-                           f'(bag loop?)')
-            else:
-                self.count('dropped.too_old')
+    def joint_state(self, msg: Any, now_ns: int | None = None) -> JointMeasurement | None:
+        """A JointState message (rclpy or rosbags) into the queue: the record queued, or
+        None if it was dropped (counted)."""
+        self.counters['received'] += 1
+        try:
+            t, rec, unknown, nonfinite = cv.joint_state_to_record(msg, self._known_joints,
+                                                                  now_ns)
+        except cv.InputRejected as exc:
+            self.count(f'dropped.{exc.reason}')
+            self.note(f'joint_states:{exc.reason}', f'joint_states: message dropped ({exc})')
+            return None
+        if nonfinite:
+            self.counters['nonfinite_values'] += nonfinite
+        if unknown:
+            self.counters['unknown_joint'] += len(unknown)
+            self.note('joint_states:unknown', f'joint_states: unknown joints {list(unknown)} '
+                      f'ignored (mechanism joints: {list(self.joint_names)})')
+        rec, bad = self.gate.joint(rec)
+        return self._gated(t, rec, bad, 'joint_states', now_ns)
+
+    def imu(self, msg: Any, sensor: str, now_ns: int | None = None) -> ImuMeasurement | None:
+        """An Imu message for the YAML sensor ``sensor`` into the queue: the record
+        queued, or None if it was dropped (counted)."""
+        self.counters['received'] += 1
+        try:
+            t, rec = cv.imu_to_record(msg, sensor, now_ns)
+        except cv.InputRejected as exc:
+            self.count(f'dropped.{exc.reason}')
+            self.note(f'imu:{exc.reason}', f'imu {sensor}: message dropped ({exc})')
+            return None
+        rec, bad = self.gate.imu(rec)
+        return self._gated(t, rec, bad, f'imu {sensor}', now_ns)
+
+    def _gated(self, t: int, rec: Any, bad: int, what: str, now_ns: int | None) -> Any:
+        if bad:
+            self.counters['out_of_limits'] += bad
+            self.note(f'{what}:limits', f'{what}: values outside the YAML limits ignored')
+        if rec is None:
+            self.counters['dropped.out_of_limits'] += 1
+            return None
+        return rec if self.push(t, rec, now_ns) else None
+
+    def push(self, t_ns: int, record: JointMeasurement | ImuMeasurement,
+             now_ns: int | None = None) -> bool:
+        """Queue a validated record for the tick at or after its stamp; False if dropped.
+
+        ``now_ns``: the clock when it arrived (live), for the future and latency checks.
+        """
+        if now_ns is not None and t_ns > now_ns + self.future_ns:
+            self.counters['dropped.future'] += 1
+            self.note('future', f'stamps ahead of the clock by {(t_ns - now_ns) / NS:.3f} s '
+                      'dropped (future_tolerance)')
+            return False
+        if self._max_stamp is not None and t_ns < self._max_stamp - self.backwards_ns:
+            self._back_streak += 1
+            if self._back_streak < self.BACKWARDS_STREAK:
+                self.counters['dropped.backwards'] += 1
                 return False
+            self.reset('backwards', f'stamps went back by {(self._max_stamp - t_ns) / NS:.3f} s '
+                       '(bag loop?)')
         else:
-            self._too_old_streak = 0
+            self._back_streak = 0
+        if now_ns is not None and self.live:
+            self._track_latency(now_ns - t_ns, now_ns)
+        if self.last_tick is not None and t_ns < self.last_tick - self.lag_ns:
+            self.counters['dropped.too_old'] += 1
+            return False
+        self._max_stamp = t_ns if self._max_stamp is None else max(self._max_stamp, t_ns)
         heapq.heappush(self._queue, (_order_key(t_ns, record, self._seq), record))
         self._seq += 1
+        self.counters['queued'] += 1
         if len(self._queue) > self.max_queue:
             heapq.heappop(self._queue)
-            self.count('dropped.queue_full')
+            self.counters['dropped.queue_full'] += 1
         return True
+
+    def _track_latency(self, lag_ns: int, now_ns: int) -> None:
+        """Smallest clock − stamp lag per window; a persistent one shifts the tick grid."""
+        self._lat_min = lag_ns if self._lat_min is None else min(self._lat_min, lag_ns)
+        if self._lat_window_end is None:
+            self._lat_window_end = now_ns + self.LATENCY_WINDOW_NS
+        urgent = lag_ns > self.delay_ns + self.lag_ns // 2      # about to be too old
+        if now_ns < self._lat_window_end and not urgent:
+            return
+        lat = self._lat_min if not urgent else max(self._lat_min, lag_ns)
+        new = int(lat) if lat > self.lag_ns // 2 else 0
+        if (new == 0) != (self.delay_ns == 0):
+            self.note('latency', f'input stamps lag the clock by {lat / NS:.3f} s: ticks now '
+                      f'run {new / NS:.3f} s behind the clock' if new else
+                      'input stamps caught up with the clock: ticks follow the clock')
+        self.delay_ns = new
+        self._lat_min = None
+        self._lat_window_end = now_ns + self.LATENCY_WINDOW_NS
+
+    def reference_message(self, msg: Any, now_ns: int | None = None) -> bool:
+        """A JointTrajectory for the torque commands; False (counted, noted) if unusable."""
+        try:
+            ref = cv.trajectory_to_reference(msg, now_ns)
+        except cv.InputRejected as exc:
+            self.count(f'dropped.{exc.reason}')
+            self.note('reference', f'reference dropped ({exc})')
+            return False
+        return self.set_reference(ref)
 
     def set_reference(self, ref: Reference) -> bool:
         """Use ``ref`` for the torque commands; False (counted, noted) if it does not fit."""
         try:
-            cols = self.law.reference_columns(ref)
+            cols = self.law.reference_columns(ref.names)
         except ValueError as exc:
-            self.count('dropped.bad_reference')
-            self.note(f'reference ignored: {exc}')
+            self.counters['dropped.bad_reference'] += 1
+            self.note('reference', f'reference ignored: {exc}')
             return False
         self.reference, self._ref_cols = ref, cols
-        self.count('references')
+        self.counters['references'] += 1
         return True
 
-    def reset(self, reason: str) -> None:
-        """Forget queue, tick grid position and estimator state; counted and noted."""
+    def reset(self, category: str = 'manual', detail: str = '') -> None:
+        """Forget queue, tick grid position and estimator state; counted by category
+        (:data:`~mbfg_ros.estimator.RESET_REASONS`), noted with ``detail``."""
         self._queue.clear()
         self.last_tick = None
+        self._max_stamp = None
         self._fed = False
-        self._too_old_streak = 0
-        self.count('resets')
-        self.note(f'reset: {reason}')
+        self._back_streak = 0
+        self.note(f'reset:{category}', f'reset ({category}): {detail}' if detail
+                  else f'reset ({category})')
         try:
-            self.estimator.reset(reason)
+            self.estimator.reset(category, detail)
         except Exception as exc:  # noqa: BLE001 - the node must survive its core
-            self.note(f'estimator reset failed: {exc!r}')
+            self.note('reset:error', f'estimator reset failed: {exc!r}')
 
     # ---------------------------------------------------------------- ticks
 
     def advance(self, now_ns: int, inclusive: bool = True) -> list[TickOutput]:
-        """Run every grid tick due at clock ``now_ns``; a clock gone back resets."""
-        if self.last_tick is not None and now_ns < self.last_tick - self.period:
-            self.reset(f'clock jumped back by {(self.last_tick - now_ns) / NS:.3f} s')
-        ticks, skipped = tick_times(self.last_tick, now_ns, self.period, inclusive,
-                                    self.max_catchup)
+        """Run the grid ticks due at clock ``now_ns`` (live: merged into the newest when
+        more than one is due); a clock gone back resets."""
+        if self._last_clock is not None and now_ns < self._last_clock - 2 * self.period:
+            self.reset('clock_jump',
+                       f'clock jumped back by {(self._last_clock - now_ns) / NS:.3f} s')
+        self._last_clock = now_ns
+        ticks, skipped = tick_times(self.last_tick, now_ns - self.delay_ns, self.period,
+                                    inclusive, self.max_catchup)
         if skipped:
-            self.count('ticks_skipped', skipped)
+            self.ticks['skipped'] += skipped
+        if self.live and len(ticks) > 1:
+            self.ticks['overruns'] += 1
+            self.ticks['merged'] += len(ticks) - 1
+            ticks = ticks[-1:]
         return [self._tick(t) for t in ticks]
+
+    @property
+    def pending(self) -> int:
+        """Records queued for ticks not yet run."""
+        return len(self._queue)
 
     def _drain(self, t_ns: int) -> None:
         q = self._queue
+        est = self.estimator
         while q and q[0][0][0] <= t_ns:
             _, rec = heapq.heappop(q)
             try:
-                ok = self.estimator.add(rec)
+                ok = est.add(rec)
             except Exception as exc:  # noqa: BLE001
                 ok = False
-                self.count('dropped.estimator_error')
-                self.note(f'estimator.add failed: {exc!r}')
+                self.counters['dropped.estimator_error'] += 1
+                self.note('estimator', f'estimator.add failed: {exc!r}')
             if ok:
                 self._fed = True
-                self.count('queued_used')
             else:
-                self.count('rejected_by_estimator')
+                self.counters['rejected_by_estimator'] += 1
 
     def _tick(self, t_ns: int) -> TickOutput:
         self.last_tick = t_ns
@@ -336,38 +356,29 @@ class EstimatorDriver:
         est = None
         status = 'waiting for measurements'
         if self._fed:
-            t0 = time.perf_counter()
+            resets = self.estimator.counters.get('resets', 0)
             try:
                 est = self.estimator.tick(t_ns / NS)
             except Exception as exc:  # noqa: BLE001
-                self.count('estimator_exceptions')
-                self.reset(f'estimator.tick raised {exc!r}')
-            dt = time.perf_counter() - t0
+                self.reset('error', f'estimator.tick raised {exc!r}')
+            else:
+                if self.estimator.counters.get('resets', 0) != resets:
+                    reason = self.estimator.last_reset_reason
+                    self.note('reset:' + reason.split(':')[0], f'estimator reset ({reason})')
+            self.ticks['run'] += 1
             status = est.status if est is not None else status
-        else:
-            dt = 0.0
-        level = 0
         effort = command = None
+        level = 1
         if est is not None:
             tau = np.asarray(est.tau, dtype=float).reshape(-1)
             effort = np.where(self._effort_src >= 0,
                               tau[np.maximum(self._effort_src, 0)] if tau.size else np.nan,
                               np.nan)
             command = self._command(est, t_ns)
-            if status != 'ok':
-                level = 1
-        else:
-            level = 1
-        values = {'tick_time': f'{t_ns / NS:.9f}', 'solver_status': status,
-                  'tick_ms': f'{1e3 * (est.tick_seconds if est is not None else dt):.3f}',
-                  'queue': len(self._queue)}
-        try:
-            core = dict(self.estimator.counters)
-        except Exception:  # noqa: BLE001
-            core = {}
-        values.update({f'estimator.{k}': v for k, v in sorted(core.items())})
-        values.update({f'input.{k}': v for k, v in sorted(self.counters.items())})
-        return TickOutput(t_ns, est, effort, command, level, status, values)
+            level = 0 if status == 'ok' else 1
+        out = TickOutput(t_ns, est, effort, command, level, status)
+        self.last_output = out
+        return out
 
     def _command(self, est: Estimate, t_ns: int) -> np.ndarray | None:
         q, qd = np.asarray(est.q, dtype=float), np.asarray(est.qd, dtype=float)
@@ -379,7 +390,31 @@ class EstimatorDriver:
             else:
                 out = self.law.hold(q)
         except Exception as exc:  # noqa: BLE001 - singular pose etc.
-            self.count('command_errors')
-            self.note(f'torque command failed: {exc!r}')
+            self.counters['command_errors'] += 1
+            self.note('command', f'torque command failed: {exc!r}')
             return None
         return out if np.all(np.isfinite(out)) else None
+
+    # ---------------------------------------------------------------- diagnostics
+
+    def diagnostics(self) -> tuple[int, str, dict[str, Any]]:
+        """(level, message, values) of the input, tick and estimator counters.
+
+        The key set is fixed (it never grows with what arrives): ``input.*``
+        (:data:`INPUT_KEYS`), ``ticks.*``, ``estimator.*`` (the estimator's
+        counters, whose reset categories are a fixed set too).
+        """
+        out = self.last_output
+        values: dict[str, Any] = {f'input.{k}': v for k, v in self.counters.items()}
+        values['input.latency_ms'] = f'{self.delay_ns / 1e6:.1f}'
+        values['input.pending'] = len(self._queue)
+        values.update({f'ticks.{k}': v for k, v in self.ticks.items()})
+        try:
+            core = self.estimator.counters
+        except Exception:  # noqa: BLE001
+            core = {}
+        values.update({f'estimator.{k}': v for k, v in core.items()})
+        if out is None:
+            return 1, 'waiting for measurements', values
+        values['tick_time'] = f'{out.t_ns / NS:.9f}'
+        return out.level, out.message, values

@@ -1,10 +1,11 @@
 """ROS 2 estimator node: encoders + IMUs in, estimated state and torque commands out.
 
 A thin wrapper (robot_localization's pattern) around
-:class:`~mbfg_ros.ros.driver.EstimatorDriver`: callbacks convert a message to
-a record and queue it; a timer at ``frequency`` on the node clock
-(``use_sim_time`` respected) runs every due tick of the shared tick grid and
-publishes its outputs. Topics (defaults; all remappable):
+:class:`~mbfg_ros.ros.driver.EstimatorDriver`: callbacks hand the message to
+the driver's one input path and return; a timer at ``frequency`` on the node
+clock (``use_sim_time`` respected) runs the due tick and publishes it;
+``/diagnostics`` comes at ``diagnostics_period`` (1 Hz) on the steady clock,
+aggregated as ``diagnostic_updater`` does. Topics (defaults; all remappable):
 
 ==========================  ====================================  ==========================
 ``joint_states``            sensor_msgs/JointState (in)           encoders, rates, efforts
@@ -14,8 +15,16 @@ publishes its outputs. Topics (defaults; all remappable):
 ``~/state``                 sensor_msgs/JointState (out)          q, q̇ by coordinate name
 ``~/state_stddev``          sensor_msgs/JointState (out)          standard deviations
 ``~/torque_commands``       std_msgs/Float64MultiArray (out)      command_joints order
-``/diagnostics``            diagnostic_msgs/DiagnosticArray       status and counters
+``/diagnostics``            diagnostic_msgs/DiagnosticArray       status and counters, 1 Hz
 ==========================  ====================================  ==========================
+
+Load: the ticks may use ``max_tick_load`` of a core (wall time); a slower
+tick (a busy computer) defers the next one, and the driver merges the missed
+grid ticks into one longer step, so readings are never dropped for being
+slow (``ticks.merged``, ``ticks.overruns``, ``ticks.rate_hz``). With no input
+the tick timer stops (idle costs nothing) and the first reading restarts it.
+The executor is rclpy's ``EventsExecutor`` where the distro has it (Kilted),
+else the ``SingleThreadedExecutor`` (Humble, Jazzy); parameter ``executor``.
 
 Run: ``ros2 run mbfg_ros estimator_node --ros-args -p mechanism:=fourbar.yaml``
 or ``python -m mbfg_ros.ros.estimator_node --ros-args ...``. A bad parameter or
@@ -23,33 +32,92 @@ mechanism prints one error line and exits with status 2.
 """
 from __future__ import annotations
 
+import array
 import functools
 import sys
+import time
+from collections import deque
 from typing import Any
 
+import numpy as np
 import rclpy
 import rclpy.executors
+from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
 from ..dynamics import load_system
 from . import conversions as cv
-from .runner import run_node
 from .driver import EstimatorDriver, TickOutput
-from .params import ESTIMATOR_PARAMS, declare, parse_estimator, read
+from .params import ESTIMATOR_PARAMS, ParameterError, declare, parse_estimator, read
+from .runner import run_node
 
-__all__ = ['EstimatorNode', 'main', 'SENSOR_QOS', 'OUTPUT_QOS']
+__all__ = ['EstimatorNode', 'main', 'SENSOR_QOS', 'OUTPUT_QOS', 'make_executor', 'LOG_EVERY']
 
-SENSOR_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=200,
+SENSOR_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000,
                         reliability=ReliabilityPolicy.BEST_EFFORT,
                         durability=DurabilityPolicy.VOLATILE)
-"""Sensor-data QoS (best effort, volatile) with a deeper history than
-``qos_profile_sensor_data``'s 5, so 1 kHz streams survive a slow tick.
-Matches reliable and best-effort publishers alike."""
+"""Sensor-data QoS (best effort, volatile) with a history of 1 s at 1 kHz, so a
+stream survives a slow tick. Matches reliable and best-effort publishers alike."""
 
 OUTPUT_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10,
                         reliability=ReliabilityPolicy.RELIABLE,
                         durability=DurabilityPolicy.VOLATILE)
+
+LOG_EVERY = 10.0
+"""Seconds between two log lines of one category (resets, dropped input...)."""
+
+
+def make_executor(kind: str = 'auto') -> rclpy.executors.Executor:
+    """``events``: rclpy's EventsExecutor (rclpy >= 9, Kilted); ``single``: the
+    SingleThreadedExecutor every distro has; ``auto``: events where available."""
+    if kind in ('auto', 'events'):
+        try:
+            from rclpy.experimental import EventsExecutor
+        except ImportError:
+            if kind == 'events':
+                raise ParameterError("parameter 'executor': 'events' needs rclpy's "
+                                     'EventsExecutor (Kilted or newer); use auto or single'
+                                     ) from None
+        else:
+            return EventsExecutor()
+    return rclpy.executors.SingleThreadedExecutor()
+
+
+class _Messages:
+    """The per-tick output messages, built once and refilled (no per-tick allocation of
+    message objects, names or layouts)."""
+
+    def __init__(self, joint_names: tuple[str, ...], coordinate_names: tuple[str, ...]) -> None:
+        JointState = cv.message_class('JointState')
+        self.joints = JointState(name=list(joint_names))
+        self.state = JointState(name=list(coordinate_names))
+        self.stddev = JointState(name=list(coordinate_names))
+        self.command = cv.message_class('Float64MultiArray')()
+
+    @staticmethod
+    def _stamp(msg: Any, t_ns: int) -> None:
+        sec, nanosec = divmod(t_ns, 1_000_000_000)
+        msg.header.stamp.sec = sec
+        msg.header.stamp.nanosec = nanosec
+
+    @staticmethod
+    def _d(values: Any) -> array.array:
+        a = array.array('d')
+        a.frombytes(np.ascontiguousarray(values, dtype=np.float64).tobytes())
+        return a
+
+    def fill(self, out: TickOutput) -> None:
+        est, d = out.estimate, self._d
+        for msg in (self.joints, self.state, self.stddev):
+            self._stamp(msg, out.t_ns)
+        self.joints.position = d(est.joint_position)
+        self.joints.velocity = d(est.joint_velocity)
+        self.joints.effort = d(out.joint_effort)
+        self.state.position, self.state.velocity = d(est.q), d(est.qd)
+        self.stddev.position, self.stddev.velocity = d(est.q_std), d(est.qd_std)
+        if out.command is not None:
+            self.command.data = d(out.command)
 
 
 class EstimatorNode(Node):
@@ -60,32 +128,43 @@ class EstimatorNode(Node):
         declare(self, ESTIMATOR_PARAMS)
         settings = parse_estimator(read(self, ESTIMATOR_PARAMS), where=self.get_name())
         system = load_system(settings.mechanism)
-        self.driver = EstimatorDriver(system, settings)
-        self.kit = cv.rclpy_kit()
-        self.mech_name = system.mech.name
-        self._warned: set[str] = set()
         v = settings.values
+        self.driver = EstimatorDriver(system, settings, live=True)
+        self.executor_kind = v['executor']
+        self.mech_name = system.mech.name
+        self._load = float(v['max_tick_load'])
+        self._idle_ns = int(1e9 * settings.config.max_tick_gap)
+        self._msgs = _Messages(self.driver.joint_names, self.driver.coordinate_names)
+        self._logged: dict[str, list] = {}            # category -> [last wall time, suppressed]
+        self._next_tick_wall = 0.0
+        self._deferred = 0
+        self._tick_ms: deque[float] = deque(maxlen=4096)
+        self._latency_ms: deque[float] = deque(maxlen=4096)
+        self._ticks_in_period = 0
+        self._period_start = time.monotonic()
         self.sub_joints = self.create_subscription(
-            _msg('JointState'), v['joint_states_topic'], self._on_joints,
+            cv.message_class('JointState'), v['joint_states_topic'], self._on_joints,
             SENSOR_QOS)
         self.sub_imus = [
-            self.create_subscription(_msg('Imu'), s.topic,
+            self.create_subscription(cv.message_class('Imu'), s.topic,
                                      functools.partial(self._on_imu, s.name), SENSOR_QOS)
             for s in system.mech.sensors]
-        self.sub_ref = self.create_subscription(_msg('JointTrajectory'), v['reference_topic'],
-                                                self._on_reference, 10)
-        self.pubs = {
-            '~/joint_states': self.create_publisher(_msg('JointState'), '~/joint_states',
-                                                    OUTPUT_QOS),
-            '~/state': self.create_publisher(_msg('JointState'), '~/state', OUTPUT_QOS),
-            '~/state_stddev': self.create_publisher(_msg('JointState'), '~/state_stddev',
-                                                    OUTPUT_QOS),
-            '~/torque_commands': self.create_publisher(_msg('Float64MultiArray'),
-                                                       v['command_topic'], OUTPUT_QOS),
-        }
-        self.pub_diag = self.create_publisher(_msg('DiagnosticArray'), '/diagnostics',
-                                              OUTPUT_QOS)
+        self.sub_ref = self.create_subscription(cv.message_class('JointTrajectory'),
+                                                v['reference_topic'], self._on_reference, 10)
+        self.pub_joints = self.create_publisher(cv.message_class('JointState'),
+                                                '~/joint_states', OUTPUT_QOS)
+        self.pub_state = self.create_publisher(cv.message_class('JointState'), '~/state',
+                                               OUTPUT_QOS)
+        self.pub_stddev = self.create_publisher(cv.message_class('JointState'),
+                                                '~/state_stddev', OUTPUT_QOS)
+        self.pub_command = self.create_publisher(cv.message_class('Float64MultiArray'),
+                                                 v['command_topic'], OUTPUT_QOS)
+        self.pub_diag = self.create_publisher(cv.message_class('DiagnosticArray'),
+                                              '/diagnostics', OUTPUT_QOS)
         self.timer = self.create_timer(1.0 / self.driver.frequency, self._on_timer)
+        self.timer.cancel()                           # idle until the first reading
+        self.diag_timer = self.create_timer(float(v['diagnostics_period']), self._on_diag,
+                                            clock=Clock(clock_type=ClockType.STEADY_TIME))
         self.get_logger().info(
             f'{system.mech.source}: {len(self.driver.joint_names)} joints, '
             f'{len(self.driver.imu_names)} IMUs, {system.n} coordinates, '
@@ -95,86 +174,122 @@ class EstimatorNode(Node):
     def _now_ns(self) -> int:
         return self.get_clock().now().nanoseconds
 
-    def _rejected(self, topic: str, exc: cv.InputRejected) -> None:
-        self.driver.count(f'dropped.{exc.reason}')
-        key = f'{topic}:{exc.reason}'
-        if key not in self._warned:
-            self._warned.add(key)
-            self.get_logger().warning(f'{topic}: message dropped ({exc}); counted in '
-                                      '/diagnostics, not repeated')
+    def _wake(self) -> None:
+        if self.timer.is_canceled():
+            self.timer.reset()
 
     def _on_joints(self, msg: Any) -> None:
-        try:
-            t, rec, unknown, nonfinite = cv.joint_state_to_record(
-                msg, self.driver.joint_names, self._now_ns())
-        except cv.InputRejected as exc:
-            self._rejected('joint_states', exc)
-            return
-        if nonfinite:
-            self.driver.count('nonfinite_values', nonfinite)
-        for name in unknown:
-            self.driver.count('unknown_joint')
-            if name not in self._warned:
-                self._warned.add(name)
-                self.get_logger().warning(f'joint_states: unknown joint {name!r} ignored '
-                                          f'(mechanism joints: {list(self.driver.joint_names)})')
-        self.driver.push(t, rec)
-        self._log_events()
+        if self.driver.joint_state(msg, self._now_ns()):
+            self._wake()
 
     def _on_imu(self, sensor: str, msg: Any) -> None:
-        try:
-            t, rec = cv.imu_to_record(msg, sensor, self._now_ns())
-        except cv.InputRejected as exc:
-            self._rejected(f'imu {sensor}', exc)
-            return
-        self.driver.push(t, rec)
-        self._log_events()
+        if self.driver.imu(msg, sensor, self._now_ns()):
+            self._wake()
 
     def _on_reference(self, msg: Any) -> None:
-        try:
-            ref = cv.trajectory_to_reference(msg, self._now_ns())
-        except cv.InputRejected as exc:
-            self._rejected('reference', exc)
-            return
-        self.driver.set_reference(ref)
-        self._log_events()
+        self.driver.reference_message(msg, self._now_ns())
 
     # ------------------------------------------------------------------ ticks
     def _on_timer(self) -> None:
         now = self._now_ns()
         if now <= 0 or not self.context.ok():     # no /clock yet (use_sim_time) / shutting down
             return
-        for out in self.driver.advance(now):
-            self._publish(out)
+        d = self.driver
+        newest = d._max_stamp
+        if not d.pending and (newest is None or now - d.delay_ns - newest > self._idle_ns):
+            self.timer.cancel()                   # no input: idle until the next reading
+            return
+        wall = time.perf_counter()
+        if wall < self._next_tick_wall:           # over the tick budget: merge into a later one
+            self._deferred += 1
+            return
+        outs = d.advance(now)
+        if outs:
+            self._publish(outs[-1], now)
+            took = time.perf_counter() - wall
+            self._tick_ms.append(1e3 * took)
+            self._ticks_in_period += 1
+            self._next_tick_wall = wall + took / self._load
         self._log_events()
 
-    def _publish(self, out: TickOutput) -> None:
-        d = self.driver
-        if out.estimate is not None:
-            msgs = cv.estimate_messages(self.kit, out.t_ns, out.estimate, d.joint_names,
-                                        out.joint_effort, d.coordinate_names,
-                                        out.command if out.command is not None else [])
-            for key, msg in msgs.items():
-                if key == '~/torque_commands' and out.command is None:
-                    continue
-                self.pubs[key].publish(msg)
+    def _publish(self, out: TickOutput, now: int) -> None:
+        if out.estimate is None:
+            return
+        m = self._msgs
+        m.fill(out)
+        self.pub_joints.publish(m.joints)
+        self.pub_state.publish(m.state)
+        self.pub_stddev.publish(m.stddev)
+        if out.command is not None:
+            self.pub_command.publish(m.command)
+        self.driver.ticks['published'] += 1
+        self._latency_ms.append((self._now_ns() - out.t_ns) / 1e6)
+
+    # ------------------------------------------------------------------ diagnostics
+    def _on_diag(self) -> None:
+        if not self.context.ok():
+            return
+        self._log_events()
+        level, message, values = self.driver.diagnostics()
+        wall = time.monotonic()
+        span = max(wall - self._period_start, 1e-9)
+        values['ticks.rate_hz'] = f'{self._ticks_in_period / span:.1f}'
+        values['ticks.deferred'] = self._deferred
+        tick_ms, lat = np.array(self._tick_ms), np.array(self._latency_ms)
+        values['ticks.ms_p50'] = f'{np.median(tick_ms):.3f}' if tick_ms.size else '-'
+        values['ticks.ms_max'] = f'{tick_ms.max():.3f}' if tick_ms.size else '-'
+        values['latency.ms_p50'] = f'{np.median(lat):.2f}' if lat.size else '-'
+        values['latency.ms_p99'] = f'{np.percentile(lat, 99):.2f}' if lat.size else '-'
+        values['executor'] = self.executor_kind
+        if self.timer.is_canceled():
+            message = 'idle: no input' if self.driver.last_output is None else \
+                f'idle: no input for more than {self._idle_ns / 1e9:g} s'
+            level = 1
+        self._tick_ms.clear()
+        self._latency_ms.clear()
+        self._ticks_in_period = 0
+        self._period_start = wall
+        stamp = self._now_ns()
         self.pub_diag.publish(cv.diagnostics_msg(
-            self.kit, out.t_ns, f'{self.get_name()}: estimator', self.mech_name, out.level,
-            out.message, out.values))
+            cv.rclpy_kit(), max(stamp, 0), f'{self.get_name()}: estimator', self.mech_name,
+            level, message, values))
 
     def _log_events(self) -> None:
-        if self.driver.events:
-            for text in self.driver.events:
-                self.get_logger().warning(text)
-            self.driver.events.clear()
+        """Log the driver's notes, at most one line per category every LOG_EVERY s."""
+        events = self.driver.events
+        if not events:
+            return
+        wall = time.monotonic()
+        for category, text in events:
+            entry = self._logged.get(category)
+            if entry is not None and wall - entry[0] < LOG_EVERY:
+                entry[1] += 1
+                continue
+            more = f' (+{entry[1]} more like it in the last {LOG_EVERY:g} s)' \
+                if entry is not None and entry[1] else ''
+            if len(self._logged) < 256 or entry is not None:
+                self._logged[category] = [wall, 0]
+            self.get_logger().warning(text + more)
+        events.clear()
+
+    def close(self) -> None:
+        """Stop the timers (called by run_node before destroy_node)."""
+        for timer in (self.timer, self.diag_timer):
+            timer.cancel()
 
 
-_msg = cv.message_class
+def _spin(node: EstimatorNode) -> None:
+    executor = make_executor(node.executor_kind)
+    executor.add_node(node)
+    try:
+        executor.spin()
+    finally:
+        executor.shutdown()
 
 
 def main(args: list[str] | None = None) -> int:
     """Entry point: ``estimator_node --ros-args -p mechanism:=<yaml> ...``."""
-    return run_node('estimator_node', EstimatorNode, rclpy.spin, args)
+    return run_node('estimator_node', EstimatorNode, _spin, args)
 
 
 if __name__ == '__main__':

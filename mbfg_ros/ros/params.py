@@ -21,6 +21,9 @@ from typing import Any, Mapping, Sequence
 import yaml
 
 from ..errors import MbfgError
+from ..estimator import EstimatorConfig
+
+_CONFIG_DEFAULTS = {f.name: f.default for f in dataclasses.fields(EstimatorConfig)}
 
 __all__ = ['ParameterError', 'ParamSpec', 'ESTIMATOR_PARAMS', 'SIMULATOR_PARAMS',
            'EstimatorSettings', 'SimulatorSettings', 'declare', 'read', 'parse_estimator',
@@ -44,22 +47,10 @@ class ParamSpec:
     config: bool = False          # True: an EstimatorConfig field of the same name
 
 
-def _cfg_default(name: str, fallback: Any) -> Any:
-    """Default of an EstimatorConfig field (single source of truth), else ``fallback``."""
-    try:
-        from ..estimator import EstimatorConfig
-    except ImportError:
-        return fallback
-    for f in dataclasses.fields(EstimatorConfig):
-        if f.name == name:
-            if f.default is not dataclasses.MISSING:
-                value = f.default
-            elif f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
-                value = f.default_factory()  # type: ignore[misc]
-            else:
-                return fallback
-            return list(value) if isinstance(value, tuple) else value
-    return fallback
+def _cfg(name: str) -> Any:
+    """Default of an EstimatorConfig field: the one source of the estimator's defaults."""
+    value = _CONFIG_DEFAULTS[name]
+    return list(value) if isinstance(value, tuple) else value
 
 
 def _estimator_params() -> tuple[ParamSpec, ...]:
@@ -67,40 +58,40 @@ def _estimator_params() -> tuple[ParamSpec, ...]:
     return (
         ParamSpec('mechanism', '', 'Path of the mechanism YAML (joints, actuators, sensors).',
                   'string'),
-        ParamSpec('frequency', _cfg_default('frequency', 50.0),
+        ParamSpec('frequency', _cfg('frequency'),
                   'Tick rate in Hz: measurements are fused and outputs published at this '
                   'rate, on the node clock (use_sim_time respected).', lo=0.1, hi=10000.0,
                   config=True),
-        ParamSpec('lag_duration', _cfg_default('lag_duration', 0.5),
+        ParamSpec('lag_duration', _cfg('lag_duration'),
                   'Fixed-lag smoother window in seconds; older measurements are dropped.',
                   lo=1e-3, hi=60.0, config=True),
-        ParamSpec('sensor_timeout', _cfg_default('sensor_timeout', 0.5),
+        ParamSpec('sensor_timeout', _cfg('sensor_timeout'),
                   'Seconds without any measurement before diagnostics report silence.',
                   lo=1e-3, hi=3600.0, config=True),
-        ParamSpec('encoder_sigma', _cfg_default('encoder_sigma', 1e-3),
+        ParamSpec('encoder_sigma', _cfg('encoder_sigma'),
                   'Encoder (JointState.position) noise, rad or m.', lo=1e-9, hi=big, config=True),
-        ParamSpec('encoder_rate_sigma', _cfg_default('encoder_rate_sigma', 0.05),
+        ParamSpec('encoder_rate_sigma', _cfg('encoder_rate_sigma'),
                   'Joint rate (JointState.velocity) noise, rad/s or m/s.', lo=1e-9, hi=big,
                   config=True),
-        ParamSpec('gyro_sigma', _cfg_default('gyro_sigma', 0.01),
+        ParamSpec('gyro_sigma', _cfg('gyro_sigma'),
                   'Gyroscope (Imu.angular_velocity.z) noise, rad/s, used when the message '
                   'covariance is zero.', lo=1e-9, hi=big, config=True),
-        ParamSpec('accel_sigma', _cfg_default('accel_sigma', 0.1),
+        ParamSpec('accel_sigma', _cfg('accel_sigma'),
                   'Accelerometer (Imu.linear_acceleration x, y) noise, m/s^2.', lo=1e-9,
                   hi=big, config=True),
-        ParamSpec('orientation_sigma', _cfg_default('orientation_sigma', 0.01),
+        ParamSpec('orientation_sigma', _cfg('orientation_sigma'),
                   'IMU orientation (yaw) noise, rad.', lo=1e-9, hi=big, config=True),
-        ParamSpec('dynamics_sigma', _cfg_default('dynamics_sigma', 1.0),
+        ParamSpec('dynamics_sigma', _cfg('dynamics_sigma'),
                   'Uncertainty of the equations of motion (unmodelled forces), in units of '
                   'generalised acceleration.', lo=1e-9, hi=big, config=True),
-        ParamSpec('command_joints', list(_cfg_default('command_joints', [])),
+        ParamSpec('command_joints', list(_cfg('command_joints')),
                   'Order of the ~/torque_commands array: actuator names or the joints they '
                   'drive (a forward_command_controller joints list). Empty: the YAML '
                   'actuators in order.', 'string_array', config=True),
-        ParamSpec('kp', _cfg_default('kp', 0.0),
+        ParamSpec('kp', _cfg('kp'),
                   'Proportional gain of the computed-torque law on the actuated joints, 1/s^2.',
                   lo=0.0, hi=big, config=True),
-        ParamSpec('kd', _cfg_default('kd', 0.0),
+        ParamSpec('kd', _cfg('kd'),
                   'Derivative gain of the computed-torque law on the actuated joints, 1/s.',
                   lo=0.0, hi=big, config=True),
         ParamSpec('joint_states_topic', 'joint_states', 'Input JointState topic (encoders).',
@@ -111,6 +102,30 @@ def _estimator_params() -> tuple[ParamSpec, ...]:
         ParamSpec('command_topic', '~/torque_commands',
                   'Output Float64MultiArray topic of actuator torques (command_joints order).',
                   'string'),
+        ParamSpec('joint_rejection_threshold', _cfg('joint_rejection_threshold'),
+                  'Innovation gate of encoder readings: Mahalanobis distance to the prediction '
+                  'above which a reading is rejected (rejected_outlier); 0 turns it off.',
+                  lo=0.0, hi=big, config=True),
+        ParamSpec('imu_rejection_threshold', _cfg('imu_rejection_threshold'),
+                  'Innovation gate of IMU readings (gyroscope, accelerometer, orientation); '
+                  '0 turns it off.', lo=0.0, hi=big, config=True),
+        ParamSpec('outlier_reset_time', _cfg('outlier_reset_time'),
+                  'Seconds of one sensor\'s readings all rejected before the estimate is '
+                  'taken as lost and re-initialised from the readings.', lo=1e-3, hi=3600.0,
+                  config=True),
+        ParamSpec('covariance_every', _cfg('covariance_every'),
+                  'Marginal covariance (~/state_stddev) every k ticks.', 'int', lo=1,
+                  hi=1_000_000, config=True),
+        ParamSpec('future_tolerance', 1.0, 'Readings stamped more than this many seconds '
+                  'ahead of the node clock are dropped (dropped.future).', lo=1e-3, hi=1e6),
+        ParamSpec('diagnostics_period', 1.0, 'Seconds between /diagnostics messages (steady '
+                  'clock, so they also come when the input or /clock stops).', lo=0.05,
+                  hi=3600.0),
+        ParamSpec('max_tick_load', 0.6, 'Fraction of one core the ticks may use; beyond it '
+                  'ticks are merged (longer steps), readings are never dropped for it.',
+                  lo=0.05, hi=1.0),
+        ParamSpec('executor', 'auto', 'rclpy executor: auto (EventsExecutor where the '
+                  'distro has it, else single), events or single.', 'string'),
         ParamSpec('max_queue', 10000, 'Measurements kept waiting for a tick; beyond this the '
                   'oldest are dropped (bursts).', 'int', lo=1, hi=10_000_000),
     )
@@ -236,12 +251,13 @@ def parse_estimator(values: Mapping[str, Any], where: str = 'estimator_node',
 
     :raises ParameterError: unknown name, wrong type, out of range, no mechanism.
     """
-    from ..estimator import EstimatorConfig
-
     v = _validated(ESTIMATOR_PARAMS, values, where)
     if require_mechanism and not v['mechanism']:
         raise ParameterError(f"{where}: parameter 'mechanism' is required (path of the "
                              'mechanism YAML)')
+    if v['executor'] not in ('auto', 'events', 'single'):
+        raise ParameterError(f"{where}: parameter 'executor': expected auto, events or single, "
+                             f"got {v['executor']!r}")
     fields = {f.name for f in dataclasses.fields(EstimatorConfig)}
     kwargs = {p.name: v[p.name] for p in ESTIMATOR_PARAMS if p.config and p.name in fields}
     if 'command_joints' in kwargs:
