@@ -191,8 +191,8 @@ class Estimator:
     the key set is fixed, whatever the input): NaN = value not given (skipped, not
     counted: the records define it so); ±inf → ``dropped_nonfinite``; a reading
     far from the prediction → ``rejected_outlier`` (module docstring); arrays
-    whose length differs from ``names`` (empty = not given) → ``dropped_bad_length``; unknown joint/IMU names →
-    ``dropped_unknown_joint``/``_sensor`` once per name (the other joints are
+    whose length differs from ``names`` (empty = not given) → ``dropped_bad_length``;
+    unknown joint/IMU names → ``dropped_unknown_joint``/``_sensor`` once per name (the other joints are
     used); a stamp more than ``backwards_tolerance`` before the newest one →
     reset to uninitialised (``backwards``, bag loop); stamps older than the
     window → ``dropped_too_old``; bursts → all used, oldest dropped beyond
@@ -572,8 +572,8 @@ class Estimator:
         steps = max(1, int(math.ceil(float(np.max(np.abs(diff))) / 0.2)))
         for s in range(1, steps + 1):
             target = h0 + diff * s / steps
-            for _ in range(30):
-                h, H, _ = h_and_H(q)
+            for _ in range(8):         # consistent readings converge in 3-5; garbage must
+                h, H, _ = h_and_H(q)      # not make a start-up cost tens of milliseconds
                 r = np.concatenate((cons.phi(q), np.where(ang, wrap_angle(h - target),
                                                           h - target)))
                 J = np.vstack((cons.phi_q(q), H))

@@ -236,7 +236,7 @@ def test_an_overloaded_live_driver_merges_ticks_and_never_drops_readings():
             i += 1
         outs += d.advance(now)
     c = d.estimator.counters
-    assert d.ticks['overruns'] > 50 and d.ticks['merged'] >= 4 * d.ticks['overruns']
+    assert d.ticks['overruns'] > 50 and d.ticks['merged'] >= 3 * d.ticks['overruns']
     assert d.counters['dropped.too_old'] == 0 and c['dropped_too_old'] == 0
     assert c['used_joint_pos'] >= sum(isinstance(r, JointMeasurement) for r in recs) - 15
     assert c['resets'] == 0
@@ -258,7 +258,7 @@ def test_a_constant_input_latency_shifts_the_ticks_instead_of_dropping_or_resett
     c = d.estimator.counters
     assert c['resets'] == 0
     assert abs(d.delay_ns - 1_000 * MS) < 10 * MS
-    assert d.counters['dropped.too_old'] <= 5      # only while the latency is learnt
+    assert d.counters['dropped.too_old'] == 0
     err, count = crank_error(system, outs, traj)
     assert count > 300 and err < raw_encoder_error(system, recs)
     assert any(cat == 'latency' for cat, _ in d.events)

@@ -147,16 +147,18 @@ def test_live_node_on_sim_time_estimates_well_and_equals_the_replay(tmp_path):
                         > 0 and peer.node.count_publishers('/estimator_node/state') > 0,
                         60, 'discovery of estimator_node')
         diags = peer.inbox['/diagnostics']
+        states = peer.inbox['/estimator_node/state']
 
-        def tick_to(t_ns):
+        def tick_to(t_ns, inbox):
             # repeated while waiting: the first /clock may precede the subscriber's matching
             def send():
                 clock.publish(cv.clock_msg(peer.kit, t_ns))
             send()
-            peer.spin_until(lambda: diags and cv.stamp_ns(diags[-1].header.stamp) >= t_ns, 10,
+            peer.spin_until(lambda: inbox and cv.stamp_ns(inbox[-1].header.stamp) >= t_ns, 10,
                             f'the tick at {t_ns / NS:.3f} s', retry=send)
 
-        tick_to(stamp_of(recs[0]) - 50_000_000)            # the node runs before the data
+        # the node runs before the data (its 1 Hz diagnostics carry the sim clock)
+        tick_to(stamp_of(recs[0]) - 50_000_000, diags)
         period, lead = 5_000_000, 20_000_000
         i = 0
         t_ns = stamp_of(recs[0])
@@ -170,7 +172,7 @@ def test_live_node_on_sim_time_estimates_well_and_equals_the_replay(tmp_path):
                     pub_js.publish(cv.joint_state_msg(peer.kit, stamp_of(r), r.names,
                                                       r.position, r.velocity, r.effort))
                 i += 1
-            tick_to(t_ns)
+            tick_to(t_ns, states)                # each tick publishes its estimate
             t_ns += period
         peer.spin_until(lambda: len(peer.inbox['/estimator_node/state']) >= 150, 10,
                         'the estimates')
@@ -214,67 +216,98 @@ def test_live_node_on_sim_time_estimates_well_and_equals_the_replay(tmp_path):
     assert len(common) >= 190, (len(live), len(replayed))
     for t in common:
         np.testing.assert_array_equal(live[t], replayed[t], err_msg=f'at {t / NS:.3f} s')
+    # every field of ~/joint_states, effort included (the estimated motor torque; NaN for
+    # the joint no motor drives), equals what the core computed for that tick
+    outs = {o.t_ns: o for o in res.outputs if o.estimate is not None}
+    names = [jt.name for jt in system.mech.joints]
+    effort_live = {cv.stamp_ns(m.header.stamp): np.array(m.effort)
+                   for m in peer.inbox['/estimator_node/joint_states']}
+    for t in common:
+        o = outs[t]
+        np.testing.assert_array_equal(joints[t][0], o.estimate.joint_position)
+        np.testing.assert_array_equal(joints[t][1], o.estimate.joint_velocity)
+        np.testing.assert_array_equal(effort_live[t], o.joint_effort)
+    crank_effort = np.array([effort_live[t][names.index('crank')] for t in common])
+    assert np.all(np.isfinite(crank_effort)) and np.all(np.abs(crank_effort) > 0)
+    assert all(np.isnan(effort_live[t][names.index('coupler_joint')]) for t in common)
+
+
+def _valid_messages(peer, system, t_start, duration=1.0, rate=500.0):
+    """(stamp, message, kind) of a free-fall four-bar stamped from ``t_start`` on, plus the
+    trajectory (its sample k is at t_start + k ms)."""
+    _, traj, recs = fourbar_data(duration=duration, rate=rate)
+    out = []
+    for r in recs:
+        t = t_start + stamp_of(r) - stamp_of(recs[0])
+        if hasattr(r, 'sensor'):
+            out.append((t, cv.imu_msg(peer.kit, t, 'coupler_imu', r.gyro_z, r.accel), 'imu'))
+        else:
+            out.append((t, cv.joint_state_msg(peer.kit, t, r.names, r.position), 'js'))
+    return out, traj
+
+
+def _publish_in_real_time(peer, pubs, msgs, t_start):
+    """Publish each message when the wall clock reaches its stamp (the node's clock)."""
+    for t, msg, kind in msgs:
+        while (wait := t - peer.node.get_clock().now().nanoseconds) > 0:
+            time.sleep(min(wait, 500_000) / 1e9)
+        pubs[kind].publish(msg)
+
+
+def _wait_for_node(peer, pubs, extra=()):
+    peer.spin_until(lambda: all(p.get_subscription_count() > 0 for p in (*pubs, *extra))
+                    and peer.node.count_publishers('/estimator_node/state') > 0
+                    and peer.inbox['/diagnostics'], 60, 'discovery of estimator_node')
 
 
 def test_the_node_survives_bad_input_and_counts_it_in_diagnostics(tmp_path):
     system, _, recs = fourbar_data()
     domain = unique_domain(4)
     proc = start('estimator_node', {'mechanism': fourbar_path(), 'frequency': 100.0,
-                                    'lag_duration': 0.1}, domain, tmp_path)
+                                    'lag_duration': 0.1, 'diagnostics_period': 0.2}, domain,
+                 tmp_path)
     peer = Peer(domain)
-    names = list(system.mech.joints[k].name for k in range(len(system.mech.joints)))
+    names = list(j.name for j in system.mech.joints)
     try:
         pub_js = peer.publisher('/joint_states', 'JointState')
         pub_imu = peer.publisher('/imu/coupler_imu', 'Imu')
         pub_ref = peer.publisher('/estimator_node/reference', 'JointTrajectory')
         peer.listen('/estimator_node/state', 'JointState')
         peer.listen('/diagnostics', 'DiagnosticArray')
-        peer.spin_until(lambda: pub_js.get_subscription_count() > 0
-                        and pub_imu.get_subscription_count() > 0
-                        and pub_ref.get_subscription_count() > 0
-                        and peer.node.count_publishers('/diagnostics') > 0,
-                        60, 'discovery of estimator_node')
-        enc = [r for r in recs if not hasattr(r, 'sensor')]
+        _wait_for_node(peer, (pub_js, pub_imu, pub_ref))
+        diags, states = peer.inbox['/diagnostics'], peer.inbox['/estimator_node/state']
         now = lambda: peer.node.get_clock().now().nanoseconds  # noqa: E731
-
-        def good(count, dt=0.01):
-            for r in enc[:count]:
-                pub_js.publish(cv.joint_state_msg(peer.kit, now(), names, r.position))
-                end = time.monotonic() + dt
-                while time.monotonic() < end:
-                    peer.ex.spin_once(timeout_sec=0.002)
-
-        good(40)
-        states = peer.inbox['/estimator_node/state']
+        good, _ = _valid_messages(peer, system, now() + 100_000_000, duration=0.4)
+        _publish_in_real_time(peer, {'js': pub_js, 'imu': pub_imu}, good, 0)
         peer.spin_until(lambda: len(states) > 5, 20, 'estimates from good input')
+        enc = [r for r in recs if not hasattr(r, 'sensor')]
         p = enc[50].position
         pub_js.publish(cv.joint_state_msg(peer.kit, now(), names, [np.nan, p[1]]))
         pub_js.publish(cv.joint_state_msg(peer.kit, now(), names, p, [np.inf, 0.0]))
         pub_js.publish(cv.joint_state_msg(peer.kit, now(), names, p[:1]))        # lengths
         pub_js.publish(cv.joint_state_msg(peer.kit, now(), ['wheel'] + names, [1.0, *p]))
-        pub_js.publish(cv.joint_state_msg(peer.kit, now() - 3 * NS, names, p))   # too old
+        pub_js.publish(cv.joint_state_msg(peer.kit, now() - 3 * NS, names, p))   # stamp back
+        pub_js.publish(cv.joint_state_msg(peer.kit, now() - 3 * NS // 10, names, p))  # too old
+        pub_js.publish(cv.joint_state_msg(peer.kit, now(), names, p, (), [1e300, 0.0]))
+        pub_js.publish(cv.joint_state_msg(peer.kit, now() + 100 * NS, names, p))  # future
         pub_imu.publish(cv.imu_msg(peer.kit, now(), 'coupler_imu', np.nan, [np.nan, 1.0]))
         ref = _msg('JointTrajectory')(joint_names=['wheel'])
         pub_ref.publish(ref)                                                     # no points
-        diags = peer.inbox['/diagnostics']
         wanted = ('input.nonfinite_values', 'input.dropped.length_mismatch',
                   'input.unknown_joint', 'input.dropped.too_old', 'input.dropped.bad_reference',
-                  'input.dropped.no_usable_values')
-        peer.spin_until(lambda: all(k in diag_values(diags[-1]) for k in wanted), 20,
-                        f'{wanted} in /diagnostics')
-        t_burst = now()
-        for k in range(300):                                                     # burst
-            pub_js.publish(cv.joint_state_msg(peer.kit, t_burst + k * 100_000, names,
-                                              enc[k % len(enc)].position))
-        silence_end = time.monotonic() + 0.6                                     # silence
-        while time.monotonic() < silence_end:
-            peer.ex.spin_once(timeout_sec=0.01)
+                  'input.dropped.no_usable_values', 'input.out_of_limits',
+                  'input.dropped.future', 'input.dropped.backwards')
+        try:
+            peer.spin_until(lambda: all(int(diag_values(diags[-1]).get(k, 0)) > 0
+                                        for k in wanted), 20, f'{wanted} in /diagnostics')
+        except AssertionError:
+            raise AssertionError(diag_values(diags[-1])) from None
         for k in range(15):                                       # stamps back: bag loop
             pub_js.publish(cv.joint_state_msg(peer.kit, now() - 100 * NS + k * 10**7, names,
                                               enc[k].position))
-        peer.ex.spin_once(timeout_sec=0.05)
-        t_resume = now()
-        good(40)
+        t_resume = now() + 50_000_000
+        more, _ = _valid_messages(peer, system, t_resume, duration=0.4)
+        _publish_in_real_time(peer, {'js': pub_js, 'imu': pub_imu}, more, 0)
         peer.spin_until(lambda: any(cv.stamp_ns(m.header.stamp) > t_resume for m in states),
                         20, 'estimates after the bad input')
         peer.spin_until(lambda: cv.stamp_ns(diags[-1].header.stamp) > t_resume + 10**8, 20,
@@ -286,14 +319,141 @@ def test_the_node_survives_bad_input_and_counts_it_in_diagnostics(tmp_path):
         rc = stop(proc)
     log = (tmp_path / 'estimator_node.log').read_text()
     assert rc == 0, log
-    assert int(v.get('input.nonfinite_values', 0)) >= 2, v
-    assert int(v.get('input.dropped.length_mismatch', 0)) >= 1, v
-    assert int(v.get('input.unknown_joint', 0)) >= 1, v
-    assert int(v.get('input.dropped.too_old', 0)) >= 1, v
-    assert int(v.get('input.dropped.bad_reference', 0)) >= 1, v
-    assert int(v.get('input.dropped.no_usable_values', 0)) >= 1, v        # the NaN IMU
-    assert int(v.get('input.resets', 0)) == 1, v                          # the bag loop only
-    assert "unknown joint 'wheel' ignored" in log and 'reset: stamps went back' in log
+    assert int(v['input.nonfinite_values']) >= 2, v
+    assert int(v['input.out_of_limits']) == 1, v                        # the 1e300 effort
+    assert int(v['estimator.used_effort']) == 0, v                      # never reached it
+    resets = {k: x for k, x in v.items() if k.startswith('estimator.reset') and int(x)}
+    # the bag loop, and the jump forward when live data resumed after its 5 old readings
+    assert int(v['estimator.reset:backwards']) == 1, resets
+    assert set(resets) <= {'estimator.resets', 'estimator.reset:backwards',
+                           'estimator.reset:tick_gap'}, resets
+    assert "unknown joints ['wheel'] ignored" in log and 'stamps went back' in log
+
+
+def fuzz_pool(kit, now, rng, names):
+    """Malformed messages of every bad-input class (JointState and Imu), plus plausible
+    garbage that passes the limits."""
+
+    def js(stamp, nm=names, pos=(), vel=(), eff=(), frame=''):
+        m = cv.joint_state_msg(kit, max(stamp, 0), nm, pos, vel, eff)
+        m.header.frame_id = frame
+        return m
+
+    def imu(stamp, g=0.0, a=(0.0, 9.81), cov=0.0, quat=None, frame='coupler_imu'):
+        m = cv.imu_msg(kit, max(stamp, 0), frame, g, a)
+        m.angular_velocity_covariance = np.full(9, cov)
+        if quat is not None:
+            m.orientation.x, m.orientation.y, m.orientation.z, m.orientation.w = quat
+            m.orientation_covariance = np.zeros(9)
+        return m
+
+    big, nan, inf = 1e300, float('nan'), float('inf')
+    pool = [
+        js(now, pos=[nan, nan]), js(now, pos=[inf, -inf]), js(now, vel=[nan, inf]),
+        js(now, pos=[big, 0.0]), js(now, pos=[0.0, -big]), js(now, vel=[big, 1.0]),
+        js(now, eff=[big, 0.0]), js(now, pos=[0.1, 0.2], eff=[50.0, 0.0]),
+        js(now, pos=[0.1]), js(now, pos=[0.1, 0.2, 0.3]), js(now, vel=[1.0]),
+        js(now, nm=['crank', 'crank'], pos=[0.1, 0.2]), js(now, nm=['wheel', 'x'],
+                                                           pos=[1.0, 2.0]),
+        js(now, nm=[], pos=[]), js(now - 100 * NS, pos=[0.3, 0.1]),
+        js(now, pos=[nan, 0.2]), js(now, nm=['wheel', 'crank'], pos=[1.0, 0.1]),
+        js(now + 10**6 * NS, pos=[0.3, 0.1]), js(0, pos=[2.0, -1.0]),
+        js(now - NS // 2, pos=[0.3, 0.1]), js(now, pos=[0.1, 0.2], frame='\x01garbage'),
+        imu(now, g=nan, a=(nan, nan)), imu(now, g=inf), imu(now, a=(big, 0.0)),
+        imu(now, g=big), imu(now, cov=nan), imu(now, cov=-1.0), imu(now, quat=(0, 0, 0, 0)),
+        imu(now, quat=(nan, 0, 0, 1)), imu(now - 100 * NS), imu(now + 10**6 * NS),
+        imu(0, g=40.0, a=(300.0, -300.0)), imu(now, frame='\x00' * 50),
+    ]
+    for _ in range(40):                    # plausible-looking garbage: passes the limits
+        pool.append(js(now, pos=list(rng.uniform(-3, 3, 2)), vel=list(rng.normal(0, 5, 2))))
+        pool.append(imu(now, g=float(rng.normal(0, 5)), a=tuple(rng.normal(0, 30, 2))))
+    return pool
+
+
+def test_after_100k_malformed_messages_one_second_of_valid_data_recovers_the_estimate(
+        tmp_path):
+    """Every bad-input class at full speed over DDS, silences included; then 1 s of valid
+    encoder + IMU data must bring point P1 within 5 mm of the truth, with diagnostics of
+    the same keys as before (bounded) and the node alive."""
+    system, _, _ = fourbar_data()
+    domain = unique_domain(6)
+    proc = start('estimator_node', {'mechanism': fourbar_path(), 'frequency': 250.0,
+                                    'lag_duration': 0.1, 'diagnostics_period': 0.5}, domain,
+                 tmp_path)
+    peer = Peer(domain)
+    rng = np.random.default_rng(11)
+    names = [j.name for j in system.mech.joints]
+    try:
+        pub_js = peer.publisher('/joint_states', 'JointState')
+        pub_imu = peer.publisher('/imu/coupler_imu', 'Imu')
+        peer.listen('/estimator_node/state', 'JointState')
+        peer.listen('/diagnostics', 'DiagnosticArray')
+        _wait_for_node(peer, (pub_js, pub_imu))
+        diags, states = peer.inbox['/diagnostics'], peer.inbox['/estimator_node/state']
+        keys_before = set(diag_values(diags[-1]))
+        now = peer.node.get_clock().now().nanoseconds
+        Imu, JointState = _msg('Imu'), _msg('JointState')
+        pool = fuzz_pool(peer.kit, now, rng, names)
+        assert isinstance(pool[0], JointState) and isinstance(pool[-1], Imu)
+        total, chunk = 100_000, 1000
+        received = lambda: int(diag_values(diags[-1])['input.received'])  # noqa: E731
+        for k in range(total):
+            msg = pool[int(rng.integers(len(pool)))]
+            (pub_imu if isinstance(msg, Imu) else pub_js).publish(msg)
+            if k in (30_000, 70_000):                       # silences
+                end = time.monotonic() + 0.6
+                while time.monotonic() < end:
+                    peer.ex.spin_once(timeout_sec=0.01)
+            elif k % chunk == chunk - 1:    # bursts of 1000, as fast as the node takes them in
+                peer.spin_until(lambda: received() >= 0.9 * k - 2 * chunk, 60,
+                                f'the node to take in {k} messages')
+        assert proc.poll() is None, 'the node died during the fuzz'
+        # the fuzz ends when the node has taken in all it will (its DDS queues drained):
+        # input.received stops growing between two diagnostics
+        count = len(diags)
+
+        def drained():
+            received = [diag_values(m)['input.received'] for m in diags[count:]]
+            return len(received) >= 2 and received[-1] == received[-2]
+
+        peer.spin_until(drained, 60, 'the fuzz to drain')
+        # fresh publishers: nothing of the fuzz can still be in flight on them
+        for pub in (pub_js, pub_imu):
+            peer.node.destroy_publisher(pub)
+        pub_js = peer.publisher('/joint_states', 'JointState')
+        pub_imu = peer.publisher('/imu/coupler_imu', 'Imu')
+        peer.spin_until(lambda: pub_js.get_subscription_count() > 0
+                        and pub_imu.get_subscription_count() > 0, 30, 'the new publishers')
+        t_start = peer.node.get_clock().now().nanoseconds + 100_000_000
+        good, traj = _valid_messages(peer, system, t_start, duration=1.0)
+        _publish_in_real_time(peer, {'js': pub_js, 'imu': pub_imu}, good, t_start)
+        t_end = good[-1][0]
+        peer.spin_until(lambda: states and cv.stamp_ns(states[-1].header.stamp) >= t_end - 8e6,
+                        30, 'estimates of the valid second')
+        peer.spin_until(lambda: cv.stamp_ns(diags[-1].header.stamp) > t_end, 20,
+                        'diagnostics after the valid second')
+        assert proc.poll() is None, 'the node died'
+        v = diag_values(diags[-1])
+    finally:
+        peer.close()
+        rc = stop(proc)
+    log = (tmp_path / 'estimator_node.log').read_text()
+    assert rc == 0, log
+    errs = []
+    for m in states:
+        t = cv.stamp_ns(m.header.stamp)
+        if t_end - 150_000_000 <= t <= t_end:
+            k = int(round((t - t_start) / 1e6))
+            errs.append(np.linalg.norm(np.array(m.position[:2]) - traj.q[k, :2]))
+    assert len(errs) >= 3, len(errs)     # a loaded node merges ticks: fewer, not worse
+    assert max(errs) < 0.005, (max(errs), v)
+    assert set(v) - {'tick_time'} == keys_before - {'tick_time'}     # bounded diagnostics
+    assert int(v['input.received']) >= total * 0.9, v                  # DDS may shed some
+    for key in ('input.nonfinite_values', 'input.out_of_limits', 'input.dropped.future',
+                'input.dropped.length_mismatch', 'input.dropped.repeated_names',
+                'input.unknown_joint', 'estimator.rejected_outlier'):
+        assert int(v[key]) > 0, (key, v)
+    assert len(log.splitlines()) < 400, 'the log is not throttled'
 
 
 # ------------------------------------------------------------------ simulator

@@ -29,11 +29,14 @@ Live only (``live=True``):
   the events): the estimator takes the longer step and every reading of the
   interval through its two-key factor. Readings are never dropped for being
   slow; the estimate degrades gracefully toward fewer, longer steps.
-* **Input latency.** Stamps that lag the clock persistently (a simulator
-  slower than real time, a sensor with a constant delay) are not a bag loop:
-  the tick grid follows the clock minus the smallest recent lag
-  (``input.latency_ms``), so those readings are used, not dropped, and no reset
-  storm follows. Reported once in the log.
+* **The tick clock is the data.** Ticks run up to the newest reading's stamp,
+  moving on with the clock between readings (``input.latency_ms`` = clock −
+  newest stamp at the last reading). So a backlog (the node fell behind after
+  a burst), stamps that lag the clock (a simulator slower than real time, a
+  sensor with a constant delay, a bag played without ``--clock``) never make
+  readings too old, and are no bag loop: no reset storm. In silence the ticks
+  carry on with the clock (dynamics-only prediction, status ``stale``). A
+  sensor slower than the others must stay within ``lag_duration`` of them.
 """
 from __future__ import annotations
 
@@ -118,8 +121,6 @@ class EstimatorDriver:
     """Consecutive records stamped far before the newest one read as "the stamps went
     back" (bag loop): reset. Fewer are dropped (``dropped.backwards``)."""
 
-    LATENCY_WINDOW_NS = NS // 2
-    """Input latency is the smallest lag (clock − stamp) seen over this window."""
 
     def __init__(self, sys: Any, settings: EstimatorSettings, estimator: Any = None,
                  live: bool = False) -> None:
@@ -161,8 +162,6 @@ class EstimatorDriver:
         self._fed = False
         self._back_streak = 0
         self.delay_ns = 0
-        self._lat_min = None
-        self._lat_window_end: int | None = None
         self.counters: dict[str, int] = dict.fromkeys(INPUT_KEYS, 0)
         self.ticks = {'run': 0, 'merged': 0, 'overruns': 0, 'skipped': 0, 'published': 0}
         self.events: list[tuple[str, str]] = []      # (category, text) for the caller to log
@@ -241,12 +240,18 @@ class EstimatorDriver:
                        '(bag loop?)')
         else:
             self._back_streak = 0
-        if now_ns is not None and self.live:
-            self._track_latency(now_ns - t_ns, now_ns)
         if self.last_tick is not None and t_ns < self.last_tick - self.lag_ns:
             self.counters['dropped.too_old'] += 1
             return False
         self._max_stamp = t_ns if self._max_stamp is None else max(self._max_stamp, t_ns)
+        if now_ns is not None and self.live:
+            # the tick clock is the newest data, moving on with the clock between readings
+            delay = max(0, now_ns - self._max_stamp)
+            if (delay > self.lag_ns // 2) != (self.delay_ns > self.lag_ns // 2):
+                self.note('latency', f'input stamps lag the clock by {delay / NS:.3f} s: ticks '
+                          'follow the data' if delay > self.lag_ns // 2 else
+                          'input stamps caught up with the clock')
+            self.delay_ns = delay
         heapq.heappush(self._queue, (_order_key(t_ns, record, self._seq), record))
         self._seq += 1
         self.counters['queued'] += 1
@@ -254,24 +259,6 @@ class EstimatorDriver:
             heapq.heappop(self._queue)
             self.counters['dropped.queue_full'] += 1
         return True
-
-    def _track_latency(self, lag_ns: int, now_ns: int) -> None:
-        """Smallest clock − stamp lag per window; a persistent one shifts the tick grid."""
-        self._lat_min = lag_ns if self._lat_min is None else min(self._lat_min, lag_ns)
-        if self._lat_window_end is None:
-            self._lat_window_end = now_ns + self.LATENCY_WINDOW_NS
-        urgent = lag_ns > self.delay_ns + self.lag_ns // 2      # about to be too old
-        if now_ns < self._lat_window_end and not urgent:
-            return
-        lat = self._lat_min if not urgent else max(self._lat_min, lag_ns)
-        new = int(lat) if lat > self.lag_ns // 2 else 0
-        if (new == 0) != (self.delay_ns == 0):
-            self.note('latency', f'input stamps lag the clock by {lat / NS:.3f} s: ticks now '
-                      f'run {new / NS:.3f} s behind the clock' if new else
-                      'input stamps caught up with the clock: ticks follow the clock')
-        self.delay_ns = new
-        self._lat_min = None
-        self._lat_window_end = now_ns + self.LATENCY_WINDOW_NS
 
     def reference_message(self, msg: Any, now_ns: int | None = None) -> bool:
         """A JointTrajectory for the torque commands; False (counted, noted) if unusable."""
@@ -303,6 +290,7 @@ class EstimatorDriver:
         self._max_stamp = None
         self._fed = False
         self._back_streak = 0
+        self.delay_ns = 0
         self.note(f'reset:{category}', f'reset ({category}): {detail}' if detail
                   else f'reset ({category})')
         try:

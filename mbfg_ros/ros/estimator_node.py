@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import array
 import functools
+import signal
 import sys
 import time
 from collections import deque
@@ -163,6 +164,11 @@ class EstimatorNode(Node):
                                               '/diagnostics', OUTPUT_QOS)
         self.timer = self.create_timer(1.0 / self.driver.frequency, self._on_timer)
         self.timer.cancel()                           # idle until the first reading
+        # a tick deferred by the budget runs on this steady-clock one-shot, so a clock that
+        # only moves when told (sim time, lockstep) never leaves it waiting
+        self.retry_timer = self.create_timer(1.0 / self.driver.frequency, self._on_retry,
+                                             clock=Clock(clock_type=ClockType.STEADY_TIME))
+        self.retry_timer.cancel()
         self.diag_timer = self.create_timer(float(v['diagnostics_period']), self._on_diag,
                                             clock=Clock(clock_type=ClockType.STEADY_TIME))
         self.get_logger().info(
@@ -202,6 +208,8 @@ class EstimatorNode(Node):
         wall = time.perf_counter()
         if wall < self._next_tick_wall:           # over the tick budget: merge into a later one
             self._deferred += 1
+            if self.retry_timer.is_canceled():
+                self.retry_timer.reset()
             return
         outs = d.advance(now)
         if outs:
@@ -209,8 +217,15 @@ class EstimatorNode(Node):
             took = time.perf_counter() - wall
             self._tick_ms.append(1e3 * took)
             self._ticks_in_period += 1
-            self._next_tick_wall = wall + took / self._load
+            # idle for took·(1/load − 1) after a tick, at most 4 periods (no cascade of ever
+            # longer merged ticks after one slow tick)
+            self._next_tick_wall = wall + took + min(took * (1.0 / self._load - 1.0),
+                                                     4.0 / self.driver.frequency)
         self._log_events()
+
+    def _on_retry(self) -> None:
+        self.retry_timer.cancel()
+        self._on_timer()
 
     def _publish(self, out: TickOutput, now: int) -> None:
         if out.estimate is None:
@@ -274,16 +289,27 @@ class EstimatorNode(Node):
 
     def close(self) -> None:
         """Stop the timers (called by run_node before destroy_node)."""
-        for timer in (self.timer, self.diag_timer):
+        for timer in (self.timer, self.diag_timer, self.retry_timer):
             timer.cancel()
 
 
 def _spin(node: EstimatorNode) -> None:
     executor = make_executor(node.executor_kind)
     executor.add_node(node)
+    stop = []
+
+    def request_stop(signum: int, _frame: Any) -> None:
+        stop.append(signum)            # no KeyboardInterrupt inside a tick or a GTSAM callback
+
+    previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        executor.spin()
+        # spin_once with a timeout, not spin(): rclpy 9's EventsExecutor.spin() does not
+        # return when the context shuts down
+        while not stop and node.context.ok():
+            executor.spin_once(timeout_sec=0.1)
     finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, signal.SIG_IGN if stop else handler)
         executor.shutdown()
 
 

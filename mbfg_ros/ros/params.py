@@ -116,7 +116,7 @@ def _estimator_params() -> tuple[ParamSpec, ...]:
         ParamSpec('covariance_every', _cfg('covariance_every'),
                   'Marginal covariance (~/state_stddev) every k ticks.', 'int', lo=1,
                   hi=1_000_000, config=True),
-        ParamSpec('future_tolerance', 1.0, 'Readings stamped more than this many seconds '
+        ParamSpec('future_tolerance', 0.25, 'Readings stamped more than this many seconds '
                   'ahead of the node clock are dropped (dropped.future).', lo=1e-3, hi=1e6),
         ParamSpec('diagnostics_period', 1.0, 'Seconds between /diagnostics messages (steady '
                   'clock, so they also come when the input or /clock stops).', lo=0.05,
