@@ -192,8 +192,8 @@ class Estimator:
     counted: the records define it so); ±inf → ``dropped_nonfinite``; a reading
     far from the prediction → ``rejected_outlier`` (module docstring); arrays
     whose length differs from ``names`` (empty = not given) → ``dropped_bad_length``;
-    unknown joint/IMU names → ``dropped_unknown_joint``/``_sensor`` once per name (the other joints are
-    used); a stamp more than ``backwards_tolerance`` before the newest one →
+    unknown joint/IMU names → ``dropped_unknown_joint``/``_sensor`` once per name
+    (the other joints are used); a stamp more than ``backwards_tolerance`` before the newest one →
     reset to uninitialised (``backwards``, bag loop); stamps older than the
     window → ``dropped_too_old``; bursts → all used, oldest dropped beyond
     ``max_pending`` (``dropped_overflow``); silence → dynamics-only prediction
