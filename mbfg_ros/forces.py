@@ -372,3 +372,32 @@ class Forces:
                 out.append(ElementLoad('actuator', f'Q_{mech.coordinate_names[c]}', None, (p,),
                                        F, 0.0))
         return out
+
+    def potential(self, q: np.ndarray, q_ref: np.ndarray | None = None) -> float:
+        """Potential energy V(q) of the conservative loads, with ``−∂V/∂q = Q(q, 0)``.
+
+        Seed 003 §6.1.1: constant forces and gravity ``−Q0ᵀ q`` (Eqs. 6.1,
+        6.17), body torques ``−T θ`` (6.2), translational springs
+        ``½ k (L − L0)²`` (6.3) and rotational springs ``½ k (φ − φ0)²`` (6.15,
+        wrapped as their torque is). Dampers store nothing, and actuators are
+        not included. A body torque's angle is unwrapped next to ``q_ref``
+        (default ``q``), so differences of V between nearby poses are exact.
+        """
+        ext = self.ext.of(q)
+        ref = ext if q_ref is None else self.ext.of(q_ref)
+        zero = np.zeros(self.W)
+        V = -float(self.Q0 @ np.asarray(q, dtype=float)[:self.n])
+        for idx, torque in self._torques:
+            th = _angle(ext, zero, idx).value
+            th0 = _angle(ref, zero, idx).value
+            V -= torque * (th0 + math.remainder(th - th0, 2 * math.pi))
+        for idx, spring in self._springs:
+            r = ext[idx]
+            V += 0.5 * spring.k * (math.hypot(*(r[2:] - r[:2])) - spring.length) ** 2
+        for ia, ib, s in self._rsprings:
+            phi = 0.0
+            for sign, ii in ((-1.0, ia), (1.0, ib)):
+                if not self._is_ground(ii):
+                    phi += sign * _angle(ext, zero, ii).value
+            V += 0.5 * s.k * math.remainder(phi - s.angle, 2 * math.pi) ** 2
+        return V
