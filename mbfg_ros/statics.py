@@ -280,7 +280,8 @@ def static_equilibrium(sys: System, q0: np.ndarray | None = None, tol: float = 1
         raise StaticsError(
             f'{source}: static equilibrium: Newton did not converge in {max_iter} iterations; '
             f'closest pose (max |residual| {nw.closest_residual:.3g}): '
-            f'{_pose(sys, nw.closest)}. Try --stable (goes downhill instead), or another '
+            f'{_pose(sys, nw.closest)}. Try stable=True (mbfg-statics without --no-stable: '
+            f'goes downhill instead), or another '
             f'start, e.g. --start {_start_hint(sys, nw.closest)}',
             nw.closest, nw.closest_residual)
     eq = _equilibrium(sys, nw, its, ()) if nw.converged else None
