@@ -61,9 +61,10 @@ def run_cli(main: Callable[[list[str] | None], int], argv: list[str] | None = No
     errors keep their traceback: they are bugs to report.
     """
     try:
-        code = int(main(argv) or 0)
-        sys.stdout.flush()
-        return code
+        try:
+            return int(main(argv) or 0)
+        finally:                   # also after argparse's SystemExit (--help, usage errors)
+            sys.stdout.flush()
     except BrokenPipeError:
         # The reader went away (``| head``): stop quietly. Point stdout at devnull so
         # the interpreter's final flush does not raise again.

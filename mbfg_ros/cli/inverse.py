@@ -26,7 +26,7 @@ from ..inverse import InverseConfig, inverse_dynamics
 from ..trajectory import load_trajectory
 from .common import Progress, plain, run_cli, save_figure
 
-__all__ = ['main']
+__all__ = ['main', 'plot_inverse']
 
 
 def _indices(mech, text: str, what: str) -> list[int]:
@@ -83,13 +83,13 @@ def _main(argv: list[str] | None) -> int:
     np.savetxt(out, np.hstack(cols), delimiter=',', header=','.join(header), comments='',
                fmt='%.10g')
     if args.plot:
-        _plot(Path(args.plot), mech, res, names, rx)
+        plot_inverse(Path(args.plot), mech, res, names, rx)
         print(f'wrote {args.plot}', file=sys.stderr)
     print(f'wrote {out} ({len(res.t)} rows)', file=sys.stderr)
     return 0
 
 
-def _plot(path: Path, mech, res, names: list[str], rx: list | None) -> list[str]:
+def plot_inverse(path: Path, mech, res, names: list[str], rx: list | None) -> list[str]:
     """Actuator efforts against t; with reactions, a second panel of the reaction force
     magnitude at every joint on every body. Returns the panel titles."""
     import matplotlib
