@@ -259,7 +259,7 @@ def _start_hint(sys: System, q: np.ndarray) -> str:
 
 
 def static_equilibrium(sys: System, q0: np.ndarray | None = None, tol: float = 1e-10,
-                       max_iter: int = 100, stable: bool = False,
+                       max_iter: int = 100, stable: bool = True,
                        max_restarts: int = 5) -> Equilibrium:
     """Equilibrium nearest ``q0`` (default: the assembled YAML pose), with its stability.
 
