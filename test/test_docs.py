@@ -55,7 +55,7 @@ def test_no_paragraph_runs_into_the_list_above_it():
         in_list = bool(re.match(r'\s*([-*]|\d+\.)\s', prev)) or (prev.startswith('  ')
                                                                 and prev.strip())
         starts_paragraph = bool(line.strip()) and not line[0].isspace() and not re.match(
-            r'([-*|#>]|\d+\.)', line)
+            r'([-*]\s|[|#>]|\d+\.\s)', line)
         if in_list and starts_paragraph:
             bad.append(f'README.md:{k}: {line[:50]}')
     assert not bad, bad
