@@ -94,6 +94,7 @@ class Constraints:
         quad_idx, quad_H, quad_c = [], [], []
         labels = []
         kinds: list[tuple[str, int]] = []
+        pairs: dict[int, tuple[int, int]] = {}
         for b, body in enumerate(mech.bodies):
             for i, j in itertools.combinations(body.points, 2):
                 if (i, j) == body.points[:2]:
@@ -106,6 +107,7 @@ class Constraints:
                 quad_c.append(length ** 2)
                 labels.append(f'distance body{b} ({i},{j})')
                 kinds.append(('distance', b))
+                pairs[len(labels) - 1] = (i, j)
         for k, s in enumerate(mech.sliders):
             if s.line is not None:
                 ends = [point_w[s.line[0]], point_w[s.line[1]]]
@@ -152,6 +154,7 @@ class Constraints:
         self.labels = tuple(labels)
         self.kinds = tuple(kinds)       # per row: ('distance', body), ('slider', k), ('angle', k)
         self.point_w = point_w          # (P, 2) index of each point's x, y in w
+        self.distance_pairs = pairs     # distance row -> its two points
         self._rq = np.arange(self.m_quad)
         self._ra = np.arange(self.m_quad, self.m)
         # Flat indices for scattering local Hessians into a W x W matrix.

@@ -39,6 +39,14 @@ plus the couple gives the joint's moment on that body):
   apply, ``∓`` on their two bodies. They are loads, not reactions, and are
   listed so the moment at each joint can be read off.
 
+Distance constraints hold a body's points at their distances; their forces
+act inside one body, so they are not joint entries: ``tension`` gives, per
+distance row, the force it carries between its two points (Eq. 6.61,
+positive pulling them together). For a massless two-point body (a link) that
+is the force of the link on its pins; for a body with mass or with 3+ points
+it is the natural-coordinate model's internal force (minimum norm where rows
+are redundant).
+
 ``Reactions.residual`` is ``max |Φqᵀ λ − (Q + Q_x − M q̈)|``: zero (to
 rounding) when the state and loads are consistent; it is the force that no
 reaction can balance otherwise (a pose off the constraints, or an
@@ -90,6 +98,7 @@ class Reactions(NamedTuple):
     forces: np.ndarray           # (J, 2) force on the body [N]
     moments: np.ndarray          # (J,) couple on the body [N m]
     normal: dict                 # slider name -> signed normal force [N]
+    tension: dict                # '<body>_<point>_<point>' -> distance-row force [N]
     residual: float              # max |Φqᵀλ − (Q + Q_x − M q̈)|: unbalanced force [N]
 
     def of_kind(self, kind: str) -> list[int]:
@@ -207,7 +216,7 @@ class JointReactions:
         # Constraint forces −λ_k ∂Φ_k/∂w at each point (Eqs. 6.57-6.81).
         Jw = cons.phi_w(q)
         pw = cons.point_w
-        normal = {}
+        normal, tension = {}, {}
         Ga = cons.angle_vector_gradients(q)
         for k, (kind, ref) in enumerate(cons.kinds):
             sides = self.row_body[k]
@@ -216,7 +225,13 @@ class JointReactions:
                 for p, e in sides.items():
                     if e != GROUND:
                         need[e, p] -= Fk[p]
-            if kind == 'slider':
+            if kind == 'distance':
+                i, j = cons.distance_pairs[k]
+                d = pos[j] - pos[i]
+                # force on i is T (rj − ri)/|rj − ri|
+                tension[f'{mech.bodies[ref].name}_{mech.points[i].name}_'
+                        f'{mech.points[j].name}'] = float(Fk[i] @ d / np.linalg.norm(d))
+            elif kind == 'slider':
                 s = mech.sliders[ref]
                 Fp = Fk[s.point]
                 a, b = self._line(s, wc)
@@ -274,7 +289,7 @@ class JointReactions:
             at=np.array([x.at for x in entries], dtype=float).reshape(-1, 2),
             forces=np.array([x.force for x in entries], dtype=float).reshape(-1, 2),
             moments=np.array([x.moment for x in entries], dtype=float),
-            normal=normal, residual=residual)
+            normal=normal, tension=tension, residual=residual)
 
     def _line(self, s, wc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         cons = self.sys.constraints

@@ -235,3 +235,31 @@ def test_inconsistent_loads_show_as_a_residual_not_as_a_reaction():
     zero = np.zeros(sys.n)
     rx = JointReactions(sys)(sys.q0, zero, zero, tau=np.array([1.0]))   # not in equilibrium
     assert rx.residual > 0.1
+
+
+def test_a_massless_link_is_a_two_force_member_carrying_its_distance_tension():
+    """A four-bar whose coupler has no mass: its pins push along it, equal and opposite,
+    and the distance constraint's tension (seed 003 Eq. 6.61) is that force."""
+    from mbfg_ros.dynamics import build_system, forward_accel
+    from mbfg_ros.model import parse_mechanism
+    text = (CONFIG / 'fourbar.yaml').read_text().replace(
+        '    length: 2*L\n    mass: 2.0\n    I0: (1/3)*mass*length^2',
+        '    length: 2*L\n    mass: 0.0\n    I0: 0.0')
+    mech = parse_mechanism(text, source='massless_coupler')
+    assert mech.bodies[1].mass == 0.0
+    sys = build_system(mech)
+    q = sys.q0
+    qd = 1.5 * np.linalg.svd(sys.constraints.phi_q(q))[2][-1]
+    a = forward_accel(sys, q, qd, np.array([2.0]))
+    rx = JointReactions(sys)(q, qd, a.qdd, tau=np.array([2.0]))
+    _check(sys, NewtonEuler(sys), q, qd, a.qdd, rx, tau=np.array([2.0]), where='massless')
+    f1 = rx.forces[rx.labels.index('p1_on_body1')]
+    f2 = rx.forces[rx.labels.index('p2_on_body1')]
+    r1, r2 = q[0:2], q[2:4]
+    u = (r2 - r1) / np.linalg.norm(r2 - r1)
+    np.testing.assert_allclose(f1 + f2, 0, atol=1e-9 * np.linalg.norm(f1))
+    assert abs(_cross(u, f1)) <= 1e-9 * np.linalg.norm(f1)        # along the link
+    T = rx.tension['body1_p1_p2']
+    # In tension (T > 0) the link pulls its ends together and the pins pull them apart.
+    np.testing.assert_allclose(f1, -T * u, rtol=1e-9, atol=1e-12)
+    assert abs(T) > 0.1

@@ -14,9 +14,10 @@ The CSV has name,value rows: every coordinate of q, stability (the
 verdict), stiffness_eig0.. (ascending), potential_energy, then the joint
 reactions (see mbfg_ros.reactions): <joint>_on_<body>_fx/_fy for pins and
 sliders, <slider>_normal, <joint>_on_<body>_m for the couples of angle
-constraints and rotational springs. Exit status: 0 for an equilibrium (any
-verdict with --no-stable), 1 when no stable equilibrium was found, 2 for bad
-input or no convergence.
+constraints and rotational springs, distance_<body>_<point>_<point>_tension
+for the force each distance constraint carries. Exit status: 0 for an
+equilibrium (any verdict with --no-stable), 1 when no stable equilibrium was
+found, 2 for bad input or no convergence.
 """
 from __future__ import annotations
 
@@ -73,6 +74,7 @@ def _csv_rows(sys_: System, eq: Equilibrium, rx: Reactions) -> list[str]:
         else:
             lines.append(f'{lab}_m,{rx.moments[k]:.12g}')
     lines += [f'{name}_normal,{v:.12g}' for name, v in rx.normal.items()]
+    lines += [f'distance_{name}_tension,{v:.12g}' for name, v in rx.tension.items()]
     return lines
 
 
