@@ -155,7 +155,8 @@ def _main(argv: Sequence[str] | None) -> int:
     name = system.mech.name
     bag = out / f'{name}_sim'
     count = write_simulation_bag(bag, system, traj, meas)
-    print(f'2/3 wrote {count} messages to {bag} (MCAP): encoders and IMU at {a.rate:g} Hz, '
+    sensors_said = 'encoders and IMU' if system.mech.sensors else 'encoders'
+    print(f'2/3 wrote {count} messages to {bag} (MCAP): {sensors_said} at {a.rate:g} Hz, '
           'ground truth, /clock', flush=True)
     params = load_params_file(config_path('estimator.yaml'))
     params['frequency'] = a.rate     # tick at the sensor rate: readings fall on the ticks

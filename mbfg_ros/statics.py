@@ -75,12 +75,17 @@ class StaticsError(MbfgError):
         self.residual = residual
 
 
-def classify(eigenvalues: np.ndarray, rtol: float = 1e-8) -> str:
-    """``stable`` / ``unstable`` / ``saddle`` / ``neutral`` from the reduced stiffness."""
+def classify(eigenvalues: np.ndarray, scale: float = 0.0, rtol: float = 1e-8,
+             atol: float = 1e-12) -> str:
+    """``stable`` / ``unstable`` / ``saddle`` / ``neutral`` from the reduced stiffness.
+
+    An eigenvalue within ``rtol`` of the largest of ``scale`` and the
+    eigenvalues (plus ``atol``) counts as zero.
+    """
     ev = np.asarray(eigenvalues, dtype=float)
     if ev.size == 0:
         return 'neutral'
-    tol = rtol * max(float(np.max(np.abs(ev))), 1e-300)
+    tol = rtol * max(float(np.max(np.abs(ev))), scale) + atol
     neg, pos = bool(np.any(ev < -tol)), bool(np.any(ev > tol))
     if neg and pos:
         return 'saddle'
@@ -246,7 +251,11 @@ def _descend(sys: System, q: np.ndarray, direction: np.ndarray | None, max_iter:
 def _equilibrium(sys: System, nw: _Newton, iterations: int, visited: tuple) -> Equilibrium:
     K, N = reduced_stiffness(sys, nw.q, nw.lam)
     ev = np.linalg.eigvalsh(K)
-    return Equilibrium(nw.q, nw.lam, iterations, nw.residual, K, ev, classify(ev), N,
+    # The size of the terms K is made of, so that their round-off is not read as curvature.
+    ft = sys.forces.evaluate(nw.q, np.zeros(sys.n), None, jacobians=True)
+    scale = max(float(np.max(np.abs(ft.Q_q), initial=0.0)),
+                float(np.max(np.abs(sys.constraints.hess_weighted(nw.q, nw.lam)), initial=0.0)))
+    return Equilibrium(nw.q, nw.lam, iterations, nw.residual, K, ev, classify(ev, scale), N,
                        visited, sys.forces.potential(nw.q))
 
 

@@ -257,3 +257,13 @@ def test_statics_cli_plot_is_written_at_the_path_given(tmp_path):
 def test_statics_cli_reports_a_missing_file_on_one_line(tmp_path, capsys):
     assert statics_main([str(tmp_path / 'nope.yaml'), '--output', str(tmp_path / 'o')]) == 2
     assert 'nope.yaml' in capsys.readouterr().err
+
+
+def test_a_mechanism_without_potential_is_neutral_everywhere():
+    from mbfg_ros.dynamics import build_system
+    from mbfg_ros.model import parse_mechanism
+    text = (CONFIG / 'five_bar.yaml').read_text() + '\ngravity: [0, 0]\n'
+    sys = build_system(parse_mechanism(text, source='weightless five-bar'))
+    eq = static_equilibrium(sys)
+    assert eq.verdict == 'neutral' and eq.iterations <= 2
+    np.testing.assert_allclose(eq.q, sys.q0, atol=1e-12)
