@@ -200,13 +200,17 @@ def test_reactions_balance_every_body_along_an_inverse_dynamics_run(name):
 
 
 @pytest.mark.parametrize('name', MECHANISMS)
-def test_reactions_balance_every_body_at_the_static_equilibrium(name):
+def test_reactions_balance_every_body_at_every_static_equilibrium(name):
+    """The equilibrium nearest the YAML pose (often unstable) and the stable one downhill."""
     sys = load_system(CONFIG / name)
-    eq = static_equilibrium(sys, stable=True)
-    assert eq.verdict == 'stable'
+    nearest = static_equilibrium(sys, stable=False)
+    low = static_equilibrium(sys, stable=True)
+    assert low.verdict == 'stable'
     zero = np.zeros(sys.n)
-    rx = JointReactions(sys)(eq.q, zero, zero)
-    _check(sys, NewtonEuler(sys), eq.q, zero, zero, rx, where=f'{name} statics')
+    jr, ne = JointReactions(sys), NewtonEuler(sys)
+    for eq in (nearest, low):
+        rx = jr(eq.q, zero, zero)
+        _check(sys, ne, eq.q, zero, zero, rx, where=f'{name} statics ({eq.verdict})')
 
 
 def test_joint_motor_torques_and_slider_normal_forces_balance_in_motion():
@@ -263,3 +267,32 @@ def test_a_massless_link_is_a_two_force_member_carrying_its_distance_tension():
     # In tension (T > 0) the link pulls its ends together and the pins pull them apart.
     np.testing.assert_allclose(f1, -T * u, rtol=1e-9, atol=1e-12)
     assert abs(T) > 0.1
+
+
+def test_every_element_kind_at_once_balances_in_motion():
+    """Relative angle between two pinned bodies (their vectors share the elbow), an
+    absolute angle, a slider, point and body forces, a torque, springs, a rotational
+    spring, a point mass, a coordinate motor on an angle and a joint motor."""
+    from mbfg_ros.dynamics import build_system, forward_accel
+    from mbfg_ros.model import parse_mechanism
+    from test_yaml_names import BY_INDEX
+    text = BY_INDEX + ('actuators:\n  - {name: m_angle, coordinate: elbow_angle}\n'
+                       '  - {name: m_joint, joint: elbow_joint}\n')
+    text = text.replace('rotational_springs:\n  - {bodies: [ground, 0], k: 4}',
+                        'rotational_springs:\n  - {bodies: [ground, 0], k: 4, c: 0.3}\n'
+                        '  - {bodies: [0, 1], k: 2, c: 0.2, angle: 0.4}')
+    sys = build_system(parse_mechanism(text, source='all kinds'))
+    q = sys.q0
+    qd = 1.3 * np.linalg.svd(sys.constraints.phi_q(q))[2][-1]
+    tau = np.array([0.7, -1.1])
+    a = forward_accel(sys, q, qd, tau)
+    rx = JointReactions(sys)(q, qd, a.qdd, tau=tau)
+    assert rx.residual < 1e-9
+    _check(sys, NewtonEuler(sys), q, qd, a.qdd, rx, tau=tau, where='all kinds')
+    kinds = set(rx.kinds)
+    assert kinds == {'pin', 'slider', 'angle', 'rotational_spring', 'actuator'}
+    # The coordinate motor on elbow_angle reaches the bodies through the angle row.
+    elbow = {int(rx.bodies[i]): rx.moments[i] for i in rx.of_kind('angle')
+             if rx.joints[i] == 'elbow_angle'}
+    assert elbow[1] == pytest.approx(0.7, rel=1e-9) and elbow[0] == pytest.approx(-0.7,
+                                                                                rel=1e-9)
