@@ -60,7 +60,7 @@ import numpy as np
 
 from .dynamics import System
 from .forces import body_mass_matrix
-from .model import GROUND
+from .model import GROUND, Slider
 
 __all__ = ['constraint_multipliers', 'Reactions', 'JointReactions', 'joint_reactions',
            'KINDS']
@@ -144,8 +144,10 @@ class JointReactions:
             elif kind == 'slider':
                 s = mech.sliders[ref]
                 side = {s.point: self.owner(s.point)}
-                if s.line is not None:
-                    side.update({p: self.owner(p) for p in s.line})
+                if s.line is not None:           # the guide: one body through both, if any
+                    guide = self.common_body(s.line)
+                    side.update({p: self.owner(p) if guide is None else guide
+                                 for p in s.line})
                 self.row_body.append(side)
             else:
                 r = mech.relative[ref]
@@ -291,7 +293,7 @@ class JointReactions:
             moments=np.array([x.moment for x in entries], dtype=float),
             normal=normal, tension=tension, residual=residual)
 
-    def _line(self, s, wc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _line(self, s: Slider, wc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         cons = self.sys.constraints
         if s.line is not None:
             return wc[cons.point_w[s.line[0]]], wc[cons.point_w[s.line[1]]]
