@@ -296,3 +296,19 @@ def test_every_element_kind_at_once_balances_in_motion():
              if rx.joints[i] == 'elbow_angle'}
     assert elbow[1] == pytest.approx(0.7, rel=1e-9) and elbow[0] == pytest.approx(-0.7,
                                                                                 rel=1e-9)
+
+
+@pytest.mark.parametrize('name', ['extensions.yaml', 'quick_return.yaml',
+                                  'slider_crank_spring.yaml', 'runaway_slider.yaml'])
+def test_test_mechanisms_balance_in_motion_with_their_motors(name):
+    """Mobile slider (quick-return), every extension key, springs on sliders."""
+    from mbfg_ros.dynamics import forward_accel
+    sys = load_system(Path(__file__).resolve().parent / 'data' / name)
+    q = sys.q0
+    N = np.linalg.svd(sys.constraints.phi_q(q))[2][sys.n - sys.dof:]
+    qd = 0.8 * N.sum(axis=0)
+    tau = np.linspace(0.5, -1.5, sys.forces.n_act)
+    a = forward_accel(sys, q, qd, tau)
+    rx = JointReactions(sys)(q, qd, a.qdd, tau=tau)
+    assert rx.residual < 1e-9
+    _check(sys, NewtonEuler(sys), q, qd, a.qdd, rx, tau=tau, where=name)
