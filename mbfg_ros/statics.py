@@ -300,6 +300,8 @@ def static_equilibrium(sys: System, q0: np.ndarray | None = None, tol: float = 1
         q_from, direction = eq.q, eq.basis @ np.linalg.eigh(eq.stiffness)[1][:, 0]
     else:                                  # Newton failed: go downhill from the start
         q_from, direction = q, None
+    V_start = sys.forces.potential(q_from)
+    q_low = q_from
     for _ in range(max_restarts):
         if eq is not None:
             visited.append((eq.q, eq.verdict))
@@ -315,15 +317,18 @@ def static_equilibrium(sys: System, q0: np.ndarray | None = None, tol: float = 1
         q_from = eq.q
         direction = eq.basis @ np.linalg.eigh(eq.stiffness)[1][:, 0]
     last = visited[-1] if visited else None
-    where = (f'last equilibrium {last[1]} at {_pose(sys, last[0])}' if last is not None
-             else f'closest pose (max |residual| {nw.closest_residual:.3g}): '
-                  f'{_pose(sys, nw.closest)}')
+    drop = V_start - sys.forces.potential(q_low, q_from)
+    where = (f'last equilibrium: {last[1]} at {_pose(sys, last[0])}' if last is not None
+             else f'start pose: {_pose(sys, q)}')
     raise StaticsError(
-        f'{source}: static equilibrium: no stable equilibrium found going downhill '
-        f'({its} iterations; V may have no minimum, e.g. a load pulls the mechanism along a '
-        f'free direction); {where}. Try another start, e.g. --start '
-        f'{_start_hint(sys, nw.closest if last is None else last[0])}, or --no-stable',
-        nw.closest if last is None else last[0], nw.closest_residual)
+        f'{source}: static equilibrium: no stable equilibrium found going downhill: after '
+        f'{its} iterations V had fallen by {drop:.4g} J without levelling off, at '
+        f'{_pose(sys, q_low)} (V may have no minimum: a load pulls the mechanism along a '
+        f'free direction, or a spring or stop is missing); {where}. Try another start '
+        f'(--start {",".join(sys.names[i] + "=VALUE" for i in sys.z_idx)}, on another '
+        'branch of the motion), or --no-stable for the nearest equilibrium whatever its '
+        'stability',
+        q_low, nw.closest_residual)
 
 
 def start_pose(sys: System, values: dict[str, float]) -> np.ndarray:
