@@ -22,7 +22,9 @@ import numpy as np
 
 from ..dynamics import load_system
 from ..errors import MbfgError
-from ..inverse import InverseConfig, inverse_dynamics
+from ..inverse import InverseConfig, InverseResult, inverse_dynamics
+from ..model import Mechanism
+from ..reactions import Reactions
 from ..trajectory import load_trajectory
 from .common import Progress, plain, run_cli, save_figure
 
@@ -89,7 +91,8 @@ def _main(argv: list[str] | None) -> int:
     return 0
 
 
-def plot_inverse(path: Path, mech, res, names: list[str], rx: list | None) -> list[str]:
+def plot_inverse(path: Path, mech: Mechanism, res: InverseResult, names: list[str],
+                 rx: list[Reactions] | None) -> list[str]:
     """Actuator efforts against t; with reactions, a second panel of the reaction force
     magnitude at every joint on every body. Returns the panel titles."""
     import matplotlib

@@ -17,7 +17,8 @@ Writes the estimator's topics (same names and types as the node:
 with ``--plot``, the estimated joints against the measured ones (and against
 ``*/ground_truth`` when the bag has it). A bag that breaks part-way still
 gets everything estimated until then written out; the error is then printed
-as one line and the exit status is 2.
+as one line and the exit status is 2. So is a bag whose JointState names match
+none of the mechanism's joints (the message lists both).
 """
 from __future__ import annotations
 
