@@ -86,7 +86,7 @@ def plot_trajectory(path: Path, traj: Trajectory, names: tuple[str, ...], title:
         axes[1].plot(traj.t, traj.qd[:, i], label=f'{name} [{units[i]}/s]')
     kinds = sorted(set(units), key=lambda u: u != 'm')
     labels = [f'q [{" or ".join(kinds)}]', f'q̇ [{" or ".join(u + "/s" for u in kinds)}]',
-              '‖Φ(q)‖ [m² or m·rad]']
+              '‖Φ(q)‖ [m² or m]']
     for ax, label in zip(axes, labels):
         ax.set_ylabel(label)
     axes[0].legend(fontsize='small', ncol=4)
