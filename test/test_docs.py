@@ -2,8 +2,11 @@
 that end before the next paragraph (issue 14)."""
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / 'README.md').read_text()
@@ -63,6 +66,23 @@ def test_no_paragraph_runs_into_the_list_above_it():
 
 def test_readme_statics_section_shows_the_balance_check():
     section = README.split('### Statics and reactions you can check')[1].split('\n## ')[0]
-    for word in ('force balance', 'moment balance', 'pivot_on_bar', 'saddle', '--no-stable',
+    for word in ('force_balance', 'moment_balance', 'pivot_on_bar', 'saddle', '--no-stable',
                  'test/test_reactions_balance.py'):
         assert word in section, word
+
+
+def test_the_readme_balance_check_runs_and_balances():
+    section = README.split('### Statics and reactions you can check')[1].split('\n## ')[0]
+    code = section.split('```python\n')[1].split('```')[0]
+    cwd = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        ns: dict = {}
+        exec(compile(code, 'README.md', 'exec'), ns)      # noqa: S102 (our own README)
+    finally:
+        os.chdir(cwd)
+    assert ns['eq'].verdict == 'stable'
+    assert np.linalg.norm(ns['force_balance']) < 1e-9
+    assert abs(ns['moment_balance']) < 1e-9
+    assert np.allclose(ns['pivot'], [11.0819, 9.0014], atol=1e-4)
+    assert abs(ns['couple'] + 1.2809) < 1e-4
