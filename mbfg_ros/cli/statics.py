@@ -158,8 +158,12 @@ def _main(argv: list[str] | None) -> int:
     print(f'{eq.verdict} equilibrium at {_short(sys_, eq.q)} '
           f'({eq.iterations} iterations, max |residual| {eq.residual:.1e})')
     print(f'  reduced stiffness eigenvalues: {eigs}')
-    if eq.verdict != 'stable':
-        print(f'  warning: this equilibrium is {eq.verdict}; a small disturbance moves the '
+    if eq.verdict == 'neutral':
+        print('  note: this equilibrium is neutral: the stiffness is zero along some direction, '
+              'so nearby poses may be equilibria too (higher-order terms decide)')
+    elif eq.verdict != 'stable':
+        what = 'a saddle point' if eq.verdict == 'saddle' else eq.verdict
+        print(f'  warning: this equilibrium is {what}; a small disturbance moves the '
               'mechanism away from it' + (' (run without --no-stable to go on downhill)'
                                           if not args.stable else ''))
     print(f'  wrote {out}')
