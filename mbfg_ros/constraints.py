@@ -93,6 +93,8 @@ class Constraints:
 
         quad_idx, quad_H, quad_c = [], [], []
         labels = []
+        kinds: list[tuple[str, int]] = []
+        pairs: dict[int, tuple[int, int]] = {}
         for b, body in enumerate(mech.bodies):
             for i, j in itertools.combinations(body.points, 2):
                 if (i, j) == body.points[:2]:
@@ -104,6 +106,8 @@ class Constraints:
                 quad_H.append(_H_DIST)
                 quad_c.append(length ** 2)
                 labels.append(f'distance body{b} ({i},{j})')
+                kinds.append(('distance', b))
+                pairs[len(labels) - 1] = (i, j)
         for k, s in enumerate(mech.sliders):
             if s.line is not None:
                 ends = [point_w[s.line[0]], point_w[s.line[1]]]
@@ -115,6 +119,7 @@ class Constraints:
             quad_H.append(_H_SLIDER)
             quad_c.append(0.0)
             labels.append(f'slider {s.name}')
+            kinds.append(('slider', k))
 
         def body_vec(b: int) -> list[int]:
             if b == GROUND:
@@ -133,6 +138,7 @@ class Constraints:
                 a, b = body_vec(r.bodies[0]), body_vec(r.bodies[1])
             ang_idx.append(a + b + [n_pts + k])
             labels.append(f'angle {r.name}')
+            kinds.append(('angle', k))
 
         self.dump = self.n + len(consts)
         consts.append(0.0)
@@ -146,6 +152,9 @@ class Constraints:
         self.m_quad = len(self._qc)
         self.m = self.m_quad + len(self._ai)
         self.labels = tuple(labels)
+        self.kinds = tuple(kinds)       # per row: ('distance', body), ('slider', k), ('angle', k)
+        self.point_w = point_w          # (P, 2) index of each point's x, y in w
+        self.distance_pairs = pairs     # distance row -> its two points
         self._rq = np.arange(self.m_quad)
         self._ra = np.arange(self.m_quad, self.m)
         # Flat indices for scattering local Hessians into a W x W matrix.
@@ -201,13 +210,19 @@ class Constraints:
         put(4, 4, 4, C * s + D * c)
         return T
 
-    def _scatter_rows(self, gq: np.ndarray, ga: np.ndarray) -> np.ndarray:
-        """Place local row vectors (quad: (Kq,6), angle: (Ka,9)) into an (m, n) matrix."""
+    def _scatter_rows(self, gq: np.ndarray, ga: np.ndarray, full: bool = False) -> np.ndarray:
+        """Place local row vectors (quad: (Kq,6), angle: (Ka,9)) into an (m, n) matrix.
+
+        ``full``: keep every column of w (m, W), constants included.
+        """
         J = np.zeros((self.m, self.W))
         if self.m_quad:
             J[self._rq[:, None], self._qi] = gq
         if len(self._ra):
             np.add.at(J, (self._ra[:, None], self._ai), ga)
+        if full:
+            J[:, self.dump] = 0.0
+            return J
         return J[:, :self.n]
 
     # -- public API -------------------------------------------------------------
@@ -229,6 +244,28 @@ class Constraints:
         gq = np.einsum('kij,kj->ki', self._qH, w[self._qi]) if self.m_quad else None
         ga = self._angle_grad_hess(w)[1] @ ANGLE_U_MAP if len(self._ra) else None
         return self._scatter_rows(gq, ga)
+
+    def phi_w(self, q: np.ndarray) -> np.ndarray:
+        """∂Φ/∂w (m, W) over w = [q, constants]: Φq plus the columns of fixed points.
+
+        Row k times −λ_k is the force that constraint k applies at every point it
+        involves, fixed points included (seed 003 Eqs. 6.57-6.63, 6.80).
+        """
+        w = self.ext.of(q)
+        gq = np.einsum('kij,kj->ki', self._qH, w[self._qi]) if self.m_quad else None
+        ga = self._angle_grad_hess(w)[1] @ ANGLE_U_MAP if len(self._ra) else None
+        return self._scatter_rows(gq, ga, full=True)
+
+    def angle_vector_gradients(self, q: np.ndarray) -> np.ndarray:
+        """(K, 2, 2): per angle row, ∂Φ/∂a and ∂Φ/∂b for its two vectors a, b.
+
+        A vector's end point gets ``+∂Φ/∂a``, its start point ``−∂Φ/∂a``; kept
+        apart because the two vectors may share a point (seed 003 Eqs. 6.71-6.78).
+        """
+        if not len(self._ra):
+            return np.zeros((0, 2, 2))
+        g = self._angle_grad_hess(self.ext.of(q))[1]
+        return g[:, :4].reshape(-1, 2, 2)
 
     def hess_vec(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
         """(Φq v)_q = Φqq v, an (m, n) matrix (Eqs. 40c, 41f, 43f, 44f).

@@ -1,6 +1,9 @@
-"""``python -m mbfg_ros.demo`` (``make demo``): simulate, record, replay, compare.
+"""python -m mbfg_ros.demo (make demo): simulate, record, replay, compare.
 
-1. Simulate the four-bar (``config/fourbar.yaml``) falling under gravity with
+    python -m mbfg_ros.demo [--mechanism YAML] [--duration S] [--out DIR] [--seed N]
+
+1. Simulate the mechanism (default ``config/fourbar.yaml``; ``--mechanism`` takes
+   any mechanism YAML with named ``joints``) falling under gravity with
    the factor-graph forward dynamics (seed 000 §5.1/5.2).
 2. Sample noisy, quantised encoders and a noisy IMU from it
    (:func:`~mbfg_ros.sensors.simulate_measurements`) and write them, with the
@@ -10,6 +13,10 @@
 4. Print RMSE against the truth (raw encoder / finite-difference rate vs the
    estimate), milliseconds per tick and the speed-up over real time, and the
    path of the plot.
+
+Outputs in ``--out`` (default ``out/demo``) are named after the mechanism
+(its ``name``, else the file stem): ``<name>_sim`` (the simulated bag),
+``<name>_estimates`` (+ ``.csv``) and ``<name>_demo.png``.
 """
 from __future__ import annotations
 
@@ -22,7 +29,7 @@ from typing import Sequence
 import numpy as np
 
 from .bag import BagWriter, typestore
-from .cli.common import Progress, run_cli
+from .cli.common import Progress, plain, run_cli, speed_phrase
 from .dynamics import load_system
 from .ros import conversions as cv
 
@@ -83,7 +90,7 @@ def _rmse(x: np.ndarray) -> float:
 
 
 def accuracy_table(system, traj, measurements, res) -> list[tuple[str, float, float]]:
-    """Rows (quantity, raw-sensor RMSE, estimate RMSE) against the simulated truth.
+    """Rows (quantity [unit], raw-sensor RMSE, estimate RMSE) against the simulated truth.
 
     Raw rate = finite difference of consecutive encoder readings (what a
     controller without an estimator would use).
@@ -110,8 +117,9 @@ def accuracy_table(system, traj, measurements, res) -> list[tuple[str, float, fl
         fd_err = fd - np.interp(t_mid, t_true, jv[:, j])
         est_err = wrap_angle(est_p[:, j] - np.interp(est_t, t_true, jp_unwrapped[:, j]))
         est_verr = est_v[:, j] - np.interp(est_t, t_true, jv[:, j])
-        rows.append((f'{joint.name} position', _rmse(raw_err), _rmse(est_err)))
-        rows.append((f'{joint.name} rate', _rmse(fd_err), _rmse(est_verr)))
+        unit = 'rad' if joint.type == 'revolute' else 'm'
+        rows.append((f'{joint.name} position [{unit}]', _rmse(raw_err), _rmse(est_err)))
+        rows.append((f'{joint.name} rate [{unit}/s]', _rmse(fd_err), _rmse(est_verr)))
     return rows
 
 
@@ -121,8 +129,10 @@ def _main(argv: Sequence[str] | None) -> int:
     from .ros.params import load_params_file
     from .sensors import SensorConfig, simulate_measurements
 
-    p = argparse.ArgumentParser(prog='mbfg-demo', description=__doc__.split('\n\n')[0])
-    p.add_argument('--mechanism', default=str(config_path('fourbar.yaml')))
+    p = argparse.ArgumentParser(prog='mbfg-demo', description=plain(__doc__.split('\n\n')[0]))
+    p.add_argument('--mechanism', default=str(config_path('fourbar.yaml')),
+                   help='mechanism YAML with named joints (default: config/fourbar.yaml); '
+                   'outputs are named after it')
     p.add_argument('--duration', type=float, default=3.0, help='simulated seconds')
     p.add_argument('--out', default='out/demo', help='output directory')
     p.add_argument('--seed', type=int, default=1)
@@ -142,14 +152,16 @@ def _main(argv: Sequence[str] | None) -> int:
                            imu_rate=a.rate, gyro_sigma=0.01, accel_sigma=0.05)
     meas = simulate_measurements(system, traj.t, traj.q, traj.qd, traj.qdd, sensors,
                                  np.random.default_rng(a.seed))
-    bag = out / 'fourbar_sim'
+    name = system.mech.name
+    bag = out / f'{name}_sim'
     count = write_simulation_bag(bag, system, traj, meas)
-    print(f'2/3 wrote {count} messages to {bag} (MCAP): encoders and IMU at {a.rate:g} Hz, '
+    sensors_said = 'encoders and IMU' if system.mech.sensors else 'encoders'
+    print(f'2/3 wrote {count} messages to {bag} (MCAP): {sensors_said} at {a.rate:g} Hz, '
           'ground truth, /clock', flush=True)
     params = load_params_file(config_path('estimator.yaml'))
     params['frequency'] = a.rate     # tick at the sensor rate: readings fall on the ticks
-    res = replay(bag, a.mechanism, params, output=out / 'fourbar_estimates',
-                 plot=out / 'demo.png')
+    res = replay(bag, a.mechanism, params, output=out / f'{name}_estimates',
+                 plot=out / f'{name}_demo.png')
     print(f'3/3 replayed through the estimator: {len(res.times)} ticks at '
           f'{params.get("frequency")} Hz', flush=True)
     rows = accuracy_table(system, traj, meas, res)
@@ -158,12 +170,12 @@ def _main(argv: Sequence[str] | None) -> int:
     print(f'{"quantity":<26}{"raw sensor RMSE":>18}{"estimate RMSE":>16}')
     for name, raw, est in rows:
         print(f'{name:<26}{raw:>18.5f}{est:>16.5f}')
-    print('(position in rad, rate in rad/s; raw rate = finite difference of the encoder)')
+    print('(raw rate = finite difference of the encoder)')
     print()
-    print(f'simulation     {t_sim:8.2f} s for {a.duration:g} s ({t_sim / a.duration:.2f}x '
-          'real time)')
+    print(f'simulation     {t_sim:8.2f} s for {a.duration:g} s '
+          f'({speed_phrase(t_sim, a.duration)})')
     print(f'estimator      {ms:8.2f} ms per tick (mean), replay {res.wall:.2f} s for '
-          f'{res.span:.2f} s of data: {res.speedup:.1f}x faster than real time')
+          f'{res.span:.2f} s of data: {speed_phrase(res.wall, res.span)}')
     print(f'plot           {res.plot}')
     print(f'estimates      {res.output} (rosbag2), {res.csv} (CSV)')
     print(f'total          {time.perf_counter() - wall0:.1f} s '

@@ -23,9 +23,10 @@ from typing import NamedTuple
 import numpy as np
 
 from .extended import Extended, point_columns
-from .model import GROUND, Mechanism
+from .model import GROUND, Body, Mechanism, RotationalSpring, Spring
 
-__all__ = ['mass_matrix', 'Forces', 'ForceTerms', 'body_matrix_A']
+__all__ = ['mass_matrix', 'Forces', 'ForceTerms', 'body_matrix_A', 'body_mass_matrix',
+           'ElementLoad', 'spring_tension', 'rotational_spring_torque']
 
 _P = np.array([[0.0, -1.0], [1.0, 0.0]])
 
@@ -46,19 +47,33 @@ def _body_w_index(mech: Mechanism, body: int, dump: int) -> np.ndarray:
     return np.where(idx < 0, dump, idx)
 
 
+def body_mass_matrix(body: Body) -> np.ndarray:
+    """The constant 4x4 mass matrix ``∫ Aᵀ A dm`` of a body on its basic points (ri, rj)."""
+    L, m, I0 = body.length, body.mass, body.I0
+    cx, cy = body.cog
+    Mii = (m - 2 * m * cx / L + I0 / L ** 2) * np.eye(2)
+    Mij = (m * cx / L - I0 / L ** 2) * np.eye(2) + (m * cy / L) * _P
+    Mjj = (I0 / L ** 2) * np.eye(2)
+    return np.block([[Mii, Mij], [Mij.T, Mjj]])
+
+
+def spring_tension(spring: Spring, length: float, rate: float) -> float:
+    """Tension of a translational spring-damper, ``k (L − L0) + c L̇`` (seed 003 Eq. 6.3)."""
+    return spring.k * (length - spring.length) + spring.c * rate
+
+
+def rotational_spring_torque(spring: RotationalSpring, phi: float, rate: float) -> float:
+    """Torque on the second body, ``−k (φ − φ0) − c φ̇`` (seed 003 Eq. 6.15), φ − φ0 wrapped."""
+    return -spring.k * math.remainder(phi - spring.angle, 2 * math.pi) - spring.c * rate
+
+
 def mass_matrix(mech: Mechanism) -> np.ndarray:
     """Constant mass matrix M (n x n) of seed 000 Eq. 4 in natural coordinates."""
     n = mech.n
     M = np.zeros((n + 1, n + 1))
     for b, body in enumerate(mech.bodies):
-        L, m, I0 = body.length, body.mass, body.I0
-        cx, cy = body.cog
-        Mii = (m - 2 * m * cx / L + I0 / L ** 2) * np.eye(2)
-        Mij = (m * cx / L - I0 / L ** 2) * np.eye(2) + (m * cy / L) * _P
-        Mjj = (I0 / L ** 2) * np.eye(2)
-        Mb = np.block([[Mii, Mij], [Mij.T, Mjj]])
         idx = _body_w_index(mech, b, n)
-        M[np.ix_(idx, idx)] += Mb
+        M[np.ix_(idx, idx)] += body_mass_matrix(body)
     pidx = mech.point_index
     for p, mass in mech.point_masses:
         if pidx[p, 0] >= 0:
@@ -73,6 +88,28 @@ class ForceTerms(NamedTuple):
     Q: np.ndarray     # (n,)
     Q_q: np.ndarray   # (n, n)
     Q_qd: np.ndarray  # (n, n)
+
+
+class ElementLoad(NamedTuple):
+    """One applied load as physical forces at points (natural coordinates: Q on a point's
+    x, y *is* the force there).
+
+    ``body``: the body it acts on (GROUND for the ground's share of a spring or
+    motor between a body and the ground); None for a load that acts on the
+    points themselves (point forces, translational springs, point masses,
+    coordinate actuators): a point shared by several bodies is a pin, and
+    :mod:`mbfg_ros.reactions` gives such a load to the first body through it.
+    ``couple``: the moment of the forces when they form a pure couple (body
+    torques, rotational springs, joint motors), else 0.
+    """
+
+    kind: str                  # gravity, force, torque, spring, rotational_spring, point_mass,
+    #                            actuator
+    label: str
+    body: int | None
+    points: tuple[int, ...]
+    forces: np.ndarray         # (len(points), 2) [N]
+    couple: float              # [N m]
 
 
 class _Angle(NamedTuple):
@@ -149,6 +186,8 @@ class Forces:
                 j = mech.joint(a.joint)
                 self._act.append(('joint', (body_idx(j.bodies[0]), body_idx(j.bodies[1]))))
         self._ground = ground
+        self.mech = mech
+        self.point_w = pw
         self.n_act = len(self._act)
         self.state_dependent = bool(self._torques or self._springs or self._rsprings)
         self.joint_actuated = any(k == 'joint' for k, _ in self._act)
@@ -177,7 +216,7 @@ class Forces:
             length = math.hypot(d[0], d[1])
             e = d / length
             ldot = e @ dd
-            f = spring.k * (length - spring.length) + spring.c * ldot
+            f = spring_tension(spring, length, ldot)
             Qb = -f * e
             Q[idx[:2]] -= Qb
             Q[idx[2:]] += Qb
@@ -203,8 +242,7 @@ class Forces:
                 rate_q[sl] = sign * a.rate_q
                 phi += sign * a.value
                 rate += sign * a.rate
-            err = math.remainder(phi - s.angle, 2 * math.pi)
-            tq = -s.k * err - s.c * rate
+            tq = rotational_spring_torque(s, phi, rate)
             np.add.at(Q, idx, tq * grad)
             if jacobians:
                 dtq_dq = -s.k * grad - s.c * rate_q
@@ -237,3 +275,129 @@ class Forces:
                     continue
                 B[ii, k] += sign * _angle(ext, zero, ii).grad
         return B[:self.n]
+
+    def element_loads(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray | None = None,
+                      Q_extra: np.ndarray | None = None) -> list[ElementLoad]:
+        """Every applied load at (q, q̇, τ) as forces at points, element by element.
+
+        The same elements as :meth:`evaluate` (gravity at the centre of mass,
+        ``A(cog)ᵀ m g``; forces; torques, springs and motors through
+        ``∂θ/∂(ri, rj)``), kept apart so that each can be given to the body it
+        acts on (seed 003 Eq. 6.101 needs the loads of one element at a time).
+        ``Q_extra`` (a generalized force, e.g. the unknown Q of inverse
+        dynamics) on a point coordinate is a force at that point. Generalized
+        forces on relative coordinates are not forces at points: the angle
+        constraint of the coordinate carries them to the bodies.
+        """
+        mech = self.mech
+        g = np.array(mech.gravity, dtype=float)
+        ext, extd = self.ext.of(q), self.ext.rate(qd)
+        pw = self.point_w
+        out: list[ElementLoad] = []
+
+        def basic(b: int) -> tuple[int, ...]:
+            return mech.bodies[b].points[:2]
+
+        def idx(b: int) -> np.ndarray:
+            i, j = basic(b)
+            return np.concatenate((pw[i], pw[j]))
+
+        def couple_halves(kind: str, label: str, bodies: tuple[int, int], torque: float,
+                          ) -> None:
+            for sign, b in ((-1.0, bodies[0]), (1.0, bodies[1])):
+                if b == GROUND:
+                    out.append(ElementLoad(kind, label, GROUND, (), np.zeros((0, 2)),
+                                           sign * torque))
+                    continue
+                a = _angle(ext, extd, idx(b))
+                out.append(ElementLoad(kind, label, b, basic(b),
+                                       (sign * torque * a.grad).reshape(2, 2), sign * torque))
+
+        for b, body in enumerate(mech.bodies):
+            if body.mass:
+                A = body_matrix_A(body.cog[0], body.cog[1], body.length)
+                out.append(ElementLoad('gravity', f'gravity_{body.name}', b, basic(b),
+                                       (A.T @ (body.mass * g)).reshape(2, 2), 0.0))
+        for k, f in enumerate(mech.forces):
+            F = np.array([f.fx, f.fy])
+            if f.point is not None:
+                out.append(ElementLoad('force', f'force{k}', None, (f.point,), F[None, :], 0.0))
+            else:
+                A = body_matrix_A(f.at[0], f.at[1], mech.bodies[f.body].length)
+                out.append(ElementLoad('force', f'force{k}', f.body, basic(f.body),
+                                       (A.T @ F).reshape(2, 2), 0.0))
+        for k, t in enumerate(mech.torques):
+            a = _angle(ext, extd, idx(t.body))
+            out.append(ElementLoad('torque', f'torque{k}', t.body, basic(t.body),
+                                   (t.torque * a.grad).reshape(2, 2), t.torque))
+        for k, s in enumerate(mech.springs):
+            pa, pb = s.points
+            d = ext[pw[pb]] - ext[pw[pa]]
+            dd = extd[pw[pb]] - extd[pw[pa]]
+            length = math.hypot(d[0], d[1])
+            e = d / length
+            f = spring_tension(s, length, float(e @ dd))
+            out.append(ElementLoad('spring', f'spring{k}', None, (pa, pb),
+                                   np.array([f * e, -f * e]), 0.0))
+        for k, s in enumerate(mech.rotational_springs):
+            phi = rate = 0.0
+            for sign, b in ((-1.0, s.bodies[0]), (1.0, s.bodies[1])):
+                if b != GROUND:
+                    a = _angle(ext, extd, idx(b))
+                    phi += sign * a.value
+                    rate += sign * a.rate
+            couple_halves('rotational_spring', f'rotational_spring{k}', s.bodies,
+                          rotational_spring_torque(s, phi, rate))
+        for p, mass in mech.point_masses:
+            out.append(ElementLoad('point_mass', f'point_mass_{mech.points[p].name}', None,
+                                   (p,), (mass * g)[None, :], 0.0))
+        owner_of_coord = {int(c): (p, axis) for p in range(len(mech.points))
+                          for axis, c in enumerate(mech.point_index[p]) if c >= 0}
+        gen = np.zeros(self.n)
+        if Q_extra is not None:
+            gen += Q_extra
+        if tau is not None:
+            for k, (kind, what) in enumerate(self._act):
+                act = mech.actuators[k]
+                if kind == 'coord':
+                    gen[what] += tau[k]
+                else:
+                    couple_halves('actuator', act.name, mech.joint(act.joint).bodies,
+                                  float(tau[k]))
+        for c in np.flatnonzero(gen):
+            if int(c) in owner_of_coord:
+                p, axis = owner_of_coord[int(c)]
+                F = np.zeros((1, 2))
+                F[0, axis] = gen[c]
+                out.append(ElementLoad('actuator', f'Q_{mech.coordinate_names[c]}', None, (p,),
+                                       F, 0.0))
+        return out
+
+    def potential(self, q: np.ndarray, q_ref: np.ndarray | None = None) -> float:
+        """Potential energy V(q) of the conservative loads, with ``−∂V/∂q = Q(q, 0)``.
+
+        Seed 003 §6.1.1: constant forces and gravity ``−Q0ᵀ q`` (Eqs. 6.1,
+        6.17), body torques ``−T θ`` (6.2), translational springs
+        ``½ k (L − L0)²`` (6.3) and rotational springs ``½ k (φ − φ0)²`` (6.15,
+        wrapped as their torque is). Dampers store nothing, and actuators are
+        not included. A body torque's angle is unwrapped next to ``q_ref``
+        (default ``q``), so differences of V between nearby poses are exact.
+        """
+        ext = self.ext.of(q)
+        ref = ext if q_ref is None else self.ext.of(q_ref)
+        zero = np.zeros(self.W)
+        V = -float(self.Q0 @ np.asarray(q, dtype=float)[:self.n])
+        for idx, torque in self._torques:
+            th = _angle(ext, zero, idx).value
+            th0 = _angle(ref, zero, idx).value
+            V -= torque * (th0 + math.remainder(th - th0, 2 * math.pi))
+        for idx, spring in self._springs:
+            r = ext[idx]
+            V += 0.5 * spring.k * (math.hypot(*(r[2:] - r[:2])) - spring.length) ** 2
+        for ia, ib, s in self._rsprings:
+            phi = 0.0
+            for sign, ii in ((-1.0, ia), (1.0, ib)):
+                if not self._is_ground(ii):
+                    phi += sign * _angle(ext, zero, ii).value
+            V += 0.5 * s.k * math.remainder(phi - s.angle, 2 * math.pi) ** 2
+        return V

@@ -26,7 +26,7 @@ from .expr import evaluate
 
 __all__ = ['Point', 'Body', 'RelativeCoordinate', 'Slider', 'PointForce', 'BodyTorque',
            'Spring', 'RotationalSpring', 'Actuator', 'Joint', 'JointLimits', 'Imu', 'Mechanism',
-           'GROUND', 'load_mechanism', 'parse_mechanism']
+           'GROUND', 'load_mechanism', 'parse_mechanism', 'load_yaml', 'DuplicateKeyError']
 
 GROUND = -1
 """Body index that stands for the fixed frame (``ground`` in the YAML)."""
@@ -296,6 +296,7 @@ class _Ctx:
     def __init__(self, source: str) -> None:
         self.source = source
         self.names: dict[str, float] = {}
+        self.refs: dict[str, list[str]] = {}     # 'point'/'body'/'slider' -> names by index
 
     def error(self, path: str, message: str) -> MechanismError:
         return MechanismError(message, source=self.source, path=path)
@@ -328,8 +329,19 @@ class _Ctx:
         return value
 
     def index(self, value: Any, path: str, count: int, what: str) -> int:
+        """A reference to a point, body or slider: its index, or its ``name``."""
+        names = self.refs.get(what)
+        if isinstance(value, str) and names is not None:
+            hits = [k for k, n in enumerate(names) if n == value]
+            if len(hits) == 1:
+                return hits[0]
+            if hits:
+                raise self.error(path, f'{what} name {value!r} is ambiguous: {what}s {hits} '
+                                 'have it')
+            raise self.error(path, f'unknown {what} {value!r} (known: '
+                             f'{", ".join(names)}, or an index 0..{count - 1})')
         if isinstance(value, bool) or not isinstance(value, int):
-            raise self.error(path, f'expected an integer {what} index, got {value!r}')
+            raise self.error(path, f'expected a {what} index or name, got {value!r}')
         if not 0 <= value < count:
             raise self.error(path, f'{what} index {value} out of range 0..{count - 1}')
         return value
@@ -351,6 +363,39 @@ class _Ctx:
         return value
 
 
+class DuplicateKeyError(yaml.YAMLError):
+    """A mapping repeats a key (YAML 1.2 forbids it; PyYAML would keep the last value)."""
+
+    def __init__(self, key: str, line: int, first: int) -> None:
+        super().__init__(f'duplicate key {key!r} (lines {first} and {line}): '
+                         'YAML keeps only the last value; remove one')
+        self.line = line
+        self.first = first
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """SafeLoader that rejects a key given twice in one mapping, naming both lines."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            line = key_node.start_mark.line + 1
+            try:
+                first = seen.get(key)
+            except TypeError:          # unhashable key: SafeLoader reports it below
+                continue
+            if first is not None:
+                raise DuplicateKeyError(str(key), line, first)
+            seen[key] = line
+        return super().construct_mapping(node, deep=deep)
+
+
+def load_yaml(text: str) -> Any:
+    """``yaml.safe_load`` that also rejects duplicate keys (:class:`DuplicateKeyError`)."""
+    return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader subclass)
+
+
 def load_mechanism(path: str | Path) -> Mechanism:
     """Read a mechanism YAML file and return the (unassembled) :class:`Mechanism`.
 
@@ -368,7 +413,9 @@ def parse_mechanism(text: str, *, source: str = '<string>') -> Mechanism:
     """Parse mechanism YAML text (see :func:`load_mechanism`)."""
     ctx = _Ctx(source)
     try:
-        doc = yaml.safe_load(text)
+        doc = load_yaml(text)
+    except DuplicateKeyError as exc:
+        raise ctx.error(f'line {exc.line}', str(exc)) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, 'problem_mark', None)
         where = f'line {mark.line + 1}' if mark is not None else 'document'
@@ -504,6 +551,7 @@ def _parse_points(ctx: _Ctx, value: Any) -> tuple[Point, ...]:
         ctx.names[f'y{i}'] = y
     if not points:
         raise ctx.error('points', 'a mechanism needs at least one point')
+    ctx.refs['point'] = [p.name for p in points]
     return tuple(points)
 
 
@@ -556,6 +604,7 @@ def _parse_bodies(ctx: _Ctx, value: Any, points: Sequence[Point]) -> tuple[Body,
         bodies.append(Body(name, tuple(pts), length, mass, I0, cog))
     if not bodies:
         raise ctx.error('planar_bodies', 'a mechanism needs at least one body')
+    ctx.refs['body'] = [b.name for b in bodies]
     return tuple(bodies)
 
 
@@ -616,6 +665,7 @@ def _parse_sliders(ctx: _Ctx, value: Any, points: Sequence[Point]) -> tuple[Slid
             raise ctx.error(path, 'the two points that define the line coincide')
         name = ctx.name(item['name'], f'{path}.name') if 'name' in item else f'slider{k}'
         out.append(Slider(name, p, line, through))
+    ctx.refs['slider'] = [sl.name for sl in out]
     return tuple(out)
 
 

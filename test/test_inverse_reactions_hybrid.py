@@ -27,8 +27,9 @@ def test_static_four_bar_reactions_balance_forces_and_moments_of_every_body():
            for i, p in enumerate(mech.points)}
     g = np.array(mech.gravity)
     for e, body in enumerate(mech.bodies):
-        F = {int(lab.split('_on_')[0][1:]): f for lab, f in zip(rx.labels, rx.forces)
-             if lab.endswith(f'_on_body{e}')}
+        F = {int(lab.split('_on_')[0][1:]): f
+             for lab, kind, f in zip(rx.labels, rx.kinds, rx.forces)
+             if kind == 'pin' and lab.endswith(f'_on_body{e}')}
         i, j = body.points[:2]
         ri, rj = np.array(pos[i]), np.array(pos[j])
         u = (rj - ri) / np.linalg.norm(rj - ri)
@@ -48,8 +49,9 @@ def test_pin_reactions_are_equal_and_opposite_in_motion():
     Qx[[20, 21]] = [3.0, -2.0]
     rx = JointReactions(sys)(q, qd, a.qdd, Qx)
     by_point: dict[str, list] = {}
-    for lab, f in zip(rx.labels, rx.forces):
-        by_point.setdefault(lab.split('_on_')[0], []).append(f)
+    for lab, kind, f in zip(rx.labels, rx.kinds, rx.forces):
+        if kind == 'pin':
+            by_point.setdefault(lab.split('_on_')[0], []).append(f)
     pairs = [v for k, v in by_point.items() if len(v) == 2 and k not in ('p1', 'p12')]
     assert pairs
     for f1, f2 in pairs:

@@ -1,23 +1,79 @@
 """Shared plumbing of the command-line tools: one-line errors and progress."""
 from __future__ import annotations
 
+import os
 import sys
 import time
-from typing import Callable, TextIO
+from pathlib import Path
+from typing import Any, Callable, TextIO
 
 from ..errors import MbfgError
 
-__all__ = ['run_cli', 'Progress']
+__all__ = ['run_cli', 'Progress', 'save_figure', 'plain', 'speed_phrase']
+
+_FORMATS = ('png', 'pdf', 'svg', 'jpg', 'jpeg', 'eps', 'ps', 'tif', 'tiff', 'webp')
+
+
+def plain(text: str) -> str:
+    """Docstring text for ``--help``: RST literals (double backquotes) shown without them."""
+    return text.replace('``', '')
+
+
+def save_figure(fig: Any, path: str | Path, dpi: int = 110) -> Path:
+    """Save a matplotlib figure at exactly ``path`` and close it.
+
+    The format follows the suffix when matplotlib knows it, else PNG (matplotlib
+    itself would append ``.png`` to a name without a suffix).
+    """
+    import matplotlib.pyplot as plt
+
+    path = Path(path)
+    suffix = path.suffix.lower().lstrip('.')
+    fmt = suffix if suffix in _FORMATS else 'png'
+    try:
+        if path.parent != Path(''):
+            path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, dpi=dpi, format=fmt)
+    except OSError as exc:
+        raise MbfgError(f'{path}: cannot write: {exc.strerror}') from None
+    finally:
+        plt.close(fig)
+    return path
+
+
+def speed_phrase(wall: float, simulated: float) -> str:
+    """``'4.2x faster than real time'`` (or slower) for ``wall`` seconds spent on
+    ``simulated`` seconds."""
+    if not (wall > 0 and simulated > 0):
+        return 'real-time factor undefined'
+    ratio = simulated / wall
+    if ratio >= 1:
+        return f'{ratio:.1f}x faster than real time'
+    return f'{1 / ratio:.1f}x slower than real time'
 
 
 def run_cli(main: Callable[[list[str] | None], int], argv: list[str] | None = None,
             prog: str = 'mbfg') -> int:
     """Run ``main``; a user error (:class:`MbfgError`, missing file) prints one line, exit 2.
 
-    Programming errors keep their traceback: they are bugs to report.
+    A closed output pipe (``mbfg-... | head``) ends quietly with status 141
+    (128 + SIGPIPE, what a shell reports for a killed writer). Programming
+    errors keep their traceback: they are bugs to report.
     """
     try:
-        return int(main(argv) or 0)
+        try:
+            return int(main(argv) or 0)
+        finally:                   # also after argparse's SystemExit (--help, usage errors)
+            sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader went away (``| head``): stop quietly. Point stdout at devnull so
+        # the interpreter's final flush does not raise again.
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError, AttributeError):
+            pass
+        return 141
     except MbfgError as exc:
         print(f'{prog}: error: {exc}', file=sys.stderr)
         return 2

@@ -1,13 +1,16 @@
-"""``mbfg-inverse``: inverse dynamics of a prescribed motion (staged factor graph).
+"""mbfg-inverse: inverse dynamics of a prescribed motion (staged factor graph).
 
     mbfg-inverse CONFIG --trajectory FILE [--coordinates I,J,...] [--actuators I,J,...]
                  --output FILE.csv [--plot FILE.png] [--reactions] [--staged|--batch]
 
 The trajectory file has a time column and one column per prescribed
 coordinate (default: the YAML actuators' coordinates, else the default
-independent coordinates). CSV columns: ``t,tau_<actuator>...`` (generalized
+independent coordinates). CSV columns: t,tau_<actuator>... (generalized
 force on each actuated coordinate, positive when it pushes the coordinate
-to increase), then with ``--reactions`` the reaction force at every joint.
+to increase), then with --reactions the joint reactions of
+mbfg_ros.reactions: <joint>_on_<body>_fx/_fy for pins and sliders,
+<joint>_on_<body>_m for the couples of angle constraints, rotational springs
+and joint motors.
 """
 from __future__ import annotations
 
@@ -19,11 +22,13 @@ import numpy as np
 
 from ..dynamics import load_system
 from ..errors import MbfgError
-from ..inverse import InverseConfig, inverse_dynamics
+from ..inverse import InverseConfig, InverseResult, inverse_dynamics
+from ..model import Mechanism
+from ..reactions import Reactions
 from ..trajectory import load_trajectory
-from .common import Progress, run_cli
+from .common import Progress, plain, run_cli, save_figure
 
-__all__ = ['main']
+__all__ = ['main', 'plot_inverse']
 
 
 def _indices(mech, text: str, what: str) -> list[int]:
@@ -34,7 +39,7 @@ def _indices(mech, text: str, what: str) -> list[int]:
 
 
 def _main(argv: list[str] | None) -> int:
-    p = argparse.ArgumentParser(prog='mbfg-inverse', description=__doc__.split('\n')[0])
+    p = argparse.ArgumentParser(prog='mbfg-inverse', description=plain(__doc__.split('\n')[0]))
     p.add_argument('config', help='mechanism YAML')
     p.add_argument('--trajectory', required=True, help='time + one column per coordinate')
     p.add_argument('--coordinates', help='prescribed coordinates (indices or names, comma '
@@ -42,7 +47,8 @@ def _main(argv: list[str] | None) -> int:
     p.add_argument('--actuators', help='actuated coordinates (indices or names); default: '
                    'the YAML actuators, else the prescribed coordinates')
     p.add_argument('--output', required=True, help='CSV file to write')
-    p.add_argument('--plot', help='PNG file with the torques')
+    p.add_argument('--plot', help='PNG file with the torques (and the reactions with '
+                   '--reactions)')
     p.add_argument('--reactions', action='store_true', help='add joint reaction columns')
     p.add_argument('--batch', action='store_true', help='solve only the final graph '
                    '(same answer, faster) instead of the four stages')
@@ -64,30 +70,63 @@ def _main(argv: list[str] | None) -> int:
     names = _actuator_names(mech, res.actuators)
     cols = [res.t[:, None], res.tau]
     header = ['t'] + [f'tau_{n}' for n in names]
+    rx = None
     if args.reactions:
-        from ..reactions import joint_reactions
-        rx = [joint_reactions(sys_, res.q[k], res.qd[k], res.qdd[k], res.Q[k])
-              for k in range(len(res.t))]
-        header += [f'{lab}_{c}' for lab in rx[0].labels for c in ('fx', 'fy')]
-        cols.append(np.array([r.forces.ravel() for r in rx]))
+        from ..reactions import JointReactions
+        jr = JointReactions(sys_)
+        rx = [jr(res.q[k], res.qd[k], res.qdd[k], res.Q[k]) for k in range(len(res.t))]
+        force = [k for k, kind in enumerate(rx[0].kinds) if kind in ('pin', 'slider')]
+        couple = [k for k, kind in enumerate(rx[0].kinds) if kind not in ('pin', 'slider')]
+        header += [f'{rx[0].labels[k]}_{c}' for k in force for c in ('fx', 'fy')]
+        header += [f'{rx[0].labels[k]}_m' for k in couple]
+        cols.append(np.array([np.concatenate((r.forces[force].ravel(), r.moments[couple]))
+                              for r in rx]).reshape(len(res.t), -1))
     out = Path(args.output)
     np.savetxt(out, np.hstack(cols), delimiter=',', header=','.join(header), comments='',
                fmt='%.10g')
     if args.plot:
-        import matplotlib
-        matplotlib.use('Agg')
-        import matplotlib.pyplot as plt
-        fig, ax = plt.subplots(figsize=(8, 4))
-        for j, n in enumerate(names):
-            ax.plot(res.t, res.tau[:, j], label=n)
-        ax.set_xlabel('t [s]')
-        ax.set_ylabel('generalized force [N·m or N]')
-        ax.legend()
-        ax.grid(True)
-        fig.tight_layout()
-        fig.savefig(args.plot, dpi=120)
+        plot_inverse(Path(args.plot), mech, res, names, rx)
+        print(f'wrote {args.plot}', file=sys.stderr)
     print(f'wrote {out} ({len(res.t)} rows)', file=sys.stderr)
     return 0
+
+
+def plot_inverse(path: Path, mech: Mechanism, res: InverseResult, names: list[str],
+                 rx: list[Reactions] | None) -> list[str]:
+    """Actuator efforts against t; with reactions, a second panel of the reaction force
+    magnitude at every joint on every body. Returns the panel titles."""
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+
+    panels = 2 if rx else 1
+    fig, axes = plt.subplots(panels, 1, figsize=(8, 4 * panels), sharex=True, squeeze=False)
+    ax = axes[0][0]
+    units = ['N·m' if mech.coordinate_names[i] in {r.name for r in mech.relative} else 'N'
+             for i in res.actuators]
+    for j, n in enumerate(names):
+        ax.plot(res.t, res.tau[:, j], label=f'{n} [{units[j]}]')
+    titles = [f'{mech.name}: inverse dynamics, actuator efforts (generalized force on '
+              'each actuated coordinate)']
+    ax.set_ylabel('effort [N·m or N]')
+    if rx:
+        axr = axes[1][0]
+        for k, kind in enumerate(rx[0].kinds):
+            if kind in ('pin', 'slider') and rx[0].bodies[k] >= 0:
+                axr.plot(res.t, [np.linalg.norm(r.forces[k]) for r in rx], label=rx[0].labels[k])
+        axr.set_ylabel('|reaction force| [N]')
+        titles.append('joint reactions: force on each body at each joint (mbfg_ros.reactions)')
+        axr.set_title(titles[1], fontsize=9)
+        axr.legend(fontsize=7, ncol=3)
+        axr.grid(True)
+    for a, title in zip(axes[:, 0], titles[:1]):
+        a.set_title(title, fontsize=9)
+        a.legend()
+        a.grid(True)
+    axes[-1][0].set_xlabel('t [s]')
+    fig.tight_layout()
+    save_figure(fig, path, dpi=120)
+    return titles
 
 
 def _actuator_names(mech, act: tuple[int, ...]) -> list[str]:

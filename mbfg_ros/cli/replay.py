@@ -17,7 +17,8 @@ Writes the estimator's topics (same names and types as the node:
 with ``--plot``, the estimated joints against the measured ones (and against
 ``*/ground_truth`` when the bag has it). A bag that breaks part-way still
 gets everything estimated until then written out; the error is then printed
-as one line and the exit status is 2.
+as one line and the exit status is 2. So is a bag whose JointState names match
+none of the mechanism's joints (the message lists both).
 """
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ from ..dynamics import load_system
 from ..ros import conversions as cv
 from ..ros.driver import EstimatorDriver, TickOutput
 from ..ros.params import ESTIMATOR_PARAMS, load_params_file, parse_estimator
-from .common import Progress, run_cli
+from .common import Progress, plain, run_cli, save_figure, speed_phrase
 
 __all__ = ['ReplayResult', 'replay', 'main', 'NODE']
 
@@ -194,6 +195,8 @@ def replay(bag: str | Path, mechanism: str | Path, params: dict | None = None,
     clock = None
     tolerance = max(float(getattr(settings.config, 'backwards_tolerance', 0.5)), 0.0)
     progress = None
+    bag_joints: dict[str, None] = {}       # JointState names seen, in order
+    matched = 0                            # JointState messages with a mechanism joint
     start = time.perf_counter()
     try:
         for m in read_messages(bag, {t: v for t, v in wanted.items() if t in have}):
@@ -224,8 +227,13 @@ def replay(bag: str | Path, mechanism: str | Path, params: dict | None = None,
                 for out in driver.advance(clock, inclusive=False):
                     sink.add(out)
             if m.topic == jtopic:
+                try:
+                    bag_joints.update(dict.fromkeys(str(n) for n in m.msg.name))
+                except TypeError:
+                    pass
                 rec = driver.joint_state(m.msg)
                 if rec is not None:
+                    matched += 1
                     res.measured.append((t / NS, rec.names, rec.position, rec.velocity))
             else:
                 driver.imu(m.msg, imu_topics[m.topic])
@@ -248,6 +256,11 @@ def replay(bag: str | Path, mechanism: str | Path, params: dict | None = None,
     res.span = (last - first) / NS if first is not None else 0.0
     res.counters = dict(driver.counters)
     res.t = np.array(res.times)
+    if bag_joints and not matched and driver.joint_names:
+        raise BagError(f'{bag}: none of the joint names in {jtopic} is a joint of '
+                       f'{mechanism}: the bag has {", ".join(bag_joints)}; the mechanism has '
+                       f'{", ".join(driver.joint_names)} (its joints[].name must match '
+                       'JointState.name)')
     if plot:
         res.plot = Path(plot)
         plot_replay(res, system, res.plot)
@@ -296,29 +309,39 @@ def truth_joint_positions(system: Any, res: ReplayResult) -> tuple[np.ndarray, n
     return t, jp, jv
 
 
-def plot_replay(res: ReplayResult, system: Any, path: Path) -> None:
-    """Estimated joint positions/velocities against the measured ones and the truth."""
+def plot_replay(res: ReplayResult, system: Any, path: Path) -> list[str]:
+    """Per joint: position and rate (measured, truth, estimate) and an error panel.
+
+    The error panel shows estimate − truth and measured − truth when the bag has
+    ``*/ground_truth``, else estimate − measured. Writes exactly ``path``;
+    returns the y-axis labels of the first row.
+    """
     import matplotlib
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
 
+    from ..sensors import wrap_angle
+
     names = res.joint_names
     J = len(names)
-    fig, axes = plt.subplots(max(J, 1), 2, figsize=(11, 2.6 * max(J, 1)), squeeze=False,
+    fig, axes = plt.subplots(max(J, 1), 3, figsize=(15, 2.8 * max(J, 1)), squeeze=False,
                              sharex=True)
     t = res.t
     jp = np.array(res.joint_position).reshape(len(t), -1) if len(t) else np.zeros((0, J))
     jv = np.array(res.joint_velocity).reshape(len(t), -1) if len(t) else np.zeros((0, J))
     tt, tp, tv = truth_joint_positions(system, res)
     kinds = {jt.name: jt.type for jt in system.mech.joints}
+    labels: list[str] = []
     for j, name in enumerate(names):
+        revolute = kinds.get(name) == 'revolute'
         # Revolute angles are wrapped to (-pi, pi]; unwrap them for display only.
-        unwrap = np.unwrap if kinds.get(name) == 'revolute' else np.asarray
+        unwrap = np.unwrap if revolute else np.asarray
+        diff = wrap_angle if revolute else (lambda x: x)
         mt = [(m[0], m[2][list(m[1]).index(name)], m[3][list(m[1]).index(name)])
               for m in res.measured if name in m[1]]
-        ax_p, ax_v = axes[j]
-        if mt:
-            arr = np.array(mt)
+        ax_p, ax_v, ax_e = axes[j]
+        arr = np.array(mt) if mt else np.zeros((0, 3))
+        if len(arr):
             ax_p.plot(arr[:, 0], unwrap(arr[:, 1]), '.', ms=2, color='0.6', label='measured')
             if np.isfinite(arr[:, 2]).any():
                 ax_v.plot(arr[:, 0], arr[:, 2], '.', ms=2, color='0.6', label='measured')
@@ -328,21 +351,40 @@ def plot_replay(res: ReplayResult, system: Any, path: Path) -> None:
         if len(t):
             ax_p.plot(t, unwrap(jp[:, j]), 'C1-', lw=1.0, label='estimated')
             ax_v.plot(t, jv[:, j], 'C1-', lw=1.0, label='estimated')
-        unit = 'rad' if kinds.get(name) == 'revolute' else 'm'
-        ax_p.set_ylabel(f'{name} [{unit}]')
-        ax_v.set_ylabel(f'{name} rate [{unit}/s]')
+        unit = 'rad' if revolute else 'm'
+        scale, eunit = (1e3, f'm{unit}') if unit == 'rad' else (1e3, 'mm')
+        if len(tt) > 1:
+            ref = unwrap(tp[:, j])
+            if len(arr):
+                ax_e.plot(arr[:, 0], scale * diff(arr[:, 1] - np.interp(arr[:, 0], tt, ref)),
+                          '.', ms=2, color='0.6', label='measured − truth')
+            if len(t):
+                ax_e.plot(t, scale * diff(jp[:, j] - np.interp(t, tt, ref)), 'C1-', lw=1.0,
+                          label='estimated − truth')
+            elabel = f'{name} error [{eunit}]'
+        else:
+            if len(t) and len(arr):
+                ax_e.plot(t, scale * diff(jp[:, j] - np.interp(t, arr[:, 0], unwrap(arr[:, 1]))),
+                          'C1-', lw=1.0, label='estimated − measured')
+            elabel = f'{name} estimated − measured [{eunit}]'
+        row = [f'{name} [{unit}]', f'{name} rate [{unit}/s]', elabel]
+        for ax, lab in zip(axes[j], row):
+            ax.set_ylabel(lab)
+            ax.grid(True, alpha=0.3)
         ax_p.legend(loc='best', fontsize=7)
-    axes[-1][0].set_xlabel('stamp [s]')
-    axes[-1][1].set_xlabel('stamp [s]')
-    fig.suptitle('mbfg_ros estimator replay')
+        ax_e.legend(loc='best', fontsize=7)
+        labels = labels or row
+    for ax in axes[-1]:
+        ax.set_xlabel('stamp [s]')
+    fig.suptitle(f'mbfg_ros estimator replay: {system.mech.name}')
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path, dpi=110)
+    return labels
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog='mbfg-replay', description=__doc__.split('\n\n')[0])
+    p = argparse.ArgumentParser(prog='mbfg-replay',
+                                description=plain(__doc__.split('\n\n')[0]))
     p.add_argument('bag', help='rosbag2 directory (MCAP or sqlite3)')
     p.add_argument('--mechanism', required=True, help='mechanism YAML')
     p.add_argument('--params', help='ROS parameters file (estimator_node or /** '
@@ -367,7 +409,7 @@ def _main(argv: Sequence[str] | None) -> int:
                  storage=a.storage, show_progress=not a.quiet)
     ms = 1e3 * float(np.mean(res.tick_seconds)) if res.tick_seconds else float('nan')
     print(f'{res.messages} messages, {len(res.times)} ticks ({ms:.2f} ms per tick), '
-          f'{res.span:.2f} s of data in {res.wall:.2f} s: {res.speedup:.1f}x real time')
+          f'{res.span:.2f} s of data in {res.wall:.2f} s: {speed_phrase(res.wall, res.span)}')
     print(f'estimates: {res.output} (bag), {res.csv} (CSV)'
           + (f', {res.plot} (plot)' if res.plot else ''))
     return 0

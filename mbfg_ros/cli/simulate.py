@@ -1,6 +1,6 @@
-"""``mbfg-simulate``: forward dynamics of a mechanism YAML with the factor graph.
+"""mbfg-simulate: forward dynamics of a mechanism YAML with the factor graph.
 
-Writes ``t, q0.., qd0.., qdd0.., phi_norm`` as CSV (one row per step,
+Writes t, q0.., qd0.., qdd0.., phi_norm as CSV (one row per step,
 t = 0 included), prints a summary (steps, ms per step, max |Φ|, energy drift)
 and optionally plots q, q̇ and |Φ|.
 """
@@ -16,15 +16,15 @@ from ..dynamics import load_system
 from ..errors import MbfgError
 from ..forward import (COORDINATES, IC_BASES, INTEGRATORS, SOLVERS, ForwardConfig,
                        Trajectory, energy, simulate)
-from .common import Progress, run_cli
+from .common import Progress, plain, run_cli, save_figure
 
-__all__ = ['main', 'write_csv', 'plot_trajectory']
+__all__ = ['main', 'write_csv', 'plot_trajectory', 'energy_drift', 'coordinate_units']
 
 PROG = 'mbfg-simulate'
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog=PROG, description=plain(__doc__.splitlines()[0]))
     p.add_argument('config', help='mechanism YAML file')
     p.add_argument('--duration', type=float, default=5.0, help='simulated time [s] (5)')
     p.add_argument('--dt', type=float, default=1e-3, help='time step [s] (0.001)')
@@ -54,36 +54,61 @@ def write_csv(path: Path, traj: Trajectory) -> None:
         raise MbfgError(f'{path}: cannot write: {exc.strerror}') from None
 
 
-def plot_trajectory(path: Path, traj: Trajectory, names: tuple[str, ...], title: str) -> None:
-    """q and q̇ against t, and ‖Φ‖ on a log axis (matplotlib, Agg backend)."""
+def coordinate_units(names: tuple[str, ...], angles: set[str]) -> list[str]:
+    """Unit of each coordinate: ``rad`` for relative angles, ``m`` for point coordinates."""
+    return ['rad' if name in angles else 'm' for name in names]
+
+
+def energy_drift(E: np.ndarray, kinetic: np.ndarray) -> tuple[float, float, float]:
+    """(absolute drift E[-1] − E[0] [J], drift relative to the motion's energy scale, scale).
+
+    The scale is the largest kinetic energy of the run (what the motion
+    exchanges with the potential), not E itself, whose zero is arbitrary: a
+    pendulum released from the horizontal has E ≈ 0.
+    """
+    scale = float(np.max(kinetic)) if len(kinetic) else 0.0
+    drift = float(E[-1] - E[0]) if len(E) else 0.0
+    return drift, (drift / scale if scale > 0 else float('nan')), scale
+
+
+def plot_trajectory(path: Path, traj: Trajectory, names: tuple[str, ...], title: str,
+                    units: list[str] | None = None) -> list[str]:
+    """q and q̇ against t (units in the legend), and ‖Φ‖ on a log axis; writes exactly
+    ``path``. Returns the y-axis labels."""
     import matplotlib
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
 
+    units = units or ['m'] * len(names)
     fig, axes = plt.subplots(3, 1, figsize=(8, 9), sharex=True)
     for i, name in enumerate(names):
-        axes[0].plot(traj.t, traj.q[:, i], label=name)
-        axes[1].plot(traj.t, traj.qd[:, i], label=name)
-    axes[0].set_ylabel('q')
-    axes[1].set_ylabel('q̇')
+        axes[0].plot(traj.t, traj.q[:, i], label=f'{name} [{units[i]}]')
+        axes[1].plot(traj.t, traj.qd[:, i], label=f'{name} [{units[i]}/s]')
+    kinds = sorted(set(units), key=lambda u: u != 'm')
+    labels = [f'q [{" or ".join(kinds)}]', f'q̇ [{" or ".join(u + "/s" for u in kinds)}]',
+              '‖Φ(q)‖ [m² or m]']
+    for ax, label in zip(axes, labels):
+        ax.set_ylabel(label)
     axes[0].legend(fontsize='small', ncol=4)
+    axes[1].legend(fontsize='small', ncol=4)
     axes[2].semilogy(traj.t, np.maximum(traj.phi_norm, 1e-18))
-    axes[2].set_ylabel('‖Φ(q)‖')
     axes[2].set_xlabel('t [s]')
     axes[0].set_title(title)
     fig.tight_layout()
-    try:
-        fig.savefig(path, dpi=100)
-    except OSError as exc:
-        raise MbfgError(f'{path}: cannot write: {exc.strerror}') from None
-    finally:
-        plt.close(fig)
+    save_figure(fig, path, dpi=100)
+    return labels
 
 
 def _main(argv: list[str] | None) -> int:
     args = _parser().parse_args(argv)
     if not (args.duration > 0):
         raise MbfgError(f'--duration must be > 0, got {args.duration}')
+    if not (args.dt > 0):
+        raise MbfgError(f'--dt must be > 0, got {args.dt}')
+    if args.dt > args.duration:
+        raise MbfgError(f'--dt {args.dt:g} s is longer than --duration {args.duration:g} s: '
+                        'there would be no step to take; use a smaller --dt or a longer '
+                        '--duration')
     config = ForwardConfig(dt=args.dt, window=args.window, coordinates=args.coordinates,
                            ic_basis=args.ic_basis,
                            integrator=args.integrator, solver=args.solver)
@@ -97,18 +122,21 @@ def _main(argv: list[str] | None) -> int:
     elapsed = time.perf_counter() - start
     steps = len(traj.t) - 1
     E = energy(system, traj.q, traj.qd)
-    scale = max(np.abs(E).max(), 1e-12)
+    kinetic = 0.5 * np.einsum('ki,ij,kj->k', traj.qd, system.M, traj.qd)
+    drift, rel, scale = energy_drift(E, kinetic)
     print(f'{system.mech.name}: {steps} steps of {config.dt:g} s ({config.coordinates} '
           f'coordinates, {config.integrator}, window {config.window}, solver {config.solver})')
     print(f'  time per step   {1e3 * elapsed / max(steps, 1):.3f} ms')
     print(f'  max |Phi(q)|    {traj.phi_norm.max():.3e}')
-    print(f'  energy drift    {(E[-1] - E[0]) / scale:+.3e} (relative; meaningful for '
-          'gravity-only mechanisms)')
+    print(f'  energy drift    {drift:+.3e} J ({rel:+.2e} of the largest kinetic energy, '
+          f'{scale:.4g} J; meaningful for conservative mechanisms)')
     if args.output:
         write_csv(args.output, traj)
         print(f'  wrote {args.output}')
     if args.plot:
-        plot_trajectory(args.plot, traj, system.names, f'{system.mech.name}: forward dynamics')
+        angles = {r.name for r in system.mech.relative}
+        plot_trajectory(args.plot, traj, system.names, f'{system.mech.name}: forward dynamics',
+                        coordinate_units(system.names, angles))
         print(f'  wrote {args.plot}')
     return 0
 
