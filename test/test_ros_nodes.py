@@ -330,6 +330,65 @@ def test_the_node_survives_bad_input_and_counts_it_in_diagnostics(tmp_path):
     assert "unknown joints ['wheel'] ignored" in log and 'stamps went back' in log
 
 
+def test_a_burst_ten_times_faster_than_real_time_merges_ticks_and_keeps_every_reading(
+        tmp_path):
+    """Forced overload over DDS: 1 s of 1 kHz encoder + IMU data and its /clock sent in
+    0.1 s. The node cannot tick at 500 Hz of that clock: it merges ticks, drops no reading
+    as too old, and its crank angle stays closer to the truth than the raw encoder."""
+    system, traj, recs = fourbar_data(duration=1.0, rate=1000.0)
+    domain = unique_domain(7)
+    proc = start('estimator_node', {'mechanism': fourbar_path(), 'use_sim_time': 'true',
+                                    'frequency': 500.0, 'lag_duration': 0.1,
+                                    'encoder_sigma': 0.002, 'diagnostics_period': 0.2},
+                 domain, tmp_path)
+    peer = Peer(domain)
+    try:
+        clock = peer.publisher('/clock', 'Clock')
+        pub_js = peer.publisher('/joint_states', 'JointState')
+        pub_imu = peer.publisher('/imu/coupler_imu', 'Imu')
+        peer.listen('/estimator_node/joint_states', 'JointState')
+        peer.listen('/diagnostics', 'DiagnosticArray')
+        _wait_for_node(peer, (pub_js, pub_imu, clock))
+        diags, joints = peer.inbox['/diagnostics'], peer.inbox['/estimator_node/joint_states']
+        t0 = stamp_of(recs[0])
+        msgs = [(stamp_of(r), cv.imu_msg(peer.kit, stamp_of(r), 'coupler_imu', r.gyro_z,
+                                         r.accel) if hasattr(r, 'sensor') else
+                 cv.joint_state_msg(peer.kit, stamp_of(r), r.names, r.position))
+                for r in recs]
+        start_wall = time.monotonic()
+        last_clock = 0
+        for k, (t, msg) in enumerate(msgs):
+            if t > last_clock:
+                clock.publish(cv.clock_msg(peer.kit, t))
+                last_clock = t
+            (pub_imu if hasattr(msg, 'linear_acceleration') else pub_js).publish(msg)
+            ahead = (t - t0) / 10 / NS - (time.monotonic() - start_wall)   # 10x real time
+            if ahead > 0:
+                time.sleep(ahead)
+        t_end = msgs[-1][0]
+        peer.spin_until(lambda: joints and cv.stamp_ns(joints[-1].header.stamp) >= t_end - 4e6,
+                        30, 'the estimate at the end of the burst')
+        peer.spin_until(lambda: diags and int(diag_values(diags[-1])['input.received'])
+                        >= 0.95 * len(msgs) and cv.stamp_ns(diags[-1].header.stamp) >= t_end,
+                        20, 'diagnostics after the burst')
+        v = diag_values(diags[-1])
+    finally:
+        peer.close()
+        rc = stop(proc)
+    assert rc == 0, (tmp_path / 'estimator_node.log').read_text()
+    assert int(v['ticks.merged']) > 0, v
+    assert int(v['input.dropped.too_old']) == 0 and int(v['estimator.dropped_too_old']) == 0, v
+    j = [jt.name for jt in system.mech.joints].index('crank')
+    est = [(cv.stamp_ns(m.header.stamp), m.position[j]) for m in joints]
+    truth = lambda t: joint_positions(system, traj.q[int(round((t - t0) / 1e6))])[j]  # noqa
+    err = [wrap_angle(p - truth(t)) for t, p in est if t0 + 100_000_000 <= t <= t_end]
+    raw = [wrap_angle(r.position[j] - truth(stamp_of(r))) for r in recs
+           if not hasattr(r, 'sensor')]
+    rmse = lambda e: float(np.sqrt(np.mean(np.square(e))))  # noqa: E731
+    assert len(err) > 20, (len(err), [(t - t0) // 1_000_000 for t, _ in est])
+    assert rmse(err) < rmse(raw), (rmse(err), rmse(raw), v)
+
+
 def fuzz_pool(kit, now, rng, names):
     """Malformed messages of every bad-input class (JointState and Imu), plus plausible
     garbage that passes the limits."""

@@ -25,10 +25,12 @@ name, then arrival) and calls ``Estimator.tick(t_k)``.
 Live only (``live=True``):
 
 * **Overload.** When more than one grid tick is due (the node fell behind),
-  only the newest runs (``ticks.merged`` counts the others, ``ticks.overruns``
-  the events): the estimator takes the longer step and every reading of the
-  interval through its two-key factor. Readings are never dropped for being
-  slow; the estimate degrades gracefully toward fewer, longer steps.
+  one call runs one tick, up to ``max_merge_ticks`` grid ticks on
+  (``ticks.merged`` counts the ones left out, ``ticks.overruns`` the events, and
+  :attr:`EstimatorDriver.behind` tells the caller to come back soon): the
+  estimator takes the longer step and every reading of the interval through its
+  two-key factor. Readings are never dropped for being slow; the estimate
+  degrades gracefully toward fewer, longer steps.
 * **The tick clock is the data.** Ticks run up to the newest reading's stamp,
   moving on with the clock between readings (``input.latency_ms`` = clock −
   newest stamp at the last reading). So a backlog (the node fell behind after
@@ -42,6 +44,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -137,6 +140,11 @@ class EstimatorDriver:
                                          float(cfg.backwards_tolerance)))
         self.future_ns = int(NS * float(v['future_tolerance']))
         self.max_catchup = max(1, int(math.ceil(v['lag_duration'] * self.frequency)))
+        self.max_merge = int(v['max_merge_ticks'])
+        self.max_gap_ns = int(NS * float(cfg.max_tick_gap))
+        self.silence_ns = int(NS * float(cfg.sensor_timeout))
+        self._push_wall = -self.silence_ns
+        self.behind = False           # live: more grid ticks were due than the last call ran
         self.estimator = estimator if estimator is not None else Estimator(sys, cfg)
         mech = sys.mech
         self.gate = LimitGate(mech)
@@ -252,6 +260,7 @@ class EstimatorDriver:
                           'follow the data' if delay > self.lag_ns // 2 else
                           'input stamps caught up with the clock')
             self.delay_ns = delay
+            self._push_wall = time.monotonic_ns()
         heapq.heappush(self._queue, (_order_key(t_ns, record, self._seq), record))
         self._seq += 1
         self.counters['queued'] += 1
@@ -301,21 +310,51 @@ class EstimatorDriver:
     # ---------------------------------------------------------------- ticks
 
     def advance(self, now_ns: int, inclusive: bool = True) -> list[TickOutput]:
-        """Run the grid ticks due at clock ``now_ns`` (live: merged into the newest when
-        more than one is due); a clock gone back resets."""
+        """Run the grid ticks due at clock ``now_ns`` minus the input latency (live: one,
+        possibly merged, tick per call; see :meth:`_advance_live`); a clock gone back
+        resets."""
         if self._last_clock is not None and now_ns < self._last_clock - 2 * self.period:
             self.reset('clock_jump',
                        f'clock jumped back by {(self._last_clock - now_ns) / NS:.3f} s')
         self._last_clock = now_ns
-        ticks, skipped = tick_times(self.last_tick, now_ns - self.delay_ns, self.period,
-                                    inclusive, self.max_catchup)
+        T = now_ns - self.delay_ns
+        if (self.live and self._max_stamp is not None
+                and time.monotonic_ns() - self._push_wall < self.silence_ns):
+            # readings are flowing (perhaps a backlog): ticks stay within half a window of
+            # the newest one, so the readings still on their way are not too old on arrival
+            T = min(T, self._max_stamp + self.lag_ns // 2)
+        self.behind = False
+        if self.live and self.last_tick is not None:
+            return self._advance_live(T, inclusive)
+        ticks, skipped = tick_times(self.last_tick, T, self.period, inclusive, self.max_catchup)
         if skipped:
             self.ticks['skipped'] += skipped
-        if self.live and len(ticks) > 1:
-            self.ticks['overruns'] += 1
-            self.ticks['merged'] += len(ticks) - 1
-            ticks = ticks[-1:]
         return [self._tick(t) for t in ticks]
+
+    def _advance_live(self, T: int, inclusive: bool) -> list[TickOutput]:
+        """One tick per call: the next grid tick, or when several are due (the node fell
+        behind) a merged one up to ``max_merge`` grid ticks on; after a silence longer
+        than the estimator's ``max_tick_gap`` (no reading queued in it: the estimator
+        re-initialises anyway) straight to the newest."""
+        p = self.period
+        first = self.last_tick // p + 1
+        last = (T if inclusive else T - 1) // p
+        n = last - first + 1
+        if n <= 0:
+            return []
+        k = first
+        if n > 1:
+            self.ticks['overruns'] += 1
+            oldest = self._queue[0][0][0] if self._queue else None
+            if n * p > self.max_gap_ns and (oldest is None
+                                            or oldest > self.last_tick + self.max_gap_ns):
+                k = last
+                self.ticks['skipped'] += n - 1
+            else:
+                k = first + min(n, self.max_merge) - 1
+                self.ticks['merged'] += k - first
+            self.behind = k < last
+        return [self._tick(k * p)]
 
     @property
     def pending(self) -> int:

@@ -124,6 +124,9 @@ def _estimator_params() -> tuple[ParamSpec, ...]:
         ParamSpec('max_tick_load', 0.6, 'Fraction of one core the ticks may use; beyond it '
                   'ticks are merged (longer steps), readings are never dropped for it.',
                   lo=0.05, hi=1.0),
+        ParamSpec('max_merge_ticks', 10, 'When behind, one tick may merge at most this many '
+                  'grid ticks (a longer step); the rest follow in later ticks.', 'int', lo=1,
+                  hi=1000),
         ParamSpec('executor', 'auto', 'rclpy executor: auto (EventsExecutor where the '
                   'distro has it, else single), events or single.', 'string'),
         ParamSpec('max_queue', 10000, 'Measurements kept waiting for a tick; beyond this the '
