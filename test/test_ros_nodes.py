@@ -26,8 +26,8 @@ from mbfg_ros.demo import write_simulation_bag  # noqa: E402
 from mbfg_ros.ros import conversions as cv  # noqa: E402
 from mbfg_ros.sensors import joint_positions, joint_velocities, wrap_angle  # noqa: E402
 
-from test_ros_support import (REPO, T0, fourbar_data, fourbar_path, ros_env,  # noqa: E402
-                              stamp_of, unique_domain)
+from test_ros_support import (REPO, T0, fourbar_data, fourbar_path,  # noqa: E402
+                              fourbar_system, ros_env, stamp_of, unique_domain)
 
 pytestmark = pytest.mark.ros
 
@@ -387,6 +387,57 @@ def test_a_burst_ten_times_faster_than_real_time_merges_ticks_and_keeps_every_re
     rmse = lambda e: float(np.sqrt(np.mean(np.square(e))))  # noqa: E731
     assert len(err) > 20, (len(err), [(t - t0) // 1_000_000 for t, _ in est])
     assert rmse(err) < rmse(raw), (rmse(err), rmse(raw), v)
+
+
+def _cpu_seconds(pid: int) -> float:
+    import os
+    fields = open(f'/proc/{pid}/stat').read().rsplit(')', 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
+
+
+def test_an_idle_node_stops_ticking_and_uses_almost_no_cpu(tmp_path):
+    """No input at all, then input that stops: the tick timer stops both times, the
+    diagnostics say so, and the process uses under 5 % of a core meanwhile."""
+    system = fourbar_system()
+    domain = unique_domain(8)
+    proc = start('estimator_node', {'mechanism': fourbar_path(), 'frequency': 500.0,
+                                    'diagnostics_period': 0.25}, domain, tmp_path)
+    peer = Peer(domain)
+    try:
+        pub_js = peer.publisher('/joint_states', 'JointState')
+        pub_imu = peer.publisher('/imu/coupler_imu', 'Imu')
+        peer.listen('/estimator_node/state', 'JointState')
+        peer.listen('/diagnostics', 'DiagnosticArray')
+        _wait_for_node(peer, (pub_js, pub_imu))
+        diags = peer.inbox['/diagnostics']
+
+        def idle_for(seconds: float) -> tuple[float, dict]:
+            peer.spin_until(lambda: diags[-1].status[0].message.startswith('idle'), 10,
+                            'the node to report idle')
+            cpu0, wall0 = _cpu_seconds(proc.pid), time.monotonic()
+            runs0 = int(diag_values(diags[-1])['ticks.run'])
+            count = len(diags)
+            peer.spin_until(lambda: len(diags) >= count + int(seconds / 0.25), 3 * seconds,
+                            'diagnostics while idle')
+            share = (_cpu_seconds(proc.pid) - cpu0) / (time.monotonic() - wall0)
+            v = diag_values(diags[-1])
+            assert int(v['ticks.run']) == runs0, v          # no tick ran while idle
+            return share, {'message': diags[-1].status[0].message, **v}
+
+        share, v = idle_for(2.0)
+        assert v['message'].startswith('idle'), v
+        assert share < 0.05, share
+        t0 = peer.node.get_clock().now().nanoseconds + 50_000_000
+        good, _ = _valid_messages(peer, system, t0, duration=0.3)
+        _publish_in_real_time(peer, {'js': pub_js, 'imu': pub_imu}, good, t0)
+        states = peer.inbox['/estimator_node/state']
+        peer.spin_until(lambda: len(states) > 20, 20, 'estimates')
+        share, v = idle_for(2.0)                   # the input stopped: idle again
+        assert v['message'].startswith('idle: no input for'), v
+        assert share < 0.05, share
+    finally:
+        peer.close()
+        assert stop(proc) == 0, (tmp_path / 'estimator_node.log').read_text()
 
 
 def fuzz_pool(kit, now, rng, names):
