@@ -678,40 +678,45 @@ class Estimator:
         n = self.n
         std = np.nan_to_num(self._std_last, nan=0.0) if self._std_last is not None \
             else np.zeros(3 * n)
-        zeros = np.zeros(n)
         hist, times = self._x_hist, self._times
-        models: dict = {}
-        out = []
-        diverged = False
-        for p in ready:
-            ob = p.ob
-            key = (ob.kind, ob.index)
-            joint = ob.kind in ('joint_pos', 'joint_vel')
-            thr = cfg.joint_rejection_threshold if joint else cfg.imu_rejection_threshold
-            if thr <= 0:
-                out.append(p)
+        last = len(hist) - 1
+        groups: dict[tuple[str, int, int], list[int]] = {}
+        for i, p in enumerate(ready):
+            base = last if p.t >= self._t_last else \
+                max(0, bisect.bisect_right(times, p.t + self._eps) - 1)
+            groups.setdefault((p.ob.kind, p.ob.index, base), []).append(i)
+        d2 = np.zeros(len(ready))
+        sd2, sj2 = cfg.dynamics_sigma ** 2, cfg.integrator_jerk ** 2
+        for (kind, index, base), ids in groups.items():
+            joint = kind in ('joint_pos', 'joint_vel')
+            if (cfg.joint_rejection_threshold if joint else cfg.imu_rejection_threshold) <= 0:
                 continue
-            base = max(0, bisect.bisect_right(times, p.t + self._eps) - 1) \
-                if p.t < self._t_last else len(hist) - 1
             t_b, x = hist[base]
-            m = models.get((key, base))
-            if m is None:
-                m = models[(key, base)] = self._linear_model(ob.kind, ob.index, x, std)
-            h, H, var_x, angular = m
+            h, H, var_x, angular = self._linear_model(kind, index, x, std)
             qd, qdd = x[n:2 * n], x[2 * n:]
-            tau = p.t - t_b
-            dx = np.concatenate((tau * qd + (0.5 * tau * tau) * qdd, tau * qdd, zeros))
-            r = ob.z - (h + H @ dx)
+            Hq, Hqd = H[:, :n], H[:, n:2 * n]
+            c1, c2 = Hq @ qd + Hqd @ qdd, Hq @ qdd
+            s2 = (H * H).reshape(len(h), 3, n).sum(axis=2)          # (rows, 3): q, q̇, q̈
+            tau = np.array([ready[i].t for i in ids]) - t_b
+            a = np.abs(tau)[:, None]
+            pred = h + tau[:, None] * c1 + (0.5 * tau * tau)[:, None] * c2
+            r = np.array([ready[i].ob.z for i in ids]) - pred
             if angular:
                 r = wrap_angle(r)
-            # process noise: the new q̈ is only known to the dynamics' σ, and drives q̇, q
-            a = abs(tau)
-            w = np.concatenate((np.full(n, 0.5 * a * a), np.full(n, a), np.ones(n)))
-            wj = np.concatenate((np.full(n, a ** 3 / 6.0), np.full(n, 0.5 * a * a),
-                                 np.full(n, a)))
-            var_p = (H * H) @ ((w * cfg.dynamics_sigma) ** 2 + (wj * cfg.integrator_jerk) ** 2)
-            d2 = float(np.sum(r * r / (ob.sigma * ob.sigma + var_x + var_p)))
-            if d2 <= thr * thr:
+            # process noise: the new q̈ is only known to the dynamics' σ and changes by
+            # up to integrator_jerk·τ; both drive q̇ and q over τ
+            var_p = (s2[:, 0] * (0.25 * a ** 4 * sd2 + a ** 6 / 36.0 * sj2)
+                     + s2[:, 1] * (a * a * sd2 + 0.25 * a ** 4 * sj2)
+                     + s2[:, 2] * (sd2 + a * a * sj2))
+            sig = np.array([ready[i].ob.sigma for i in ids])
+            d2[ids] = np.sum(r * r / (sig * sig + var_x + var_p), axis=1)
+        out = []
+        diverged = False
+        for i, p in enumerate(ready):
+            key = (p.ob.kind, p.ob.index)
+            joint = key[0] in ('joint_pos', 'joint_vel')
+            thr = cfg.joint_rejection_threshold if joint else cfg.imu_rejection_threshold
+            if thr <= 0 or d2[i] <= thr * thr:
                 out.append(p)
                 self._reject_since.pop(key, None)
                 continue

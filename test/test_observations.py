@@ -204,3 +204,36 @@ def test_interpolation_is_exact_for_a_piecewise_linear_acceleration():
         e, _ = interval_error(sm, obs, a, b, [x0, x1], False)
         e_at, _ = observation_error(sm, obs, [exact(si * dt)], False)
         np.testing.assert_allclose(e, e_at, atol=1e-9)
+
+
+@pytest.mark.parametrize('name', list(MODELS))
+def test_readings_between_keys_evaluated_together_equal_the_scalar_models_one_by_one(name):
+    """The vectorised evaluation of many readings (several per sensor, at different states)
+    equals the scalar SensorModel called reading by reading, values and Jacobians."""
+    sm, q0 = MODELS[name]
+    n = q0.size
+    rng = np.random.default_rng(5)
+    x0, x1 = random_state(q0, rng), random_state(q0, rng)
+    obs = [o._replace(s=float(s)) for s in rng.uniform(0.05, 1.0, 6)
+           for o in all_observations(sm, rng)]
+    a, b = interpolation_weights([o.s for o in obs], 0.01)
+    e, (J0, J1) = interval_error(sm, obs, a, b, [x0, x1], True)
+    rows = 0
+    for i, o in enumerate(obs):
+        x = (a[i] @ x0.reshape(3, n) + b[i] @ x1.reshape(3, n)).reshape(-1)
+        q, qd, qdd = x[:n], x[n:2 * n], x[2 * n:]
+        if o.kind.startswith('joint'):
+            m = sm.joint(o.index, q, qd, True)[0 if o.kind == 'joint_pos' else 1]
+            angular = o.kind == 'joint_pos' and sm.joint_is_angular(o.index)
+        else:
+            m = dict(zip(('gyro', 'accel', 'orient'), sm.imu(o.index, q, qd, qdd, True)))[o.kind]
+            angular = o.kind == 'orient'
+        r = m.h - o.z
+        want = sensors.wrap_angle(r) if angular else r
+        k = o.z.size
+        np.testing.assert_allclose(e[rows:rows + k], want, atol=1e-12)
+        H = np.hstack((np.atleast_2d(m.Hq), np.atleast_2d(m.Hqd), np.atleast_2d(m.Hqdd)))
+        np.testing.assert_allclose(J0[rows:rows + k], H @ np.kron(a[i], np.eye(n)), atol=1e-10)
+        np.testing.assert_allclose(J1[rows:rows + k], H @ np.kron(b[i], np.eye(n)), atol=1e-10)
+        rows += k
+    assert rows == e.size
