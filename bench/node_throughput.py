@@ -152,7 +152,8 @@ def run_row(rate: int, busy: bool, duration: float, domain: int, tmp: Path) -> d
     node = subprocess.Popen(
         [sys.executable, '-m', 'mbfg_ros.ros.estimator_node', '--ros-args',
          '-p', f'mechanism:={MECH}', '-p', f'frequency:={TICKS[rate]}',
-         '-p', 'lag_duration:=0.1', '-p', f'encoder_sigma:={ENC_SIGMA}'],
+         '-p', 'lag_duration:=0.1', '-p', f'encoder_sigma:={ENC_SIGMA}',
+         '-p', f"executor:={os.environ.get('MBFG_BENCH_EXECUTOR', 'auto')}"],
         env=env, stdout=open(tmp / f'node_{rate}_{busy}.log', 'w'), stderr=subprocess.STDOUT,
         start_new_session=True)
     procs.append(node)
@@ -200,21 +201,32 @@ def run_row(rate: int, busy: bool, duration: float, domain: int, tmp: Path) -> d
         mon.destroy_node()
         rclpy.shutdown(context=ctx)
     v = {kv.key: kv.value for kv in diags[-1].status[0].values}
+    if os.environ.get('MBFG_BENCH_TRACE'):
+        for m in diags:
+            x = {kv.key: kv.value for kv in m.status[0].values}
+            print('   ', {k: x.get(k) for k in ('input.received', 'input.pending', 'ticks.run',
+                                                'ticks.rate_hz', 'ticks.merged',
+                                                'ticks.deferred', 'input.latency_ms',
+                                                'latency.ms_p50', 'ticks.ms_p50')})
     system = load_system(MECH)
     sm = SensorModel(system)
-    q = d["q"]
+    t, q = d['t'], d['q']
     crank = lambda x: sm.joint(0, x, np.zeros_like(x))[0].h[0]  # noqa: E731
+
+    def true_q(rel: float) -> np.ndarray:      # the truth at a stamp, interpolated (1 kHz)
+        return np.array([np.interp(rel, t, q[:, i]) for i in range(q.shape[1])])
+
     lat, ea, ep = [], [], []
     for recv, stamp, qe in states:
         rel = (stamp - start) / NS
         if not 0.5 <= rel <= duration:                   # after the start-up transient
             continue
-        k = int(round(rel * 1000))
+        qt = true_q(rel)
         lat.append((recv - stamp) / 1e6)
-        ea.append(float(wrap_angle(crank(qe) - crank(q[k]))))
-        ep.append(float(np.linalg.norm(qe[:2] - q[k, :2])))
+        ea.append(float(wrap_angle(crank(qe) - crank(qt))))
+        ep.append(float(np.linalg.norm(qe[:2] - qt[:2])))
     enc = d['kind'] == 0
-    raw = [float(wrap_angle(z - crank(q[int(round(s * 1000))])))
+    raw = [float(wrap_angle(z - crank(true_q(s))))
            for z, s in zip(d['enc'][enc], d['stamp'][enc]) if 0.5 <= s <= duration]
     rms = lambda e: float(np.sqrt(np.mean(np.square(e)))) if len(e) else float('nan')  # noqa
     dropped = {k.split('.', 1)[1]: int(x) for k, x in v.items()

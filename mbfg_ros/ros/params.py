@@ -127,8 +127,9 @@ def _estimator_params() -> tuple[ParamSpec, ...]:
         ParamSpec('max_merge_ticks', 10, 'When behind, one tick may merge at most this many '
                   'grid ticks (a longer step); the rest follow in later ticks.', 'int', lo=1,
                   hi=1000),
-        ParamSpec('executor', 'auto', 'rclpy executor: auto (EventsExecutor where the '
-                  'distro has it, else single), events or single.', 'string'),
+        ParamSpec('executor', 'auto', 'rclpy executor: auto (= single, the '
+                  'SingleThreadedExecutor; measured faster here), single, or events (rclpy\'s '
+                  'EventsExecutor, Kilted and newer).', 'string'),
         ParamSpec('max_queue', 10000, 'Measurements kept waiting for a tick; beyond this the '
                   'oldest are dropped (bursts).', 'int', lo=1, hi=10_000_000),
     )
