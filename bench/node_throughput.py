@@ -107,26 +107,31 @@ def generator(data: Path, start_file: Path) -> int:
         time.sleep(0.05)
     time.sleep(1.0)              # let the node's other endpoints settle (not a wait for DDS)
     JointState, Imu = cv.message_class('JointState'), cv.message_class('Imu')
-    js, imu = JointState(name=['crank']), Imu()
-    imu.header.frame_id = 'coupler_imu'
-    imu.orientation_covariance[0] = -1.0
-    start = node.get_clock().now().nanoseconds + NS // 5
-    start_file.write_text(str(start))
     kinds, stamps = d['kind'], d['stamp']
+    msgs = []                                    # built before the clock starts
     for i in range(len(kinds)):
-        t = start + int(round(stamps[i] * NS))
-        while (wait := t - node.get_clock().now().nanoseconds) > 0:
-            time.sleep(min(wait, 200_000) / NS)
-        sec, nsec = divmod(t, NS)
         if kinds[i] == 0:
-            js.header.stamp.sec, js.header.stamp.nanosec = sec, nsec
-            js.position = [float(d['enc'][i])]
-            pub_js.publish(js)
+            m = JointState(name=['crank'], position=[float(d['enc'][i])])
         else:
-            imu.header.stamp.sec, imu.header.stamp.nanosec = sec, nsec
-            imu.angular_velocity.z = float(d['gyro'][i])
-            imu.linear_acceleration.x, imu.linear_acceleration.y = map(float, d['acc'][i])
-            pub_imu.publish(imu)
+            m = Imu()
+            m.header.frame_id = 'coupler_imu'
+            m.orientation_covariance[0] = -1.0
+            m.angular_velocity.z = float(d['gyro'][i])
+            m.linear_acceleration.x, m.linear_acceleration.y = map(float, d['acc'][i])
+        msgs.append((pub_js if kinds[i] == 0 else pub_imu, m))
+    offsets = [int(round(x * NS)) for x in stamps]
+    start = time.time_ns() + NS // 5               # ROS time = system time (no sim time)
+    start_file.write_text(str(start))
+    for (pub, m), off in zip(msgs, offsets):
+        t = start + off
+        while (wait := t - time.time_ns()) > 0:
+            if wait > 1_500_000:
+                time.sleep((wait - 1_000_000) / NS)
+        m.header.stamp.sec, m.header.stamp.nanosec = divmod(t, NS)
+        pub.publish(m)
+    late = (time.time_ns() - start) / NS - float(stamps[-1])
+    if late > 0.05:
+        print(f'generator: finished {late:.2f} s behind real time', file=sys.stderr)
     node.destroy_node()
     rclpy.shutdown()
     return 0
