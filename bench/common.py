@@ -9,8 +9,8 @@ from mbfg_ros.dynamics import System, forward_accel
 __all__ = ['truth']
 
 
-def truth(sys: System, duration: float, rate: float, alpha: float = 10.0
-          ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def truth(sys: System, duration: float, rate: float, alpha: float = 10.0,
+          rtol: float = 1e-10) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(t, q, q̇, q̈) sampled at ``rate`` Hz by DOP853 with Baumgarte stabilisation."""
     n = sys.n
     cons = sys.constraints
@@ -27,7 +27,7 @@ def truth(sys: System, duration: float, rate: float, alpha: float = 10.0
 
     t = np.arange(0.0, duration + 0.5 / rate, 1.0 / rate)
     y0 = np.concatenate((sys.q0, np.zeros(n)))
-    sol = solve_ivp(rhs, (0.0, float(t[-1])), y0, method='DOP853', rtol=1e-10, atol=1e-10,
+    sol = solve_ivp(rhs, (0.0, float(t[-1])), y0, method='DOP853', rtol=rtol, atol=rtol,
                     t_eval=t)
     if not sol.success:
         raise RuntimeError(sol.message)

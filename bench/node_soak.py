@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""Soak of the live estimator_node: 1 kHz encoder + 1 kHz IMU over DDS for N minutes.
+
+The same three processes as ``bench/node_throughput.py`` (node, load generator,
+this monitor), ticks at 500 Hz, lag 0.1 s. Each minute it prints the node's
+resident memory (VmRSS), the latency from a tick's stamp to the estimate's arrival
+here (p50 / p99 over that minute), the readings dropped so far (``/diagnostics``)
+and the node's CPU share. At the end: RSS flat within 5 % after minute 1, and
+latency p99 at most 10 ms (the issue's targets).
+
+    .venv/bin/python bench/node_soak.py [--minutes 10]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from node_throughput import (ENC_SIGMA, MECH, cpu_seconds, make_data,  # noqa: I001
+                             ros_env)
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f'/proc/{pid}/status').read_text().splitlines():
+        if line.startswith('VmRSS:'):
+            return int(line.split()[1]) / 1024.0
+    return float('nan')
+
+
+def main(argv: list[str] | None = None) -> int:
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+
+    from mbfg_ros.ros import conversions as cv
+
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--minutes', type=float, default=10.0)
+    args = ap.parse_args(argv)
+    duration = 60.0 * args.minutes
+    tmp = Path(tempfile.mkdtemp())
+    data = tmp / 'data.npz'
+    print(f'soak: {args.minutes:g} min of 1 kHz encoder + IMU; computing the truth ...',
+          flush=True)
+    make_data(1000, duration, data, rtol=1e-7)     # resources, not accuracy, matter here
+    domain = 60 + os.getpid() % 40
+    env = ros_env(domain)
+    node = subprocess.Popen(
+        [sys.executable, '-m', 'mbfg_ros.ros.estimator_node', '--ros-args',
+         '-p', f'mechanism:={MECH}', '-p', 'frequency:=500.0', '-p', 'lag_duration:=0.1',
+         '-p', f'encoder_sigma:={ENC_SIGMA}'],
+        env=env, stdout=open(tmp / 'node.log', 'w'), stderr=subprocess.STDOUT,
+        start_new_session=True)
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx, domain_id=domain)
+    mon = rclpy.create_node('mbfg_soak_monitor', context=ctx)
+    ex = SingleThreadedExecutor(context=ctx)
+    ex.add_node(mon)
+    lat: list[float] = []
+    diags: list = []
+    qos = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
+    mon.create_subscription(
+        cv.message_class('JointState'), '/estimator_node/state',
+        lambda m: lat.append((time.time_ns() - cv.stamp_ns(m.header.stamp)) / 1e6), qos)
+    mon.create_subscription(cv.message_class('DiagnosticArray'), '/diagnostics',
+                            diags.append, qos)
+    gen = None
+    rows = []
+    try:
+        end = time.monotonic() + 60
+        while not diags and time.monotonic() < end:
+            ex.spin_once(timeout_sec=0.05)
+        pid = node.pid           # the wheels' re-exec keeps the pid
+        start_file = tmp / 'start'
+        gen = subprocess.Popen([sys.executable, str(Path(__file__).with_name(
+            'node_throughput.py')), '--generator', str(data), str(start_file)], env=env,
+            start_new_session=True)
+        while not start_file.exists() and gen.poll() is None:
+            ex.spin_once(timeout_sec=0.05)
+        print('| minute | node RSS MB | latency p50 / p99 ms | dropped so far (reason: n) | '
+              'node CPU % | estimates |', flush=True)
+        print('|---|---|---|---|---|---|', flush=True)
+        minute = 0
+        while gen.poll() is None and minute < args.minutes:
+            lat.clear()
+            cpu0, wall0 = cpu_seconds(pid), time.monotonic()
+            stop = wall0 + 60.0
+            while time.monotonic() < stop and gen.poll() is None:
+                ex.spin_once(timeout_sec=0.05)
+            minute += 1
+            v = {kv.key: kv.value for kv in diags[-1].status[0].values}
+            dropped = {k.split('.', 1)[1]: int(x) for k, x in v.items()
+                       if ('dropped' in k or 'rejected' in k) and x.isdigit() and int(x)}
+            row = (minute, rss_mb(pid), float(np.percentile(lat, 50)) if lat else np.nan,
+                   float(np.percentile(lat, 99)) if lat else np.nan,
+                   100.0 * (cpu_seconds(pid) - cpu0) / (time.monotonic() - wall0), len(lat))
+            rows.append(row)
+            print(f'| {minute} | {row[1]:.1f} | {row[2]:.1f} / {row[3]:.1f} | '
+                  f"{', '.join(f'{k}: {n}' for k, n in sorted(dropped.items())) or '-'} | "
+                  f'{row[4]:.0f} | {row[5]} |', flush=True)
+    finally:
+        for p in (gen, node):
+            if p is not None and p.poll() is None:
+                os.killpg(p.pid, signal.SIGINT if p is node else signal.SIGKILL)
+        node.wait(20)
+        ex.shutdown()
+        mon.destroy_node()
+        rclpy.shutdown(context=ctx)
+    if len(rows) >= 2:
+        rss = [r[1] for r in rows[1:]]
+        flat = (max(rss) - min(rss)) / rss[0] <= 0.05
+        p99 = max(r[3] for r in rows)
+        print(f'\nRSS after minute 1 within 5 %: {"PASS" if flat else "MISS"} '
+              f'({min(rss):.1f} .. {max(rss):.1f} MB); latency p99 <= 10 ms: '
+              f'{"PASS" if p99 <= 10 else "MISS"} (worst minute {p99:.1f} ms)')
+    return 0
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())
