@@ -34,8 +34,8 @@ from __future__ import annotations
 
 import array
 import functools
-import signal
 import sys
+import threading
 import time
 from collections import deque
 from typing import Any
@@ -51,7 +51,7 @@ from ..dynamics import load_system
 from . import conversions as cv
 from .driver import EstimatorDriver, TickOutput
 from .params import ESTIMATOR_PARAMS, ParameterError, declare, parse_estimator, read
-from .runner import run_node
+from .runner import run_node, stop_on_signals
 
 __all__ = ['EstimatorNode', 'main', 'SENSOR_QOS', 'OUTPUT_QOS', 'make_executor', 'LOG_EVERY']
 
@@ -148,6 +148,7 @@ class EstimatorNode(Node):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__('estimator_node', **kwargs)
+        self.stop_requested = threading.Event()     # set by run_node on SIGINT/SIGTERM
         declare(self, ESTIMATOR_PARAMS)
         settings = parse_estimator(read(self, ESTIMATOR_PARAMS), where=self.get_name())
         system = load_system(settings.mechanism)
@@ -323,26 +324,25 @@ class EstimatorNode(Node):
     def close(self) -> None:
         """Stop the timers (called by run_node before destroy_node)."""
         for timer in (self.timer, self.diag_timer, self.retry_timer):
-            timer.cancel()
+            try:
+                timer.cancel()
+            except Exception:  # noqa: BLE001 - already destroyed by the shutdown
+                pass
 
 
 def _spin(node: EstimatorNode) -> None:
     executor = make_executor(node.executor_kind)
     executor.add_node(node)
-    stop = []
-
-    def request_stop(signum: int, _frame: Any) -> None:
-        stop.append(signum)            # no KeyboardInterrupt inside a tick or a GTSAM callback
-
-    previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    stop_on_signals(node)
     try:
         # spin_once with a timeout, not spin(): rclpy 9's EventsExecutor.spin() does not
-        # return when the context shuts down
-        while not stop and node.context.ok():
-            executor.spin_once(timeout_sec=0.1)
+        # return when the context shuts down; run_node's signal handler sets stop_requested
+        while node.context.ok() and not node.stop_requested.is_set():
+            try:
+                executor.spin_once(timeout_sec=0.02)   # short: a signal's handler runs soon
+            except OSError:     # a signal interrupted the wait: look at the context again
+                continue
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, signal.SIG_IGN if stop else handler)
         executor.shutdown()
 
 

@@ -1,8 +1,10 @@
 """The life cycle shared by the nodes' entry points: init, build, spin, clean shutdown."""
 from __future__ import annotations
 
+import signal
 import sys
-from typing import Callable
+import threading
+from typing import Any, Callable
 
 import rclpy
 import rclpy.executors
@@ -11,7 +13,7 @@ from rclpy.node import Node
 from ..errors import MbfgError
 from . import conversions as cv
 
-__all__ = ['run_node']
+__all__ = ['run_node', 'stop_on_signals']
 
 
 def run_node(name: str, make: Callable[[], Node], spin: Callable[[Node], None],
@@ -23,6 +25,13 @@ def run_node(name: str, make: Callable[[], Node], spin: Callable[[Node], None],
     shutdown end cleanly with 0; an exception while ROS is still up is a
     bug and keeps its traceback. The node's ``close()`` (if it has one) runs
     before ``destroy_node()``.
+
+    Signals: Ctrl-C in a terminal sends SIGINT to the whole process group, then
+    ``ros2 launch`` sends its own SIGINT and later SIGTERM. The first SIGINT or
+    SIGTERM sets ``node.stop_requested`` (a ``threading.Event`` the spin loops check
+    between callbacks; :func:`stop_on_signals`, installed by the spin function once
+    its executor exists) and every later one is ignored, so no KeyboardInterrupt can
+    land inside a tick or in the clean-up.
     """
     rclpy.init(args=args)
     node = None
@@ -32,7 +41,13 @@ def run_node(name: str, make: Callable[[], Node], spin: Callable[[Node], None],
         except (MbfgError, OSError) as exc:
             print(f'{name}: error: {cv.startup_error_text(exc)}', file=sys.stderr)
             return 2
-        spin(node)
+        if not hasattr(node, 'stop_requested'):
+            node.stop_requested = threading.Event()
+        try:
+            spin(node)
+        finally:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                signal.signal(sig, signal.SIG_IGN)        # clean-up is not interruptible
     except KeyboardInterrupt:
         pass
     except rclpy.executors.ExternalShutdownException:
@@ -44,9 +59,30 @@ def run_node(name: str, make: Callable[[], Node], spin: Callable[[Node], None],
     finally:
         if node is not None:
             close = getattr(node, 'close', None)
-            if close is not None:
-                close()
-            node.destroy_node()
+            try:
+                if close is not None:
+                    close()
+                node.destroy_node()
+            except Exception:  # noqa: BLE001 - handles already gone after a shutdown
+                if rclpy.ok():
+                    raise
         if rclpy.ok():
             rclpy.shutdown()
     return 0
+
+
+def stop_on_signals(node: Node) -> None:
+    """SIGINT/SIGTERM set ``node.stop_requested`` once; later ones are ignored.
+
+    Call it after the executor is created (rclpy's executors hook the signals too).
+    """
+    stop = node.stop_requested
+
+    def request_stop(_signum: int, _frame: Any) -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        stop.set()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, request_stop)
+        signal.siginterrupt(sig, False)   # restart waits instead of failing inside rclpy

@@ -25,6 +25,7 @@ from __future__ import annotations
 import functools
 import math
 import sys
+import threading
 import time
 from typing import Any
 
@@ -37,7 +38,7 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from ..dynamics import load_system
 from ..errors import MbfgError
 from . import conversions as cv
-from .runner import run_node
+from .runner import run_node, stop_on_signals
 from .params import SIMULATOR_PARAMS, declare, parse_simulator, read
 
 __all__ = ['SimulatorNode', 'main', 'sensor_config', 'START_NS']
@@ -68,6 +69,7 @@ class SimulatorNode(Node):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__('simulator_node', **kwargs)
+        self.stop_requested = threading.Event()     # set by run_node on SIGINT/SIGTERM
         from ..forward import ForwardConfig, ForwardSimulator
 
         declare(self, SIMULATOR_PARAMS)
@@ -203,12 +205,16 @@ def _spin(node: SimulatorNode) -> None:
     """Real time: the timer steps the simulation; else step as fast as possible."""
     executor = rclpy.executors.SingleThreadedExecutor()
     executor.add_node(node)
+    stop_on_signals(node)
     if node.settings.realtime:
-        while rclpy.ok() and not node.done:
-            executor.spin_once(timeout_sec=0.1)
+        while rclpy.ok() and not node.done and not node.stop_requested.is_set():
+            try:
+                executor.spin_once(timeout_sec=0.1)
+            except OSError:     # a signal interrupted the wait: look at the flags again
+                continue
     else:
         start = time.perf_counter()
-        while rclpy.ok() and not node.done:
+        while rclpy.ok() and not node.done and not node.stop_requested.is_set():
             node.step_block()
             executor.spin_once(timeout_sec=0.0)
         node.get_logger().info(f'simulated {node.sim.t:.3f} s in '
