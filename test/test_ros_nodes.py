@@ -590,3 +590,27 @@ def test_the_simulator_records_a_bag_offline_and_exits_at_duration(tmp_path):
     assert cv.stamp_ns(truth[-1].header.stamp) == NS + NS // 2
     assert not np.allclose(truth[0].position, truth[-1].position)  # it fell
     assert REPO.exists()
+
+
+def test_a_simulator_behind_real_time_reports_its_factor_and_warns_once(tmp_path):
+    """dt 20 µs at 100 Hz publishing: 500 integrator steps per message, far slower than
+    real time on any machine. The factor in /diagnostics says so; the log warns once per
+    10 s, not per step."""
+    domain = unique_domain(9)
+    proc = start('simulator_node', {'mechanism': fourbar_path(), 'realtime': 'true',
+                                    'dt': 2e-5, 'publish_rate': 100.0}, domain, tmp_path)
+    peer = Peer(domain)
+    try:
+        peer.listen('/diagnostics', 'DiagnosticArray')
+        diags = peer.inbox['/diagnostics']
+        peer.spin_until(lambda: len(diags) >= 4, 30, 'four simulator diagnostics')
+        v = diag_values(diags[-1])
+    finally:
+        peer.close()
+        rc = stop(proc)
+    log = (tmp_path / 'simulator_node.log').read_text()
+    assert rc == 0, log
+    assert diags[-1].status[0].name.endswith(': simulator')
+    assert 0.0 < float(v['real_time_factor']) < 0.5, v
+    assert float(v['lag_s']) > 0.5, v
+    assert log.count('behind real time') == 1, log

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import rclpy
 import rclpy.executors
+from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
@@ -112,6 +113,12 @@ class SimulatorNode(Node):
             f'{mech.source}: dt {s.dt:g} s, publishing at {s.publish_rate:g} Hz, '
             f'{"real time x" + format(s.rate_scale, "g") if s.realtime else "as fast as possible"}'
             + (f', recording to {s.output}' if s.record else ''))
+        self.pub_diag = self.create_publisher(_msg('DiagnosticArray'), '/diagnostics', PUB_QOS)
+        self._rtf = (time.monotonic(), 0.0)          # (wall, sim time) at the last report
+        self._rtf_value = float('nan')
+        self._warned_at = -math.inf
+        self.diag_timer = self.create_timer(1.0, self._on_diag,
+                                            clock=Clock(clock_type=ClockType.STEADY_TIME))
         if s.realtime:
             self.timer = self.create_timer(1.0 / s.publish_rate, self._on_timer)
         else:
@@ -151,9 +158,38 @@ class SimulatorNode(Node):
             self._publish_sample()
         target = (now - self.start_ns) * 1e-9 * self.settings.rate_scale
         blocks = 0
-        while not self.done and self.sim.t + 0.5 * self.settings.dt < target and blocks < 20:
+        deadline = time.monotonic() + 0.1        # stay responsive (commands, diagnostics)
+        while (not self.done and self.sim.t + 0.5 * self.settings.dt < target and blocks < 20
+               and time.monotonic() < deadline):
             self.step_block()
             blocks += 1
+        self.lag = max(0.0, target - self.sim.t)
+
+    def _on_diag(self) -> None:
+        """Real-time factor over the last second (sim seconds per wall second, relative to
+        ``rate_scale``) in /diagnostics; a throttled warning when behind real time."""
+        if not self.context.ok():
+            return
+        wall, sim_t = time.monotonic(), self.sim.t
+        w0, s0 = self._rtf
+        self._rtf = (wall, sim_t)
+        s = self.settings
+        rtf = (sim_t - s0) / max(wall - w0, 1e-9) / (s.rate_scale if s.realtime else 1.0)
+        self._rtf_value = rtf
+        lag = getattr(self, 'lag', 0.0)
+        behind = s.realtime and not self.done and (rtf < 0.95 or lag > 0.1)
+        if behind and wall - self._warned_at >= 10.0:
+            self._warned_at = wall
+            self.get_logger().warning(
+                f'behind real time: real-time factor {rtf:.2f}, {lag:.2f} s of simulation '
+                'late (a smaller publish_rate, a larger dt or rate_scale < 1 helps); '
+                'warned at most every 10 s')
+        values = {'real_time_factor': f'{rtf:.3f}', 'sim_time': f'{sim_t:.3f}',
+                  'lag_s': f'{lag:.3f}', 'realtime': str(bool(s.realtime))}
+        self.pub_diag.publish(cv.diagnostics_msg(
+            self.kit, max(self.get_clock().now().nanoseconds, 0),
+            f'{self.get_name()}: simulator', self.system.mech.name, 1 if behind else 0,
+            'behind real time' if behind else 'ok', values))
 
     def _emit(self, topic_pub: Any, msgtype: str, t_ns: int, build: Any) -> None:
         topic_pub.publish(build(self.kit))
