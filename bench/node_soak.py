@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     data = tmp / 'data.npz'
     print(f'soak: {args.minutes:g} min of 1 kHz encoder + IMU; computing the truth ...',
           flush=True)
-    make_data(1000, duration, data, rtol=1e-7)     # resources, not accuracy, matter here
+    make_data(1000, duration, data, rtol=None)   # resources, not accuracy, matter here
     domain = 60 + os.getpid() % 40
     env = ros_env(domain)
     node = subprocess.Popen(
