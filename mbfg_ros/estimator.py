@@ -709,7 +709,10 @@ class Estimator:
                      + s2[:, 1] * (a * a * sd2 + 0.25 * a ** 4 * sj2)
                      + s2[:, 2] * (sd2 + a * a * sj2))
             sig = np.array([ready[i].ob.sigma for i in ids])
-            d2[ids] = np.sum(r * r / (sig * sig + var_x + var_p), axis=1)
+            s2r = sig * sig
+            # a lost estimate can have a huge covariance; the gate opens at most 10x wider than
+            # the sensor's own σ for it, so a flipped pose still sees its readings rejected
+            d2[ids] = np.sum(r * r / (s2r + np.minimum(var_x, 100.0 * s2r) + var_p), axis=1)
         out = []
         diverged = False
         for i, p in enumerate(ready):
