@@ -13,7 +13,7 @@ from mbfg_ros.demo import write_simulation_bag
 from mbfg_ros.ros import conversions as cv
 from mbfg_ros.sensors import joint_positions, wrap_angle
 
-from test_ros_support import REPO, T0, fourbar_data, fourbar_path
+from test_ros_support import REPO, T0, fourbar_data, fourbar_path, fourbar_system
 
 PARAMS = {'frequency': 200.0, 'lag_duration': 0.1, 'encoder_sigma': 0.002}
 
@@ -132,5 +132,18 @@ def test_a_bad_params_file_entry_is_named(bags, tmp_path, capsys):
     assert rc == 2 and "unknown parameter 'frequncy'" in err and 'p.yaml' in err
 
 
-def test_the_shipped_demo_config_exists():
-    assert (REPO / 'config' / 'estimator.yaml').exists()
+def test_the_shipped_params_file_sets_what_the_replay_driver_then_uses():
+    import yaml
+
+    from mbfg_ros.ros.driver import EstimatorDriver
+    from mbfg_ros.ros.params import load_params_file, parse_estimator
+
+    path = REPO / 'config' / 'estimator.yaml'
+    written = yaml.safe_load(path.read_text())['/**']['ros__parameters']
+    values = load_params_file(path)
+    settings = parse_estimator({**values, 'mechanism': str(fourbar_path())})
+    driver = EstimatorDriver(fourbar_system(), settings)
+    assert driver.frequency == written['frequency']
+    assert driver.lag_ns == round(written['lag_duration'] * 1e9)
+    for key in ('encoder_sigma', 'gyro_sigma', 'accel_sigma', 'dynamics_sigma', 'kp', 'kd'):
+        assert getattr(driver.estimator.config, key) == written[key], key
