@@ -109,7 +109,11 @@ def main(argv: list[str] | None = None) -> int:
         for p in (gen, node):
             if p is not None and p.poll() is None:
                 os.killpg(p.pid, signal.SIGINT if p is node else signal.SIGKILL)
-        node.wait(20)
+        try:
+            node.wait(20)
+        except subprocess.TimeoutExpired:        # never leave a node behind
+            os.killpg(node.pid, signal.SIGKILL)
+            node.wait(5)
         ex.shutdown()
         mon.destroy_node()
         rclpy.shutdown(context=ctx)

@@ -207,7 +207,11 @@ def run_row(rate: int, busy: bool, duration: float, domain: int, tmp: Path) -> d
         for p in procs:
             if p.poll() is None:
                 os.killpg(p.pid, signal.SIGINT if p is node else signal.SIGKILL)
-        node.wait(20)
+        try:
+            node.wait(20)
+        except subprocess.TimeoutExpired:        # never leave a node behind
+            os.killpg(node.pid, signal.SIGKILL)
+            node.wait(5)
         ex.shutdown()
         mon.destroy_node()
         rclpy.shutdown(context=ctx)
