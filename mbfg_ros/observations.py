@@ -83,101 +83,11 @@ def interpolation_weights(s: np.ndarray | float, dt: float) -> tuple[np.ndarray,
     return a, b
 
 
-def _angle_batch(w: np.ndarray, wd: np.ndarray, idx: np.ndarray | None):
-    """:meth:`SensorModel._angle` for N states at once: (θ, θ̇, ∂θ/∂w, ∂θ̇/∂w) as (N,),
-    (N,), (N, 4), (N, 4); ground gives zeros."""
-    N = w.shape[0]
-    if idx is None:
-        z = np.zeros((N, 4))
-        return np.zeros(N), np.zeros(N), z, z
-    d = w[:, idx[2:]] - w[:, idx[:2]]
-    dd = wd[:, idx[2:]] - wd[:, idx[:2]]
-    r2 = np.einsum('ij,ij->i', d, d)[:, None]
-    G = np.stack((-d[:, 1], d[:, 0]), axis=1) / r2
-    rate = np.einsum('ij,ij->i', G, dd)
-    rate_d = np.stack((dd[:, 1], -dd[:, 0]), axis=1) / r2 - 2.0 * rate[:, None] * d / r2
-    return (np.arctan2(d[:, 1], d[:, 0]), rate, np.hstack((-G, G)),
-            np.hstack((-rate_d, rate_d)))
-
-
-def _extended(sm: SensorModel, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """[q, consts], [q̇, 0], [q̈, 0] of the N states X (N, 3, n)."""
-    N, n = X.shape[0], sm.n
-    W = sm.ext.W
-    w = np.empty((N, W))
-    w[:, :n] = X[:, 0]
-    w[:, n:] = sm.ext.consts
-    wd = np.zeros((N, W))
-    wd[:, :n] = X[:, 1]
-    wdd = np.zeros((N, W))
-    wdd[:, :n] = X[:, 2]
-    return w, wd, wdd
-
-
-def _joint_batch(sm: SensorModel, j: int, X: np.ndarray):
-    """Revolute joint ``j`` at N states: ((pos, vel) values (N,), their (N, 3, n) Jacobians
-    [H_q, H_q̇, H_q̈]); None for other joint kinds (the scalar model serves those)."""
-    kind, a, b, offset = sm._joints[j]
-    if kind != 'rev':
-        return None
-    n, N = sm.n, X.shape[0]
-    w, wd, _ = _extended(sm, X)
-    ta, ra, ga, gra = _angle_batch(w, wd, a)
-    tb, rb, gb, grb = _angle_batch(w, wd, b)
-    pos = wrap_angle(tb - ta - offset)
-    vel = rb - ra
-    Gp = np.zeros((N, sm.W))
-    Gv = np.zeros((N, sm.W))
-    if b is not None:
-        Gp[:, b] += gb
-        Gv[:, b] += grb
-    if a is not None:
-        Gp[:, a] -= ga
-        Gv[:, a] -= gra
-    Hp = np.zeros((N, 3, n))
-    Hv = np.zeros((N, 3, n))
-    Hp[:, 0] = Gp[:, :n]
-    Hv[:, 0] = Gv[:, :n]
-    Hv[:, 1] = Gp[:, :n]
-    return (pos, vel), (Hp, Hv)
-
-
-def _imu_batch(sm: SensorModel, k: int, X: np.ndarray):
-    """IMU ``k`` at N states: ((gyro (N,), accel (N, 2), orientation (N,)), their
-    Jacobians (N, 1|2|1, 3, n)), as :meth:`SensorModel.imu` per state."""
-    idx, A, alpha = sm._imus[k]
-    n, N = sm.n, X.shape[0]
-    w, wd, wdd = _extended(sm, X)
-    th, rate, g, gr = _angle_batch(w, wd, idx)
-    v = wdd[:, idx] @ A.T - sm.g                                   # (N, 2)
-    phi = th + alpha
-    c, s = np.cos(phi), np.sin(phi)
-    f = np.stack((c * v[:, 0] + s * v[:, 1], -s * v[:, 0] + c * v[:, 1]), axis=1)
-    Gq = np.zeros((N, sm.W))
-    Gr = np.zeros((N, sm.W))
-    Gq[:, idx] += g
-    Gr[:, idx] += gr
-    gq = Gq[:, :n]
-    Hg = np.zeros((N, 1, 3, n))
-    Hg[:, 0, 0] = Gr[:, :n]
-    Hg[:, 0, 1] = gq
-    Ho = np.zeros((N, 1, 3, n))
-    Ho[:, 0, 0] = gq
-    dRTv = np.stack((-s * v[:, 0] + c * v[:, 1], -c * v[:, 0] - s * v[:, 1]), axis=1)
-    RT = np.stack((np.stack((c, s), axis=1), np.stack((-s, c), axis=1)), axis=1)  # (N,2,2)
-    Fa = np.zeros((N, 2, sm.W))
-    Fa[:, :, idx] = RT @ A
-    Hf = np.zeros((N, 2, 3, n))
-    Hf[:, :, 0] = dRTv[:, :, None] * gq[:, None, :]
-    Hf[:, :, 2] = Fa[:, :, :n]
-    return (rate, f, wrap_angle(phi)), (Hg, Hf, Ho)
-
-
 def _models(sm: SensorModel, obs: Sequence[Observation], states, want: bool):
     """Residuals and model Jacobians (rows, 3, n) of ``obs``; ``states[i]`` is the
     (q, q̇, q̈) of reading i. Readings of one sensor are evaluated together, vectorised
-    over their states (:func:`_joint_batch`, :func:`_imu_batch`); prismatic joints use the
-    scalar model per state."""
+    over their states (:meth:`SensorModel.joint_batch`, :meth:`SensorModel.imu_batch`);
+    prismatic joints use the scalar model per state."""
     n = sm.n
     sizes = np.array([np.size(ob.z) for ob in obs])
     start = np.concatenate(([0], np.cumsum(sizes)[:-1]))
@@ -190,7 +100,7 @@ def _models(sm: SensorModel, obs: Sequence[Observation], states, want: bool):
     for (cls, index), ids in groups.items():
         X = np.array([np.stack(states[i]) for i in ids])          # (N, 3, n)
         if cls == 'j':
-            batch = _joint_batch(sm, index, X)
+            batch = sm.joint_batch(index, X)
             if batch is None:                                     # prismatic: scalar model
                 for i in ids:
                     ob = obs[i]
@@ -213,7 +123,7 @@ def _models(sm: SensorModel, obs: Sequence[Observation], states, want: bool):
                     if want:
                         H[start[i]] = Hv[r]
             continue
-        (gyro, f, ori), (Hg, Hf, Ho) = _imu_batch(sm, index, X)
+        (gyro, f, ori), (Hg, Hf, Ho) = sm.imu_batch(index, X)
         for r, i in enumerate(ids):
             ob, k = obs[i], start[i]
             if ob.kind == 'gyro':
