@@ -264,8 +264,7 @@ class SensorModel:
         wdd[:, :n] = X[:, 2]
         return w, wd, wdd
 
-    def joint_batch(self, j: int, X: np.ndarray
-                    ) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]] | None:
+    def joint_batch(self, j: int, X: np.ndarray) -> tuple[tuple, tuple] | None:
         """Revolute joint ``j`` at N states: ((pos, vel) values (N,), their (N, 3, n) Jacobians
         [H_q, H_q̇, H_q̈]); None for other joint kinds (the scalar model serves those)."""
         kind, a, b, offset = self._joints[j]
