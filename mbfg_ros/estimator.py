@@ -766,10 +766,8 @@ class Estimator:
         try:
             single, pairs, newest = self._attach(t, k)
         except _Diverged as exc:        # the estimate is lost: start again from the readings
-            pending = exc.ready + self._pending
-            self.reset('diverged', str(exc))
-            self._pending = pending
-            self._max_stamp = max(p.t for p in pending)
+            self._pending = exc.ready + self._pending
+            self._reset_keep_pending('diverged', str(exc))
             return None
         graph = gtsam.NonlinearFactorGraph()
         graph.add(self._state_factor(key, t))

@@ -67,7 +67,7 @@ INPUT_KEYS = ('received', 'queued', 'unknown_joint', 'nonfinite_values', 'out_of
               'dropped.repeated_names', 'dropped.length_mismatch', 'dropped.no_usable_values',
               'dropped.out_of_limits', 'dropped.future', 'dropped.backwards',
               'dropped.too_old', 'dropped.queue_full', 'dropped.bad_reference',
-              'dropped.estimator_error', 'rejected_by_estimator', 'references',
+              'dropped.estimator_error', 'dropped.other', 'rejected_by_estimator', 'references',
               'command_errors')
 """Every input counter (``input.<key>`` in /diagnostics): a fixed set, whatever arrives."""
 
@@ -178,9 +178,9 @@ class EstimatorDriver:
     # ---------------------------------------------------------------- input
 
     def count(self, key: str, n: int = 1) -> None:
-        """Count ``n`` under ``key`` (one of :data:`INPUT_KEYS`; others are not added)."""
-        if key in self.counters:
-            self.counters[key] += n
+        """Count ``n`` under ``key``; a key outside :data:`INPUT_KEYS` counts as
+        ``dropped.other`` (the key set stays fixed, nothing goes uncounted)."""
+        self.counters[key if key in self.counters else 'dropped.other'] += n
 
     def note(self, category: str, text: str) -> None:
         """A note for the log; the caller throttles per ``category``."""
@@ -355,6 +355,12 @@ class EstimatorDriver:
                 self.ticks['merged'] += k - first
             self.behind = k < last
         return [self._tick(k * p)]
+
+    def idle(self, now_ns: int, silence_ns: int) -> bool:
+        """Nothing queued and no reading for ``silence_ns`` of the tick clock: no tick to run."""
+        if self._queue:
+            return False
+        return self._max_stamp is None or now_ns - self.delay_ns - self._max_stamp > silence_ns
 
     @property
     def pending(self) -> int:

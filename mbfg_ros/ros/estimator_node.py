@@ -232,8 +232,7 @@ class EstimatorNode(Node):
         if now <= 0 or not self.context.ok():     # no /clock yet (use_sim_time) / shutting down
             return
         d = self.driver
-        newest = d._max_stamp
-        if not d.pending and (newest is None or now - d.delay_ns - newest > self._idle_ns):
+        if d.idle(now, self._idle_ns):
             self.timer.cancel()                   # no input: idle until the next reading
             return
         wall = time.perf_counter()
