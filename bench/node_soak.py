@@ -14,17 +14,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-from node_throughput import (ENC_SIGMA, MECH, cpu_seconds, make_data,  # noqa: I001
-                             ros_env)
+from node_throughput import (ENC_SIGMA, MECH, NodeRun, cpu_seconds,  # noqa: I001
+                             make_data)
 
 
 def rss_mb(pid: int) -> float:
@@ -35,10 +32,6 @@ def rss_mb(pid: int) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import rclpy
-    from rclpy.executors import SingleThreadedExecutor
-    from rclpy.qos import QoSProfile, ReliabilityPolicy
-
     from mbfg_ros.ros import conversions as cv
 
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
@@ -50,40 +43,15 @@ def main(argv: list[str] | None = None) -> int:
     print(f'soak: {args.minutes:g} min of 1 kHz encoder + IMU; computing the truth ...',
           flush=True)
     make_data(1000, duration, data, rtol=None)   # resources, not accuracy, matter here
-    domain = 60 + os.getpid() % 40
-    env = ros_env(domain)
-    node = subprocess.Popen(
-        [sys.executable, '-m', 'mbfg_ros.ros.estimator_node', '--ros-args',
-         '-p', f'mechanism:={MECH}', '-p', 'frequency:=500.0', '-p', 'lag_duration:=0.1',
-         '-p', f'encoder_sigma:={ENC_SIGMA}'],
-        env=env, stdout=open(tmp / 'node.log', 'w'), stderr=subprocess.STDOUT,
-        start_new_session=True)
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx, domain_id=domain)
-    mon = rclpy.create_node('mbfg_soak_monitor', context=ctx)
-    ex = SingleThreadedExecutor(context=ctx)
-    ex.add_node(mon)
     lat: list[float] = []
-    diags: list = []
-    qos = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
-    mon.create_subscription(
-        cv.message_class('JointState'), '/estimator_node/state',
-        lambda m: lat.append((time.time_ns() - cv.stamp_ns(m.header.stamp)) / 1e6), qos)
-    mon.create_subscription(cv.message_class('DiagnosticArray'), '/diagnostics',
-                            diags.append, qos)
-    gen = None
+    on_state = lambda m: lat.append(  # noqa: E731
+        (time.time_ns() - cv.stamp_ns(m.header.stamp)) / 1e6)
+    params = {'mechanism': MECH, 'frequency': 500.0, 'lag_duration': 0.1,
+              'encoder_sigma': ENC_SIGMA}
     rows = []
-    try:
-        end = time.monotonic() + 60
-        while not diags and time.monotonic() < end:
-            ex.spin_once(timeout_sec=0.05)
-        pid = node.pid           # the wheels' re-exec keeps the pid
-        start_file = tmp / 'start'
-        gen = subprocess.Popen([sys.executable, str(Path(__file__).with_name(
-            'node_throughput.py')), '--generator', str(data), str(start_file)], env=env,
-            start_new_session=True)
-        while not start_file.exists() and gen.poll() is None:
-            ex.spin_once(timeout_sec=0.05)
+    with NodeRun(params, 60 + os.getpid() % 40, tmp / 'node.log', on_state) as run:
+        pid = run.node.pid           # the wheels' re-exec keeps the pid
+        gen = run.start_generator(data, tmp / 'start')
         print('| minute | node RSS MB | latency p50 / p99 ms | dropped so far (reason: n) | '
               'node CPU % | estimates |', flush=True)
         print('|---|---|---|---|---|---|', flush=True)
@@ -91,11 +59,9 @@ def main(argv: list[str] | None = None) -> int:
         while gen.poll() is None and minute < args.minutes:
             lat.clear()
             cpu0, wall0 = cpu_seconds(pid), time.monotonic()
-            stop = wall0 + 60.0
-            while time.monotonic() < stop and gen.poll() is None:
-                ex.spin_once(timeout_sec=0.05)
+            run.spin_while(lambda: gen.poll() is None, 60.0)
             minute += 1
-            v = {kv.key: kv.value for kv in diags[-1].status[0].values}
+            v = run.last_diagnostics()
             dropped = {k.split('.', 1)[1]: int(x) for k, x in v.items()
                        if ('dropped' in k or 'rejected' in k) and x.isdigit() and int(x)}
             row = (minute, rss_mb(pid), float(np.percentile(lat, 50)) if lat else np.nan,
@@ -105,18 +71,6 @@ def main(argv: list[str] | None = None) -> int:
             print(f'| {minute} | {row[1]:.1f} | {row[2]:.1f} / {row[3]:.1f} | '
                   f"{', '.join(f'{k}: {n}' for k, n in sorted(dropped.items())) or '-'} | "
                   f'{row[4]:.0f} | {row[5]} |', flush=True)
-    finally:
-        for p in (gen, node):
-            if p is not None and p.poll() is None:
-                os.killpg(p.pid, signal.SIGINT if p is node else signal.SIGKILL)
-        try:
-            node.wait(20)
-        except subprocess.TimeoutExpired:        # never leave a node behind
-            os.killpg(node.pid, signal.SIGKILL)
-            node.wait(5)
-        ex.shutdown()
-        mon.destroy_node()
-        rclpy.shutdown(context=ctx)
     if len(rows) >= 2:
         rss = [r[1] for r in rows[1:]]
         flat = (max(rss) - min(rss)) / rss[0] <= 0.05

@@ -143,13 +143,89 @@ def generator(data: Path, start_file: Path) -> int:
     return 0
 
 
+
+class NodeRun:
+    """The estimator_node under test and this process's DDS monitor of its outputs.
+
+    ``with NodeRun(params, domain, log) as run:`` starts the node in its own session,
+    a monitor node listening to ``/estimator_node/state`` (``on_state``) and
+    ``/diagnostics`` (kept in ``run.diags``), and waits until the node publishes. On
+    exit, every process in ``run.procs`` is stopped (the node by SIGINT, killed if it
+    has not stopped within 20 s: none is left behind) and the monitor shut down.
+    """
+
+    def __init__(self, params: dict, domain: int, log: Path, on_state) -> None:
+        self.params, self.domain, self.log, self.on_state = params, domain, log, on_state
+        self.env = ros_env(domain)
+        self.diags: list = []
+        self.procs: list[subprocess.Popen] = []
+
+    def __enter__(self) -> 'NodeRun':
+        import rclpy
+        from rclpy.executors import SingleThreadedExecutor
+        from rclpy.qos import QoSProfile, ReliabilityPolicy
+
+        from mbfg_ros.ros import conversions as cv
+
+        args = [a for k, v in self.params.items() for a in ('-p', f'{k}:={v}')]
+        self.node = subprocess.Popen(
+            [sys.executable, '-m', 'mbfg_ros.ros.estimator_node', '--ros-args', *args],
+            env=self.env, stdout=open(self.log, 'w'), stderr=subprocess.STDOUT,
+            start_new_session=True)
+        self.procs.append(self.node)
+        self.ctx = rclpy.Context()
+        rclpy.init(context=self.ctx, domain_id=self.domain)
+        self.mon = rclpy.create_node('mbfg_bench_monitor', context=self.ctx)
+        self.ex = SingleThreadedExecutor(context=self.ctx)
+        self.ex.add_node(self.mon)
+        qos = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
+        self.mon.create_subscription(cv.message_class('JointState'), '/estimator_node/state',
+                                     self.on_state, qos)
+        self.mon.create_subscription(cv.message_class('DiagnosticArray'), '/diagnostics',
+                                     self.diags.append, qos)
+        self.spin_while(lambda: not self.diags, 60)      # the node is up and matched
+        return self
+
+    def spin_while(self, cond, timeout: float = float('inf'), step: float = 0.05) -> None:
+        end = time.monotonic() + timeout
+        while cond() and time.monotonic() < end:
+            self.ex.spin_once(timeout_sec=step)
+
+    def start(self, cmd: list[str], **kw) -> subprocess.Popen:
+        """A helper process (load generator, busy loop), killed at exit."""
+        p = subprocess.Popen(cmd, start_new_session=True, **kw)
+        self.procs.append(p)
+        return p
+
+    def start_generator(self, data: Path, start_file: Path) -> subprocess.Popen:
+        """The load generator publishing ``data`` in real time; returns once it started."""
+        start_file.unlink(missing_ok=True)
+        gen = self.start([sys.executable, str(Path(__file__).resolve()), '--generator',
+                          str(data), str(start_file)], env=self.env)
+        self.spin_while(lambda: not start_file.exists() and gen.poll() is None)
+        return gen
+
+    def last_diagnostics(self) -> dict:
+        return {kv.key: kv.value for kv in self.diags[-1].status[0].values}
+
+    def __exit__(self, *exc) -> None:
+        import rclpy
+        for p in self.procs:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGINT if p is self.node else signal.SIGKILL)
+        try:
+            self.node.wait(20)
+        except subprocess.TimeoutExpired:        # never leave a node behind
+            os.killpg(self.node.pid, signal.SIGKILL)
+            self.node.wait(5)
+        self.ex.shutdown()
+        self.mon.destroy_node()
+        rclpy.shutdown(context=self.ctx)
+
+
 # ------------------------------------------------------------------ one row
 
 def run_row(rate: int, busy: bool, duration: float, domain: int, tmp: Path) -> dict:
-    import rclpy
-    from rclpy.executors import SingleThreadedExecutor
-    from rclpy.qos import QoSProfile, ReliabilityPolicy
-
     from mbfg_ros.dynamics import load_system
     from mbfg_ros.ros import conversions as cv
     from mbfg_ros.sensors import SensorModel, wrap_angle
@@ -158,63 +234,23 @@ def run_row(rate: int, busy: bool, duration: float, domain: int, tmp: Path) -> d
     if not data.exists():
         make_data(rate, duration, data)
     d = np.load(data)
-    env = ros_env(domain)
-    procs = []
-    node = subprocess.Popen(
-        [sys.executable, '-m', 'mbfg_ros.ros.estimator_node', '--ros-args',
-         '-p', f'mechanism:={MECH}', '-p', f'frequency:={TICKS[rate]}',
-         '-p', 'lag_duration:=0.1', '-p', f'encoder_sigma:={ENC_SIGMA}',
-         '-p', f"executor:={os.environ.get('MBFG_BENCH_EXECUTOR', 'auto')}"],
-        env=env, stdout=open(tmp / f'node_{rate}_{busy}.log', 'w'), stderr=subprocess.STDOUT,
-        start_new_session=True)
-    procs.append(node)
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx, domain_id=domain)
-    mon = rclpy.create_node('mbfg_bench_monitor', context=ctx)
-    ex = SingleThreadedExecutor(context=ctx)
-    ex.add_node(mon)
     states: list = []
-    diags: list = []
-    qos = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
-    mon.create_subscription(cv.message_class('JointState'), '/estimator_node/state',
-                            lambda m: states.append((time.time_ns(), cv.stamp_ns(
-                                m.header.stamp), np.array(m.position))), qos)
-    mon.create_subscription(cv.message_class('DiagnosticArray'), '/diagnostics',
-                            diags.append, qos)
-    try:
-        end = time.monotonic() + 60
-        while not diags and time.monotonic() < end:      # the node is up and matched
-            ex.spin_once(timeout_sec=0.05)
+    params = {'mechanism': MECH, 'frequency': TICKS[rate], 'lag_duration': 0.1,
+              'encoder_sigma': ENC_SIGMA,
+              'executor': os.environ.get('MBFG_BENCH_EXECUTOR', 'auto')}
+    on_state = lambda m: states.append((time.time_ns(), cv.stamp_ns(m.header.stamp),  # noqa
+                                        np.array(m.position)))
+    with NodeRun(params, domain, tmp / f'node_{rate}_{busy}.log', on_state) as run:
         if busy:
-            procs.append(subprocess.Popen([sys.executable, '-c', 'while True: pass'],
-                                          start_new_session=True))
+            run.start([sys.executable, '-c', 'while True: pass'])
         start_file = tmp / 'start'
-        start_file.unlink(missing_ok=True)
-        gen = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), '--generator',
-                                str(data), str(start_file)], env=env, start_new_session=True)
-        procs.append(gen)
-        while not start_file.exists() and gen.poll() is None:
-            ex.spin_once(timeout_sec=0.05)
-        cpu0, wall0 = cpu_seconds(node.pid), time.monotonic()
-        while gen.poll() is None:
-            ex.spin_once(timeout_sec=0.01)
-        cpu1, wall1 = cpu_seconds(node.pid), time.monotonic()
+        gen = run.start_generator(data, start_file)
+        cpu0, wall0 = cpu_seconds(run.node.pid), time.monotonic()
+        run.spin_while(lambda: gen.poll() is None, step=0.01)
+        cpu1, wall1 = cpu_seconds(run.node.pid), time.monotonic()
         start = int(start_file.read_text())
-        drain = time.monotonic() + 2.5                   # two diagnostics after the end
-        while time.monotonic() < drain:
-            ex.spin_once(timeout_sec=0.05)
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                os.killpg(p.pid, signal.SIGINT if p is node else signal.SIGKILL)
-        try:
-            node.wait(20)
-        except subprocess.TimeoutExpired:        # never leave a node behind
-            os.killpg(node.pid, signal.SIGKILL)
-            node.wait(5)
-        ex.shutdown()
-        mon.destroy_node()
-        rclpy.shutdown(context=ctx)
+        run.spin_while(lambda: True, 2.5)               # two diagnostics after the end
+        diags = run.diags
     v = {kv.key: kv.value for kv in diags[-1].status[0].values}
     if os.environ.get('MBFG_BENCH_TRACE'):
         for m in diags:
