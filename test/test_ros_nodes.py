@@ -264,12 +264,28 @@ def _valid_messages(peer, system, t_start, duration=1.0, rate=500.0):
     return out, traj
 
 
-def _publish_in_real_time(peer, pubs, msgs, t_start):
+def _publish_in_real_time(peer, pubs, msgs):
     """Publish each message when the wall clock reaches its stamp (the node's clock)."""
     for t, msg, kind in msgs:
         while (wait := t - peer.node.get_clock().now().nanoseconds) > 0:
             time.sleep(min(wait, 500_000) / 1e9)
         pubs[kind].publish(msg)
+
+
+def _feed_valid_and_settle(peer, pubs, system, proc, t_start, duration):
+    """Valid readings from ``t_start`` for ``duration`` s in real time; waits for the
+    estimates up to their end and the diagnostics after it; the node must be alive.
+    Returns the trajectory, the last stamp and the diagnostics' values."""
+    states, diags = peer.inbox['/estimator_node/state'], peer.inbox['/diagnostics']
+    good, traj = _valid_messages(peer, system, t_start, duration=duration)
+    _publish_in_real_time(peer, pubs, good)
+    t_end = good[-1][0]
+    peer.spin_until(lambda: states and cv.stamp_ns(states[-1].header.stamp) >= t_end - 8e6,
+                    30, 'estimates of the valid readings')
+    peer.spin_until(lambda: cv.stamp_ns(diags[-1].header.stamp) > t_end, 20,
+                    'diagnostics after the valid readings')
+    assert proc.poll() is None, 'the node died'
+    return traj, t_end, diag_values(diags[-1])
 
 
 def _wait_for_node(peer, pubs):
@@ -293,7 +309,7 @@ def test_the_node_survives_bad_input_and_counts_it_in_diagnostics(tmp_path):
         diags, states = peer.inbox['/diagnostics'], peer.inbox['/estimator_node/state']
         now = lambda: peer.node.get_clock().now().nanoseconds  # noqa: E731
         good, _ = _valid_messages(peer, system, now() + 100_000_000, duration=0.4)
-        _publish_in_real_time(peer, {'js': pub_js, 'imu': pub_imu}, good, 0)
+        _publish_in_real_time(peer, {'js': pub_js, 'imu': pub_imu}, good)
         peer.spin_until(lambda: len(states) > 5, 20, 'estimates from good input')
         enc = [r for r in recs if not hasattr(r, 'sensor')]
         p = enc[50].position
@@ -321,14 +337,8 @@ def test_the_node_survives_bad_input_and_counts_it_in_diagnostics(tmp_path):
             pub_js.publish(cv.joint_state_msg(peer.kit, now() - 100 * NS + k * 10**7, names,
                                               enc[k].position))
         t_resume = now() + 50_000_000
-        more, _ = _valid_messages(peer, system, t_resume, duration=0.4)
-        _publish_in_real_time(peer, {'js': pub_js, 'imu': pub_imu}, more, 0)
-        peer.spin_until(lambda: any(cv.stamp_ns(m.header.stamp) > t_resume for m in states),
-                        20, 'estimates after the bad input')
-        peer.spin_until(lambda: cv.stamp_ns(diags[-1].header.stamp) > t_resume + 10**8, 20,
-                        'diagnostics after the bad input')
-        assert proc.poll() is None, 'the node died'
-        v = diag_values(diags[-1])
+        _, _, v = _feed_valid_and_settle(peer, {'js': pub_js, 'imu': pub_imu}, system, proc,
+                                         t_resume, 0.4)
     finally:
         peer.close()
         rc = stop(proc)
@@ -438,7 +448,7 @@ def test_an_idle_node_stops_ticking_and_uses_almost_no_cpu(tmp_path):
         assert share < 0.05, share
         t0 = peer.node.get_clock().now().nanoseconds + 50_000_000
         good, _ = _valid_messages(peer, system, t0, duration=0.3)
-        _publish_in_real_time(peer, {'js': pub_js, 'imu': pub_imu}, good, t0)
+        _publish_in_real_time(peer, {'js': pub_js, 'imu': pub_imu}, good)
         states = peer.inbox['/estimator_node/state']
         peer.spin_until(lambda: len(states) > 20, 20, 'estimates')
         share, v = idle_for(2.0)                   # the input stopped: idle again
@@ -541,15 +551,8 @@ def fuzzed(tmp_path_factory):
         peer.spin_until(lambda: pub_js.get_subscription_count() > 0
                         and pub_imu.get_subscription_count() > 0, 30, 'the new publishers')
         t_start = peer.node.get_clock().now().nanoseconds + 100_000_000
-        good, traj = _valid_messages(peer, system, t_start, duration=1.0)
-        _publish_in_real_time(peer, {'js': pub_js, 'imu': pub_imu}, good, t_start)
-        t_end = good[-1][0]
-        peer.spin_until(lambda: states and cv.stamp_ns(states[-1].header.stamp) >= t_end - 8e6,
-                        30, 'estimates of the valid second')
-        peer.spin_until(lambda: cv.stamp_ns(diags[-1].header.stamp) > t_end, 20,
-                        'diagnostics after the valid second')
-        assert proc.poll() is None, 'the node died'
-        v = diag_values(diags[-1])
+        traj, t_end, v = _feed_valid_and_settle(peer, {'js': pub_js, 'imu': pub_imu}, system,
+                                                proc, t_start, 1.0)
     finally:
         peer.close()
         rc = stop(proc)
