@@ -30,7 +30,8 @@ readings of one interval share one two-key factor. A reading within
 1e-9·dt of a tick is a one-key factor on that tick. A reading arriving late
 (stamp ≤ t_{k−1}) goes to the key or pair of keys bracketing its stamp if
 they are still inside the window (counted ``late``); older ones are dropped
-(``dropped_too_old``). At start-up only readings at the first tick enter
+(``dropped_too_old``). Start-up waits for a position reading (encoder or
+orientation; at most ``sensor_timeout``); only readings at the first tick enter
 the graph (those before it only seed the state: ``dropped_before_init``).
 
 Torques: the actuator efforts consistent with the estimate solve the
@@ -198,7 +199,8 @@ class Estimator:
     window → ``dropped_too_old``; bursts → all used, oldest dropped beyond
     ``max_pending`` (``dropped_overflow``); silence → dynamics-only prediction
     with status ``stale`` (``stale_ticks``) and the readings used again when
-    they resume; an exception or non-finite result in GTSAM → restart from the
+    they resume, or after more than ``max_tick_gap`` a re-initialisation from
+    them (``tick_gap``); an exception or non-finite result in GTSAM → restart from the
     last good estimate (``resets``, ``reset:<category>`` of :data:`RESET_REASONS`).
     """
 
@@ -330,6 +332,11 @@ class Estimator:
                 return self._last
             elif t - self._t_last > self.config.max_tick_gap:
                 self._reset_keep_pending('tick_gap')
+            elif (self._smoother is not None
+                  and t - self._last_reading > self.config.max_tick_gap):
+                # ticks went on through a silence: the dynamics-only prediction of more than
+                # max_tick_gap is no prior for the readings that resume; start from them
+                self._reset_keep_pending('tick_gap', 'no reading for max_tick_gap')
         try:
             if self._smoother is None:
                 return self._initialise(t, start)
@@ -488,10 +495,19 @@ class Estimator:
         return gtsam.IncrementalFixedLagSmoother(self.config.lag_duration, self._params)
 
     # -- start-up ------------------------------------------------------------------
+    _POSITION_KINDS = ('joint_pos', 'orient')
+
     def _initialise(self, t: float, start: float) -> Estimate | None:
         limit = t + self._eps
         ready = [p for p in self._pending if p.t <= limit]
         if not ready:
+            return None
+        if (not any(p.ob.kind in self._POSITION_KINDS for p in ready)
+                and t - min(p.t for p in ready) < self.config.sensor_timeout):
+            # no position reading yet: live, the IMU message of an instant often arrives
+            # before its JointState; a start from the YAML pose would see the encoder's
+            # readings rejected by the innovation gate. Wait up to sensor_timeout for one
+            # (an IMU-only robot starts then, from the YAML pose).
             return None
         self._pending = [p for p in self._pending if p.t > limit]
         fresh = [p for p in ready if p.t >= t - self._eps]     # at the tick: on its key

@@ -229,6 +229,50 @@ def test_silence_gives_stale_status_then_resumes_when_readings_return():
     assert angle < enc and rate < fd / 5
 
 
+
+def test_ticks_through_a_silence_longer_than_max_tick_gap_restart_from_the_readings():
+    """Ticks that go on through a silence publish the dynamics-only prediction for at most
+    ``max_tick_gap``; then nothing until the readings resume, which re-initialise."""
+    meas = simulated()
+    silent = [m for m in meas if not 0.3 <= m.t < 1.0]
+    est = Estimator(SYS, CFG)
+    out = feed(est, silent, ticks())
+    last = max(m.t for m in silent if m.t < 0.3)
+    assert out[round(last + 0.2, 3)].status == 'stale'
+    assert not [tk for tk in out if last + CFG.max_tick_gap + 0.004 < tk < 1.0]
+    assert est.counters['reset:tick_gap'] == 1 and est.counters['initialisations'] == 2
+    angle, rate = crank_errors({k: v for k, v in out.items() if k >= 1.05})
+    enc, fd = raw_baselines(meas)
+    assert angle < enc and rate < fd / 5
+
+
+def test_start_up_waits_for_a_position_reading_when_the_imu_arrives_first():
+    """Live, the Imu message of an instant can reach a tick before its JointState. A start
+    from the YAML pose on the IMU alone would have the encoder's readings gated out as
+    outliers; the estimator waits for the encoder (at most ``sensor_timeout``)."""
+    t0 = 0.6                                        # the crank far from the YAML pose
+    later = [m for m in simulated() if m.t >= t0 - 1e-9]
+    imu = [m for m in later if isinstance(m, ImuMeasurement)][:2]
+    est = Estimator(SYS, CFG)
+    for m in imu:
+        est.add(m)
+    assert est.tick(imu[-1].t) is None              # no position reading yet: wait
+    out = feed(est, [m for m in later if m not in imu], ticks(start=imu[-1].t + 0.002))
+    first = min(out)
+    assert first < imu[-1].t + 0.01
+    _, _, _, _, th, _ = TRUTH
+    err = [abs(wrap_angle(e.joint_position[0] - th[int(round(tk * 1000))]))
+           for tk, e in out.items() if tk < first + 0.2]
+    assert max(err) < 5 * ENC_SIGMA, max(err)
+    assert est.counters['resets'] == 0
+
+
+def test_an_imu_only_start_waits_at_most_sensor_timeout():
+    imu = [m for m in simulated() if isinstance(m, ImuMeasurement)]
+    est = Estimator(SYS, CFG)
+    out = feed(est, imu, ticks(0.5))
+    assert min(out) == pytest.approx(CFG.sensor_timeout, abs=0.003)
+
 def test_a_burst_of_delayed_readings_is_used_late_and_accuracy_holds():
     meas = simulated()
     # everything arrives 20 ms late (a burst of 10 messages per tick after a stall)
