@@ -463,6 +463,7 @@ class Estimator:
         self._pending: list[_Pending] = []
         self._t_last: float | None = None
         self._t_init = -math.inf                             # first tick of this smoother
+        self._wait_since: float | None = None      # first tick that waited for a position
         self._max_stamp: float | None = None
         self._k = -1
         self._window: deque[tuple[float, int]] = deque()   # (time, index) inside the smoother
@@ -498,17 +499,38 @@ class Estimator:
     _POSITION_KINDS = ('joint_pos', 'orient')
 
     def _initialise(self, t: float, start: float) -> Estimate | None:
-        limit = t + self._eps
-        ready = [p for p in self._pending if p.t <= limit]
+        """The first key, at the newest position reading (encoder or orientation) up to
+        ``t``, seeded from the latest reading of each kind; then one step on to ``t``
+        with the readings between.
+
+        Live, the Imu message of an instant often reaches a tick before its JointState,
+        and readings can arrive a few ticks after their stamps. A start from the YAML pose
+        (no position reading), or a position read at t_r < t put on the key at ``t``,
+        would have the encoder's next readings rejected by the innovation gate. So the
+        start waits for a position reading (at most ``sensor_timeout`` of ticks: an
+        IMU-only robot starts then, from the YAML pose) and puts it on a key at its own stamp.
+        """
+        ready = [p for p in self._pending if p.t <= t + self._eps]
         if not ready:
             return None
-        if (not any(p.ob.kind in self._POSITION_KINDS for p in ready)
-                and t - min(p.t for p in ready) < self.config.sensor_timeout):
-            # no position reading yet: live, the IMU message of an instant often arrives
-            # before its JointState; a start from the YAML pose would see the encoder's
-            # readings rejected by the innovation gate. Wait up to sensor_timeout for one
-            # (an IMU-only robot starts then, from the YAML pose).
-            return None
+        pos = [p.t for p in ready if p.ob.kind in self._POSITION_KINDS]
+        if not pos:
+            # waited in tick time, not by stamps: a late burst of old IMU readings must not
+            # end the wait before the encoder's (another topic) arrive
+            if self._wait_since is None:
+                self._wait_since = t
+            if t - self._wait_since < self.config.sensor_timeout:
+                return None
+        self._wait_since = None
+        t0 = max(pos) if pos and t - max(pos) <= self.config.lag_duration else t
+        est = self._initialise_at(t0, start)
+        if est is None or t0 >= t - self._eps:
+            return est
+        return self._step(t, start)
+
+    def _initialise_at(self, t: float, start: float) -> Estimate | None:
+        limit = t + self._eps
+        ready = [p for p in self._pending if p.t <= limit]
         self._pending = [p for p in self._pending if p.t > limit]
         fresh = [p for p in ready if p.t >= t - self._eps]     # at the tick: on its key
         self._counters['dropped_before_init'] += len(ready) - len(fresh)

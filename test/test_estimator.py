@@ -267,6 +267,27 @@ def test_start_up_waits_for_a_position_reading_when_the_imu_arrives_first():
     assert est.counters['resets'] == 0
 
 
+
+def test_a_late_burst_of_imu_readings_still_waits_for_the_encoder():
+    """DDS can deliver a topic's backlog late and in one burst: 0.2 s of IMU readings reach
+    one tick, the encoder's (another topic) the next. The wait is counted in ticks, so the
+    old stamps of the burst do not end it."""
+    t0 = 0.6
+    later = [m for m in simulated() if m.t >= t0 - 1e-9]
+    t1 = t0 + 0.2
+    burst = [m for m in later if isinstance(m, ImuMeasurement) and m.t <= t1 + 1e-9]
+    est = Estimator(SYS, CFG)
+    for m in burst:
+        est.add(m)
+    assert est.tick(t1) is None
+    rest = [m for m in later if m not in burst and m.t > t1 - 0.01]
+    out = feed(est, rest, ticks(start=t1 + 0.002))
+    _, _, _, _, th, _ = TRUTH
+    err = [abs(wrap_angle(e.joint_position[0] - th[int(round(tk * 1000))]))
+           for tk, e in out.items() if tk < min(out) + 0.2]
+    assert max(err) < 5 * ENC_SIGMA, max(err)
+    assert est.counters['resets'] == 0
+
 def test_an_imu_only_start_waits_at_most_sensor_timeout():
     imu = [m for m in simulated() if isinstance(m, ImuMeasurement)]
     est = Estimator(SYS, CFG)
@@ -278,10 +299,11 @@ def test_a_burst_of_delayed_readings_is_used_late_and_accuracy_holds():
     # everything arrives 20 ms late (a burst of 10 messages per tick after a stall)
     est = Estimator(SYS, replace(CFG, lag_duration=0.05))
     out = feed(est, meas, ticks(), delay=0.02)
-    # the first estimate comes at t = 0.02 (first reading then); readings stamped before
-    # that tick are too old, every later one is used as a late reading
-    first = min(out)
-    n_enc = sum(isinstance(m, JointMeasurement) and first - 0.001 <= m.t <= 1.5 - 0.02 + 1e-9
+    # the first estimate comes at the tick t = 0.02 (the first reading arrives then); the
+    # start puts its first key at that reading's stamp (0), so every reading is used, the
+    # later ones as late readings
+    assert min(out) == pytest.approx(0.02)
+    n_enc = sum(isinstance(m, JointMeasurement) and m.t <= 1.5 - 0.02 + 1e-9
                 for m in meas)      # the last 20 ms arrive after the last tick
     assert est.counters['used_joint_pos'] == n_enc
     assert est.counters['late'] > 1000
@@ -338,9 +360,13 @@ def test_late_readings_between_ticks_reach_the_two_keys_around_them(slow_ticks):
     out = feed(est, meas, ticks(rate=100.0), delay=0.012)     # > one tick late
     c = est.counters
     assert c['late'] > 200 and c['resets'] == 0
-    # readings stamped before the first estimate cannot be placed; all later ones are used
+    # the first key sits at the newest encoder reading that had arrived by the first
+    # tick; older ones only seed it, all later ones are used
     first = min(out)
-    n = sum(isinstance(m, JointMeasurement) and first <= m.t <= 1.5 - 0.012 + 1e-9
+    t0 = max(m.t for m in meas if isinstance(m, JointMeasurement) and m.t + 0.012 <= first
+             + 1e-9)
+    assert first - 0.012 - 0.01 < t0 < first
+    n = sum(isinstance(m, JointMeasurement) and t0 - 1e-9 <= m.t <= 1.5 - 0.012 + 1e-9
             for m in meas)
     assert c['used_joint_pos'] == n
     # the estimate at the newest tick is a 12 ms forecast from the latest readings

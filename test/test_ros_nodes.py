@@ -543,13 +543,8 @@ def fuzzed(tmp_path_factory):
             return len(received) >= 4 and len(set(received[-4:])) == 1
 
         peer.spin_until(drained, 60, 'the fuzz to drain')
-        # fresh publishers: nothing of the fuzz can still be in flight on them
-        for pub in (pub_js, pub_imu):
-            peer.node.destroy_publisher(pub)
-        pub_js = peer.publisher('/joint_states', 'JointState')
-        pub_imu = peer.publisher('/imu/coupler_imu', 'Imu')
-        peer.spin_until(lambda: pub_js.get_subscription_count() > 0
-                        and pub_imu.get_subscription_count() > 0, 30, 'the new publishers')
+        # the same publishers: new ones could lose their first messages while the node's
+        # subscriptions are still matching them (seen: the first 0.3 s of the valid second)
         t_start = peer.node.get_clock().now().nanoseconds + 100_000_000
         traj, t_end, v = _feed_valid_and_settle(peer, {'js': pub_js, 'imu': pub_imu}, system,
                                                 proc, t_start, 1.0)
