@@ -1,0 +1,249 @@
+"""Joint friction and geared rotor inertia (issue 11, item 1).
+
+The reference is DFKI's documented double-pendulum plant, written out here from
+their docs (docs/text/dynamics.rst, model/plant.py, "UnderactuatedLecture"
+formulas): M(q) q̈ + C(q, q̇) q̇ − G(q) + F(q̇) = u with F = b q̇ + cf·atan(100 q̇)
+and the rotor terms [[gr²Ir + Ir, −gr·Ir], [−gr·Ir, gr²Ir]] in M. Its parameters
+are read from DFKI's own file (test/data/dfki), not from the package's YAML.
+"""
+import math
+import re
+
+import numpy as np
+import pytest
+import yaml
+
+from conftest import CONFIG, DATA, numerical_jacobian
+from mbfg_ros.control import actuator_efforts
+from mbfg_ros.dynamics import build_system, forward_accel, load_system
+from mbfg_ros.errors import MechanismError
+from mbfg_ros.friction import friction_torque
+from mbfg_ros.inverse_direct import DirectInverseDynamics
+from mbfg_ros.kinematics import solve_velocity
+from mbfg_ros.model import Friction, parse_mechanism
+
+DFKI = yaml.safe_load((DATA / 'dfki' / 'design_A.0_model_2.0_model_parameters.yml').read_text())
+SYS = load_system(CONFIG / 'dfki_double_pendulum.yaml')
+
+
+def dfki_terms(p, q, qd):
+    """M, C, G, F of DFKI's documented model (their symbols)."""
+    m1, m2, l1, r1, r2 = p['m1'], p['m2'], p['l1'], p['r1'], p['r2']
+    I1, I2, Ir, gr, g = p['I1'], p['I2'], p['Ir'], p['gr'], p['g']
+    c2, s2 = math.cos(q[1]), math.sin(q[1])
+    M = np.array([
+        [I1 + I2 + m2 * l1 ** 2 + 2 * m2 * l1 * r2 * c2 + gr ** 2 * Ir + Ir,
+         I2 + m2 * l1 * r2 * c2 - gr * Ir],
+        [I2 + m2 * l1 * r2 * c2 - gr * Ir, I2 + gr ** 2 * Ir]])
+    C = np.array([[-2 * m2 * l1 * r2 * s2 * qd[1], -m2 * l1 * r2 * s2 * qd[1]],
+                  [m2 * l1 * r2 * s2 * qd[0], 0.0]])
+    G = np.array([-m1 * g * r1 * math.sin(q[0])
+                  - m2 * g * (l1 * math.sin(q[0]) + r2 * math.sin(q[0] + q[1])),
+                  -m2 * g * r2 * math.sin(q[0] + q[1])])
+    F = np.array([p['b1'] * qd[0] + p['cf1'] * math.atan(100 * qd[0]),
+                  p['b2'] * qd[1] + p['cf2'] * math.atan(100 * qd[1])])
+    return M, C, G, F
+
+
+def dfki_tau(p, q, qd, qdd):
+    M, C, G, F = dfki_terms(p, q, qd)
+    return M @ qdd + C @ qd - G + F
+
+
+def natural_state(p, q, qd, qdd):
+    """(q, q̇, q̈) in the package's coordinates (x1, y1, x2, y2, θ_shoulder, θ_elbow)."""
+    l1, l2 = p['l1'], p['l2']
+    a1, a2 = q[0] - math.pi / 2, q[0] + q[1] - math.pi / 2       # body angles from +x
+    w1, w2 = qd[0], qd[0] + qd[1]
+    e1, e2 = qdd[0], qdd[0] + qdd[1]
+
+    def point(L, a, w, e):
+        u, n = np.array([math.cos(a), math.sin(a)]), np.array([-math.sin(a), math.cos(a)])
+        return L * u, L * w * n, L * (e * n - w * w * u)
+    p1, v1, c1 = point(l1, a1, w1, e1)
+    p2, v2, c2 = point(l2, a2, w2, e2)
+    Q = np.concatenate((p1, p1 + p2, [a1, q[1]]))
+    Qd = np.concatenate((v1, v1 + v2, [w1, qd[1]]))
+    Qdd = np.concatenate((c1, c1 + c2, [e1, qdd[1]]))
+    return Q, Qd, Qdd
+
+
+def random_states(count, seed=0):
+    rng = np.random.default_rng(seed)
+    for _ in range(count):
+        yield (rng.uniform(-math.pi, math.pi, 2), rng.uniform(-6, 6, 2),
+               rng.uniform(-40, 40, 2))
+
+
+def test_inverse_dynamics_equals_dfki_documented_model():
+    idd = DirectInverseDynamics(SYS, z_idx=(4, 5))
+    worst = 0.0
+    for q, qd, qdd in random_states(200):
+        ref = dfki_tau(DFKI, q, qd, qdd)
+        Q, Qd, Qdd = natural_state(DFKI, q, qd, qdd)
+        tau = idd(Q, Qd, Qdd[4:])
+        tau_ls = actuator_efforts(SYS, Q, Qd, Qdd)          # the estimator's path
+        worst = max(worst, np.abs(tau - ref).max(), np.abs(tau_ls - ref).max())
+    assert worst < 1e-9
+
+
+def test_forward_dynamics_equals_dfki_documented_model():
+    rng = np.random.default_rng(3)
+    for q, qd, _ in random_states(50, seed=1):
+        u = rng.uniform(-3, 3, 2)
+        M, C, G, F = dfki_terms(DFKI, q, qd)
+        ref = np.linalg.solve(M, u - C @ qd + G - F)
+        Q, Qd, _ = natural_state(DFKI, q, qd, np.zeros(2))
+        a = forward_accel(SYS, Q, Qd, u)
+        np.testing.assert_allclose(a.qdd[4:], ref, rtol=1e-9, atol=1e-9)
+        _, _, Qdd = natural_state(DFKI, q, qd, ref)
+        np.testing.assert_allclose(a.qdd, Qdd, rtol=1e-9, atol=1e-8)
+
+
+def rigid_text(text):
+    """The same YAML without friction and rotor keys."""
+    text = re.sub(r',?\s*friction: \{[^}]*\}', '', text)
+    return re.sub(r', Ir: [^,}]+, gr: [^,}]+', '', text)
+
+
+def test_without_friction_and_rotor_the_dfki_model_is_the_rigid_one():
+    text = rigid_text((CONFIG / 'dfki_double_pendulum.yaml').read_text())
+    rigid = build_system(parse_mechanism(text))
+    assert not rigid.forces.state_dependent and not rigid.M[4:, 4:].any()
+    p = dict(DFKI, Ir=0.0, cf1=0.0, cf2=0.0, b1=0.0, b2=0.0)
+    idd = DirectInverseDynamics(rigid, z_idx=(4, 5))
+    for q, qd, qdd in random_states(20, seed=2):
+        Q, Qd, Qdd = natural_state(p, q, qd, qdd)
+        np.testing.assert_allclose(idd(Q, Qd, Qdd[4:]), dfki_tau(p, q, qd, qdd), atol=1e-9)
+
+
+@pytest.mark.parametrize('fr', [
+    Friction(b=0.01, fc=0.2, v_s=0.05),
+    Friction(b=0.0, fc=0.1, v_s=0.01, smooth='atan'),
+    Friction(b=0.002, fc=0.1, v_s=0.02, fs=0.3, v_st=0.2)])
+def test_friction_torque_derivative_and_limits(fr):
+    for v in np.linspace(-1, 1, 41):
+        F, dF = friction_torque(fr, v)
+        h = 1e-7
+        num = (friction_torque(fr, v + h)[0] - friction_torque(fr, v - h)[0]) / (2 * h)
+        assert dF == pytest.approx(num, rel=1e-5, abs=1e-6)
+    assert friction_torque(fr, 0.0)[0] == 0.0
+    # Far beyond v_s and v_st: b v + fc sign(v).
+    assert friction_torque(fr, 50.0)[0] == pytest.approx(fr.b * 50 + fr.fc, rel=1e-3)
+    assert friction_torque(fr, -50.0)[0] == pytest.approx(-fr.b * 50 - fr.fc, rel=1e-3)
+
+
+def test_stribeck_peak_exceeds_coulomb_level_near_rest():
+    fr = Friction(fc=0.1, v_s=0.001, fs=0.3, v_st=0.2)
+    assert friction_torque(fr, 0.02)[0] > 0.28
+    assert friction_torque(fr, 1.0)[0] == pytest.approx(0.1, abs=1e-4)
+
+
+FRICTION_YAML = """
+points:
+  - {x: 0, y: 0, fixed: true}
+  - {x: 1, y: 0}
+  - {x: 1.5, y: 0.5}
+  - {x: 2, y: 0.0}
+  - {x: 3, y: 0, fixed: true}
+planar_bodies:
+  - {points: [0, 1], length: auto, mass: 1, I0: 0.4, cog: [0.5, 0.1]}
+  - {points: [1, 2], length: auto, mass: 2, I0: 0.3, cog: [0.3, 0]}
+  - {points: [2, 3], length: auto, mass: 1, I0: 0.2, cog: [0.2, 0]}
+  - {points: [3, 4], length: auto, mass: 1, I0: 0.2, cog: [0.5, 0]}
+relative_coordinates:
+  - {type: RelativeAngle, bodies: [ground, body0], name: crank}
+  - {type: RelativeAngle, bodies: [body0, body1], name: knee}
+joints:
+  - {name: j0, type: revolute, bodies: [ground, body0],
+     friction: {b: 0.05, fc: 0.3, v_s: 0.1}}
+  - {name: j1, type: revolute, bodies: [body0, body1],
+     friction: {b: 0.02, fc: 0.2, v_s: 0.2, smooth: atan, fs: 0.4, v_st: 0.5}}
+  - {name: j2, type: revolute, bodies: [body1, body2], friction: {fc: 0.1, v_s: 0.3}}
+actuators:
+  - {name: m0, joint: j0, Ir: 0.01, gr: 5}
+  - {name: m1, joint: j1, Ir: 0.02, gr: -3}
+"""
+
+
+def test_friction_force_and_dynamics_jacobians_match_finite_differences():
+    sys = build_system(parse_mechanism(FRICTION_YAML))
+    rng = np.random.default_rng(4)
+    for spread in (0.0, 0.05, 0.3):
+        q = sys.q0 + spread * rng.standard_normal(sys.n)
+        qd = 0.3 * rng.standard_normal(sys.n)
+        tau = rng.standard_normal(2)
+        ft = sys.forces.evaluate(q, qd, tau)
+        np.testing.assert_allclose(ft.Q_q, numerical_jacobian(
+            lambda x: sys.forces.evaluate(x, qd, tau, jacobians=False).Q, q), atol=1e-5)
+        np.testing.assert_allclose(ft.Q_qd, numerical_jacobian(
+            lambda x: sys.forces.evaluate(q, x, tau, jacobians=False).Q, qd), atol=1e-5)
+        a = forward_accel(sys, q, qd, tau, jacobians=True)
+        scale = max(1.0, np.abs(a.qdd_q).max())
+        np.testing.assert_allclose(a.qdd_q / scale, numerical_jacobian(
+            lambda x: forward_accel(sys, x, qd, tau).qdd, q) / scale, atol=1e-5)
+        np.testing.assert_allclose(a.qdd_qd, numerical_jacobian(
+            lambda x: forward_accel(sys, q, x, tau).qdd, qd), atol=1e-5)
+
+
+def test_friction_and_rotor_power_balance():
+    """Signs, independently: on the manifold the friction power q̇ᵀQ_f is −Σ F(φ̇)φ̇ with φ̇
+    the joint rates, and ½ q̇ᵀ M q̇ gains the rotors' ½ Ir (ω_carrier + gr φ̇)²."""
+    sys = build_system(parse_mechanism(FRICTION_YAML))
+    rigid = build_system(parse_mechanism(rigid_text(FRICTION_YAML)))
+    assert rigid.mech.joints[0].friction is None and rigid.mech.actuators[0].Ir == 0
+    q = sys.q0
+    Jq = sys.constraints.phi_q(q)[sys.rows]
+    qd = solve_velocity(Jq, sys.z_idx, np.array([0.7, -0.4][:sys.dof]))
+    crank, knee = qd[-2], qd[-1]
+    extra = 0.5 * 0.01 * (5 * crank) ** 2 + 0.5 * 0.02 * (crank - 3 * knee) ** 2
+    assert 0.5 * qd @ sys.M @ qd - 0.5 * qd @ rigid.M @ qd == pytest.approx(extra, rel=1e-12)
+    Qf = sys.forces.evaluate(q, qd, None, jacobians=False).Q - \
+        rigid.forces.evaluate(q, qd, None, jacobians=False).Q
+
+    def angle(b):
+        i, j = sys.mech.bodies[b].points[:2]
+        return sys.mech.point_index[i], sys.mech.point_index[j]
+
+    def omega(b):           # body angular velocity from its two points: (d × ḋ) / |d|²
+        if b < 0:
+            return 0.0
+        i, j = angle(b)
+        pi = q[i] if i[0] >= 0 else np.zeros(2)
+        vi = qd[i] if i[0] >= 0 else np.zeros(2)
+        pj, vj = q[j], qd[j]
+        d, dd = pj - pi, vj - vi
+        return (d[0] * dd[1] - d[1] * dd[0]) / (d @ d)
+    fr = [j.friction for j in sys.mech.joints]
+    rates = [omega(j.bodies[1]) - omega(j.bodies[0]) for j in sys.mech.joints]
+    assert rates[0] == pytest.approx(crank) and rates[1] == pytest.approx(knee)
+    power = -sum(friction_torque(f, r)[0] * r for f, r in zip(fr, rates))
+    assert Qf @ qd == pytest.approx(power, rel=1e-9)
+    assert power < 0
+
+
+@pytest.mark.parametrize('edit, message', [
+    (('fc: 0.3', 'fc: -1'), r'joints\[0\].friction.fc: must be zero or positive'),
+    (('v_s: 0.1', 'v_s: 0'), r'joints\[0\].friction.v_s: must be a positive number'),
+    (('smooth: atan', 'smooth: sign'), r"joints\[1\].friction.smooth: unknown smooth sign 'sign'"),
+    (('fc: 0.1, v_s', 'fk: 0.1, v_s'), r"fr.yaml: joints\[2\].friction.fk: unknown key 'fk'"),
+    (('Ir: 0.01', 'Ir: -1'), r'actuators\[0\].Ir: must be zero or positive'),
+    (('gr: 5', 'gr: 0'), r'actuators\[0\].gr: the gear ratio must be finite and non-zero'),
+    (('  - {type: RelativeAngle, bodies: [body0, body1], name: knee}\n', ''),
+     r'actuators\[1\].Ir: a rotor inertia needs the joint angle as a coordinate: add '
+     r'relative_coordinates: \{type: RelativeAngle, bodies: \[body0, body1\]\}'),
+    (('  - {type: RelativeAngle, bodies: [ground, body0], name: crank}\n', ''),
+     r'actuators\[0\].Ir: a rotor inertia needs the joint angle'),
+])
+def test_bad_friction_and_rotor_values_name_file_and_key(edit, message):
+    with pytest.raises(MechanismError, match=message):
+        parse_mechanism(FRICTION_YAML.replace(*edit), source='fr.yaml')
+
+
+def test_statics_are_unchanged_by_friction_and_rotor():
+    """Smooth friction is zero at rest and a rotor stores no potential energy."""
+    from mbfg_ros.statics import static_equilibrium
+    a = static_equilibrium(build_system(parse_mechanism(FRICTION_YAML)))
+    b = static_equilibrium(build_system(parse_mechanism(rigid_text(FRICTION_YAML))))
+    assert a.verdict == b.verdict
+    np.testing.assert_allclose(a.q, b.q, atol=1e-10)
