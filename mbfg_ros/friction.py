@@ -18,13 +18,14 @@ coordinates of q (:func:`rotor_mass_matrix`).
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
 
 from .model import Friction, Mechanism
 
-__all__ = ['friction_torque', 'rotor_mass_matrix', 'holding_band']
+__all__ = ['friction_torque', 'rotor_mass_matrix', 'holding_band', 'rigid_mechanism']
 
 
 def friction_torque(f: Friction, rate: float) -> tuple[float, float]:
@@ -64,3 +65,10 @@ def holding_band(f: Friction) -> float:
     """Largest torque the joint's friction can hold at rest (max(fc, fs)); a documented bound,
     not part of the smooth model (whose friction is zero at φ̇ = 0)."""
     return max(f.fc, f.fs)
+
+
+def rigid_mechanism(mech: Mechanism) -> Mechanism:
+    """The same mechanism without joint friction and rotor inertias (the rigid-body model)."""
+    joints = tuple(dataclasses.replace(j, friction=None) for j in mech.joints)
+    acts = tuple(dataclasses.replace(a, Ir=0.0, rotor=None) for a in mech.actuators)
+    return dataclasses.replace(mech, joints=joints, actuators=acts)
