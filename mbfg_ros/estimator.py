@@ -109,10 +109,15 @@ class EstimatorConfig:
     gyro_sigma: float = 0.01            # rad/s
     accel_sigma: float = 0.05           # m/s²
     orientation_sigma: float = 0.01     # rad
-    dynamics_sigma: float = 0.5         # q̈ − q̈(q, q̇, τ), units of q̈
+    dynamics_sigma: float = 0.5         # q̈ − q̈(q, q̇, τ), units of q̈ (default of the two below)
+    dynamics_sigma_length: float = 0.0  # m/s² on point coordinates; 0: dynamics_sigma
+    dynamics_sigma_angle: float = 0.0   # rad/s² on angle coordinates; 0: dynamics_sigma
+    joint_dynamics_sigma: tuple[tuple[str, float], ...] = ()   # (joint, rad/s²) on its angle
     constraint_sigma: float = 1.0e-6    # Φ (m) and Φq q̇ (m/s)
     integrator_sigma: float = 1.0e-6    # trapezoidal residuals at dt -> 0
     integrator_jerk: float = 1000.0     # bound on |q⃛| for the truncation error dt³/12·|q⃛|
+    integrator_jerk_length: float = 0.0  # m/s³ on point coordinates; 0: integrator_jerk
+    integrator_jerk_angle: float = 0.0   # rad/s³ on angle coordinates; 0: integrator_jerk
     init_sigma_q: float = 0.01          # prior at start-up
     init_sigma_qd: float = 1.0          # prior on q̇ when no rate reading seeds it
     init_sigma_qdd: float = 100.0
@@ -150,6 +155,18 @@ class EstimatorConfig:
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
                 raise ValueError(f'EstimatorConfig.{name} must be >= 0 (0: no gate), '
                                  f'got {value!r}')
+        for name in ('dynamics_sigma_length', 'dynamics_sigma_angle', 'integrator_jerk_length',
+                     'integrator_jerk_angle'):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
+                raise ValueError(f'EstimatorConfig.{name} must be >= 0 (0: the common value), '
+                                 f'got {value!r}')
+        for item in self.joint_dynamics_sigma:
+            if not (len(item) == 2 and isinstance(item[0], str)
+                    and isinstance(item[1], (int, float)) and math.isfinite(item[1])
+                    and item[1] > 0):
+                raise ValueError('EstimatorConfig.joint_dynamics_sigma: expected (joint name, '
+                                 f'positive sigma) pairs, got {item!r}')
         if int(self.covariance_every) < 1 or int(self.max_pending) < 1:
             raise ValueError('EstimatorConfig.covariance_every and max_pending must be >= 1')
 
@@ -166,6 +183,35 @@ _COUNTERS = ('ticks', 'initialisations', 'resets', 'late', 'dropped_nonfinite',
              'dropped_reset', 'dropped_bad_torque', 'backwards', 'tick_not_advancing',
              'stale_ticks', 'rejected_outlier', 'used_effort', 'effort_expired'
              ) + tuple(f'used_{k}' for k in _KINDS) + tuple(f'reset:{r}' for r in RESET_REASONS)
+
+
+def coordinate_sigmas(sys: System, cfg: EstimatorConfig) -> tuple[np.ndarray, np.ndarray]:
+    """Per coordinate of q: the dynamics σ (units of q̈) and the integrator's jerk bound.
+
+    Point coordinates are lengths (m/s², m/s³), relative coordinates angles
+    (rad/s², rad/s³); each kind takes its own value when given (> 0), else the
+    common ``dynamics_sigma`` / ``integrator_jerk``. ``joint_dynamics_sigma``
+    overrides the angle coordinate equal to a named joint's angle.
+
+    :raises ValueError: a joint that is unknown or has no angle coordinate.
+    """
+    mech = sys.mech
+    n, n_pts = sys.n, sys.n - len(mech.relative)
+    angle = np.arange(n) >= n_pts
+    sd = np.where(angle, cfg.dynamics_sigma_angle or cfg.dynamics_sigma,
+                  cfg.dynamics_sigma_length or cfg.dynamics_sigma).astype(float)
+    jerk = np.where(angle, cfg.integrator_jerk_angle or cfg.integrator_jerk,
+                    cfg.integrator_jerk_length or cfg.integrator_jerk).astype(float)
+    known = {j.name: j for j in mech.joints}
+    for name, sigma in cfg.joint_dynamics_sigma:
+        j = known.get(name)
+        c = mech.angle_coordinate(j.bodies) if j is not None and j.type == 'revolute' else None
+        if c is None:
+            raise ValueError(f'EstimatorConfig.joint_dynamics_sigma: {name!r} is not a revolute '
+                             'joint whose angle is a coordinate of q (joints: '
+                             f'{", ".join(sorted(known)) or "none"})')
+        sd[c] = sigma
+    return sd, jerk
 
 
 class _Diverged(Exception):
@@ -208,7 +254,7 @@ class Estimator:
         self.sys = sys
         self.config = cfg = config or EstimatorConfig()
         self.sm = SensorModel(sys)
-        n = self.n = sys.n
+        self.n = sys.n
         self._dt = 1.0 / cfg.frequency
         self._eps = 1e-9 * self._dt          # a stamp this close to a tick is at the tick
         self._joint_index = {nm: i for i, nm in enumerate(self.sm.joint_names)}
@@ -217,9 +263,10 @@ class Estimator:
                               if a.joint is not None}
         self._n_act = len(sys.mech.actuators)
         m = sys.m
-        self._state_noise = F.sigmas((m, cfg.constraint_sigma), (m, cfg.constraint_sigma),
-                                     (n, cfg.dynamics_sigma))
-        self._integ_noise = F.sigmas((2 * n, self._integrator_sigma(self._dt)))
+        self._dyn_sigma, self._jerk = coordinate_sigmas(sys, cfg)
+        self._state_noise = gtsam.noiseModel.Diagonal.Sigmas(np.concatenate((
+            np.full(2 * m, cfg.constraint_sigma), self._dyn_sigma)))
+        self._integ_noise = gtsam.noiseModel.Diagonal.Sigmas(self._integrator_sigma(self._dt))
         self._angular_pos = np.array([self.sm.joint_is_angular(j)
                                       for j in range(len(self.sm.joint_names))], dtype=bool)
         self._params = gtsam.ISAM2Params()
@@ -236,15 +283,16 @@ class Estimator:
         self._clear()
 
     # -- public ------------------------------------------------------------
-    def _integrator_sigma(self, dt: float) -> float:
+    def _integrator_sigma(self, dt: float) -> np.ndarray:
         """σ of the trapezoidal factor over a step dt.
 
         The trapezoidal rule (seed 000 Eq. 23) has a local truncation error of
         dt³/12 times the third derivative; a fixed tiny σ makes the smoother
         trust a wrong integrator at slow tick rates (100 Hz: 40σ per step),
-        which biased the estimate by several mrad. σ grows with dt³.
+        which biased the estimate by several mrad. σ grows with dt³. One σ per row
+        of the factor (q rows, then q̇ rows), with the jerk of each coordinate's kind.
         """
-        return self.config.integrator_sigma + self.config.integrator_jerk * dt ** 3 / 12.0
+        return np.tile(self.config.integrator_sigma + self._jerk * dt ** 3 / 12.0, 2)
 
     @property
     def counters(self) -> dict:
@@ -724,7 +772,7 @@ class Estimator:
                 max(0, bisect.bisect_right(times, p.t + self._eps) - 1)
             groups.setdefault((p.ob.kind, p.ob.index, base), []).append(i)
         d2 = np.zeros(len(ready))
-        sd2, sj2 = cfg.dynamics_sigma ** 2, cfg.integrator_jerk ** 2
+        sd2, sj2 = self._dyn_sigma ** 2, self._jerk ** 2
         for (kind, index, base), ids in groups.items():
             joint = kind in ('joint_pos', 'joint_vel')
             if (cfg.joint_rejection_threshold if joint else cfg.imu_rejection_threshold) <= 0:
@@ -734,7 +782,8 @@ class Estimator:
             qd, qdd = x[n:2 * n], x[2 * n:]
             Hq, Hqd = H[:, :n], H[:, n:2 * n]
             c1, c2 = Hq @ qd + Hqd @ qdd, Hq @ qdd
-            s2 = (H * H).reshape(len(h), 3, n).sum(axis=2)          # (rows, 3): q, q̇, q̈
+            HH = (H * H).reshape(len(h), 3, n)
+            s2d, s2j = HH @ sd2, HH @ sj2                           # (rows, 3): q, q̇, q̈
             tau = np.array([ready[i].t for i in ids]) - t_b
             a = np.abs(tau)[:, None]
             pred = h + tau[:, None] * c1 + (0.5 * tau * tau)[:, None] * c2
@@ -743,9 +792,9 @@ class Estimator:
                 r = wrap_angle(r)
             # process noise: the new q̈ is only known to the dynamics' σ and changes by
             # up to integrator_jerk·τ; both drive q̇ and q over τ
-            var_p = (s2[:, 0] * (0.25 * a ** 4 * sd2 + a ** 6 / 36.0 * sj2)
-                     + s2[:, 1] * (a * a * sd2 + 0.25 * a ** 4 * sj2)
-                     + s2[:, 2] * (sd2 + a * a * sj2))
+            var_p = (0.25 * a ** 4 * s2d[:, 0] + a ** 6 / 36.0 * s2j[:, 0]
+                     + a * a * s2d[:, 1] + 0.25 * a ** 4 * s2j[:, 1]
+                     + s2d[:, 2] + a * a * s2j[:, 2])
             sig = np.array([ready[i].ob.sigma for i in ids])
             s2r = sig * sig
             # a lost estimate can have a huge covariance; the gate opens at most 10x wider than
@@ -810,7 +859,7 @@ class Estimator:
         graph = gtsam.NonlinearFactorGraph()
         graph.add(self._state_factor(key, t))
         noise = self._integ_noise if dt <= self._dt * (1 + 1e-6) else \
-            F.sigmas((2 * n, self._integrator_sigma(dt)))
+            gtsam.noiseModel.Diagonal.Sigmas(self._integrator_sigma(dt))
         graph.add(F.custom_factor([prev, key], noise,
                                   functools.partial(F.stacked_trapezoidal_error, n, dt)))
         used = []

@@ -23,6 +23,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .extended import Extended, point_columns
+from .friction import friction_torque, rotor_mass_matrix
 from .model import GROUND, Body, Mechanism, RotationalSpring, Spring
 
 __all__ = ['mass_matrix', 'Forces', 'ForceTerms', 'body_matrix_A', 'body_mass_matrix',
@@ -78,7 +79,7 @@ def mass_matrix(mech: Mechanism) -> np.ndarray:
     for p, mass in mech.point_masses:
         if pidx[p, 0] >= 0:
             M[pidx[p], pidx[p]] += mass
-    M = M[:n, :n]
+    M = M[:n, :n] + rotor_mass_matrix(mech)
     return M
 
 
@@ -178,6 +179,8 @@ class Forces:
                          for s in mech.springs]
         self._rsprings = [(body_idx(s.bodies[0]), body_idx(s.bodies[1]), s)
                           for s in mech.rotational_springs]
+        self._friction = [(body_idx(j.bodies[0]), body_idx(j.bodies[1]), j.friction)
+                          for j in mech.joints if j.friction is not None]
         self._act = []
         for a in mech.actuators:
             if a.coordinate is not None:
@@ -189,11 +192,31 @@ class Forces:
         self.mech = mech
         self.point_w = pw
         self.n_act = len(self._act)
-        self.state_dependent = bool(self._torques or self._springs or self._rsprings)
+        self.state_dependent = bool(self._torques or self._springs or self._rsprings
+                                    or self._friction)
         self.joint_actuated = any(k == 'joint' for k, _ in self._act)
 
     def _is_ground(self, idx: np.ndarray) -> bool:
         return idx is self._ground
+
+    def _relative(self, ext: np.ndarray, extd: np.ndarray, ia: np.ndarray, ib: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float, float]:
+        """φ = θ_b − θ_a between two bodies: (idx, ∂φ/∂w, ∂²φ/∂w², ∂φ̇/∂w, φ, φ̇) on 8 columns."""
+        idx = np.concatenate((ia, ib))
+        grad = np.zeros(8)
+        hess = np.zeros((8, 8))
+        rate_q = np.zeros(8)
+        phi, rate = 0.0, 0.0
+        for sign, sl, ii in ((-1.0, slice(0, 4), ia), (1.0, slice(4, 8), ib)):
+            if self._is_ground(ii):
+                continue
+            a = _angle(ext, extd, ii)
+            grad[sl] = sign * a.grad
+            hess[sl, sl] = sign * a.hess
+            rate_q[sl] = sign * a.rate_q
+            phi += sign * a.value
+            rate += sign * a.rate
+        return idx, grad, hess, rate_q, phi, rate
 
     def evaluate(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray | None = None,
                  jacobians: bool = True) -> ForceTerms:
@@ -228,26 +251,22 @@ class Forces:
                 Qq[np.ix_(idx, idx)] += np.block([[K, -K], [-K, K]])
                 Qqd[np.ix_(idx, idx)] += np.block([[Kd, -Kd], [-Kd, Kd]])
         for ia, ib, s in self._rsprings:
-            idx = np.concatenate((ia, ib))
-            grad = np.zeros(8)
-            hess = np.zeros((8, 8))
-            rate_q = np.zeros(8)
-            phi, rate = 0.0, 0.0
-            for sign, sl, ii in ((-1.0, slice(0, 4), ia), (1.0, slice(4, 8), ib)):
-                if self._is_ground(ii):
-                    continue
-                a = _angle(ext, extd, ii)
-                grad[sl] = sign * a.grad
-                hess[sl, sl] = sign * a.hess
-                rate_q[sl] = sign * a.rate_q
-                phi += sign * a.value
-                rate += sign * a.rate
+            idx, grad, hess, rate_q, phi, rate = self._relative(ext, extd, ia, ib)
             tq = rotational_spring_torque(s, phi, rate)
             np.add.at(Q, idx, tq * grad)
             if jacobians:
                 dtq_dq = -s.k * grad - s.c * rate_q
                 np.add.at(Qq, (idx[:, None], idx[None, :]), np.outer(grad, dtq_dq) + tq * hess)
                 np.add.at(Qqd, (idx[:, None], idx[None, :]), -s.c * np.outer(grad, grad))
+        for ia, ib, fr in self._friction:
+            # Friction torque −F(φ̇) between the joint's bodies (virtual power, like a damper).
+            idx, grad, hess, rate_q, phi, rate = self._relative(ext, extd, ia, ib)
+            F, dF = friction_torque(fr, rate)
+            np.add.at(Q, idx, -F * grad)
+            if jacobians:
+                np.add.at(Qq, (idx[:, None], idx[None, :]),
+                          -dF * np.outer(grad, rate_q) - F * hess)
+                np.add.at(Qqd, (idx[:, None], idx[None, :]), -dF * np.outer(grad, grad))
         if tau is not None and self.n_act:
             for k, (kind, what) in enumerate(self._act):
                 if kind == 'coord':
@@ -348,6 +367,15 @@ class Forces:
                     rate += sign * a.rate
             couple_halves('rotational_spring', f'rotational_spring{k}', s.bodies,
                           rotational_spring_torque(s, phi, rate))
+        for j in mech.joints:
+            if j.friction is None:
+                continue
+            rate = 0.0
+            for sign, b in ((-1.0, j.bodies[0]), (1.0, j.bodies[1])):
+                if b != GROUND:
+                    rate += sign * _angle(ext, extd, idx(b)).rate
+            couple_halves('friction', f'friction_{j.name}', j.bodies,
+                          -friction_torque(j.friction, rate)[0])
         for p, mass in mech.point_masses:
             out.append(ElementLoad('point_mass', f'point_mass_{mech.points[p].name}', None,
                                    (p,), (mass * g)[None, :], 0.0))

@@ -146,6 +146,26 @@ class JointLimits:
 
 
 @dataclass(frozen=True)
+class Friction:
+    """Joint friction (YAML ``joints[k].friction``): the torque resisting the joint rate φ̇ is
+
+    ``F(φ̇) = b φ̇ + (fc + (fs − fc) exp(−(φ̇/v_st)²)) · σ(φ̇/v_s)``
+
+    with the smooth sign ``σ = tanh`` (default) or ``σ = (2/π) atan``, so that
+    ``fc`` is always the Coulomb level at |φ̇| ≫ v_s. ``fs`` (default ``fc``)
+    and ``v_st`` give a Stribeck bump; DFKI's ``cf·atan(100 φ̇)`` is
+    ``smooth: atan, v_s: 0.01, fc: cf·π/2``.
+    """
+
+    b: float = 0.0        # viscous, N·m·s/rad
+    fc: float = 0.0       # Coulomb level, N·m
+    v_s: float = 0.01     # smoothing velocity of the sign, rad/s
+    smooth: str = 'tanh'  # 'tanh' or 'atan'
+    fs: float = 0.0       # static (Stribeck) level, N·m; equals fc when not given
+    v_st: float = 0.1     # Stribeck velocity, rad/s
+
+
+@dataclass(frozen=True)
 class Joint:
     """A named joint whose position JointState reports.
 
@@ -161,15 +181,27 @@ class Joint:
     slider: int | None = None
     offset: float = 0.0
     limits: JointLimits = JointLimits()
+    friction: Friction | None = None
 
 
 @dataclass(frozen=True)
 class Actuator:
-    """A motor: drives one coordinate of q, or a named joint."""
+    """A motor: drives one coordinate of q, or a named joint.
+
+    ``Ir`` is the rotor inertia and ``gr`` the (signed) gear ratio: the rotor
+    turns at ω_r = ω_carrier + gr·φ̇, with φ the driven joint angle and the
+    carrier the joint's first body (the one the motor's stator is fixed to).
+    Its kinetic energy ½ Ir ω_r² adds Ir c cᵀ to M (c: ω_r = cᵀ q̇), which is
+    DFKI's reflected inertia gr²·Ir with the coupling gr·Ir to the carrier
+    (their model has −gr·Ir: ``gr: -6`` for their elbow).
+    """
 
     name: str
     coordinate: int | None = None
     joint: str | None = None
+    Ir: float = 0.0
+    gr: float = 1.0
+    rotor: tuple[int, int] | None = None   # (carrier angle coordinate or -1, joint coordinate)
 
 
 @dataclass(frozen=True)
@@ -256,6 +288,21 @@ class Mechanism:
             if j.name == name:
                 return j
         raise KeyError(name)
+
+    def angle_coordinate(self, bodies: tuple[int, int]) -> int | None:
+        """Index in q of a relative coordinate equal to angle(bodies[1]) − angle(bodies[0]).
+
+        A ``RelativeAngle`` with these bodies, or, when ``bodies[0]`` is the
+        ground, a ``RelativeAngleAbsoluteDOF`` on the basic points of ``bodies[1]``.
+        """
+        base = self.n - len(self.relative)
+        for k, r in enumerate(self.relative):
+            if r.bodies is not None and tuple(r.bodies) == tuple(bodies):
+                return base + k
+            if (r.points is not None and bodies[0] == GROUND and bodies[1] != GROUND
+                    and tuple(r.points) == tuple(self.bodies[bodies[1]].points[:2])):
+                return base + k
+        return None
 
     def q_guess(self) -> np.ndarray:
         """Approximate q from the YAML pose (before the position problem)."""
@@ -673,17 +720,23 @@ def _parse_joints(ctx: _Ctx, value: Any, B: int, S: int) -> tuple[Joint, ...]:
     out = []
     for k, item in enumerate(ctx.sequence(value, 'joints')):
         path = f'joints[{k}]'
-        ctx.mapping(item, path, {'name', 'type', 'bodies', 'slider', 'offset', 'limits'},
+        ctx.mapping(item, path, {'name', 'type', 'bodies', 'slider', 'offset', 'limits',
+                                 'friction'},
                     required=('name', 'type'))
         name = ctx.name(item['name'], f'{path}.name')
         offset = ctx.number(item.get('offset', 0.0), f'{path}.offset')
         limits = _parse_limits(ctx, item.get('limits', {}), f'{path}.limits')
+        friction = _parse_friction(ctx, item['friction'], f'{path}.friction') \
+            if 'friction' in item else None
+        if friction is not None and item['type'] != 'revolute':
+            raise ctx.error(f'{path}.friction', 'friction is implemented for revolute joints '
+                            'only')
         if item['type'] == 'revolute':
             if 'bodies' not in item:
                 raise ctx.error(path, "missing required key 'bodies'")
             out.append(Joint(name, 'revolute',
                              bodies=_body_pair(ctx, item['bodies'], f'{path}.bodies', B),
-                             offset=offset, limits=limits))
+                             offset=offset, limits=limits, friction=friction))
         elif item['type'] == 'prismatic':
             if 'slider' not in item:
                 raise ctx.error(path, "missing required key 'slider'")
@@ -704,6 +757,28 @@ def _positive(ctx: _Ctx, value: Any, path: str) -> float:
     if not v > 0:
         raise ctx.error(path, f'must be a positive number, got {v!r}')
     return v
+
+
+def _nonnegative(ctx: _Ctx, value: Any, path: str) -> float:
+    v = ctx.number(value, path)
+    if not v >= 0:
+        raise ctx.error(path, f'must be zero or positive, got {v!r}')
+    return v
+
+
+def _parse_friction(ctx: _Ctx, value: Any, path: str) -> Friction:
+    """``friction: {b, fc, v_s, smooth, fs, v_st}`` (each optional; see :class:`Friction`)."""
+    ctx.mapping(value, path, {'b', 'fc', 'v_s', 'smooth', 'fs', 'v_st'})
+    d = Friction()
+    b = _nonnegative(ctx, value.get('b', d.b), f'{path}.b')
+    fc = _nonnegative(ctx, value.get('fc', d.fc), f'{path}.fc')
+    v_s = _positive(ctx, value.get('v_s', d.v_s), f'{path}.v_s')
+    smooth = value.get('smooth', d.smooth)
+    if smooth not in ('tanh', 'atan'):
+        raise ctx.error(f'{path}.smooth', f'unknown smooth sign {smooth!r} (known: tanh, atan)')
+    fs = _nonnegative(ctx, value['fs'], f'{path}.fs') if 'fs' in value else fc
+    v_st = _positive(ctx, value.get('v_st', d.v_st), f'{path}.v_st')
+    return Friction(b, fc, v_s, smooth, fs, v_st)
 
 
 def _parse_limits(ctx: _Ctx, value: Any, path: str) -> JointLimits:
@@ -727,13 +802,20 @@ def _parse_actuators(ctx: _Ctx, value: Any, mech: Mechanism) -> tuple[Actuator, 
     joints = {j.name for j in mech.joints}
     for k, item in enumerate(ctx.sequence(value, 'actuators')):
         path = f'actuators[{k}]'
-        ctx.mapping(item, path, {'name', 'coordinate', 'joint'}, required=('name',))
+        ctx.mapping(item, path, {'name', 'coordinate', 'joint', 'Ir', 'gr'}, required=('name',))
         name = ctx.name(item['name'], f'{path}.name')
         if ('coordinate' in item) == ('joint' in item):
             raise ctx.error(path, "give exactly one of 'coordinate' or 'joint'")
+        Ir = _nonnegative(ctx, item.get('Ir', 0.0), f'{path}.Ir')
+        gr = ctx.number(item.get('gr', 1.0), f'{path}.gr')
+        if not math.isfinite(gr) or gr == 0:
+            raise ctx.error(f'{path}.gr',
+                            f'the gear ratio must be finite and non-zero, got {gr!r}')
         if 'coordinate' in item:
-            out.append(Actuator(name, coordinate=mech.coordinate(item['coordinate'],
-                                                                 path=f'{path}.coordinate')))
+            c = mech.coordinate(item['coordinate'], path=f'{path}.coordinate')
+            rotor = _rotor(ctx, mech, _coordinate_bodies(ctx, mech, c, f'{path}.Ir'),
+                           f'{path}.Ir') if Ir else None
+            out.append(Actuator(name, coordinate=c, Ir=Ir, gr=gr, rotor=rotor))
         else:
             joint = item['joint']
             if joint not in joints:
@@ -742,11 +824,55 @@ def _parse_actuators(ctx: _Ctx, value: Any, mech: Mechanism) -> tuple[Actuator, 
             if mech.joint(joint).type != 'revolute':
                 raise ctx.error(f'{path}.joint', f'joint {joint!r} is not revolute; drive a '
                                 'prismatic joint through a coordinate instead')
-            out.append(Actuator(name, joint=joint))
+            rotor = _rotor(ctx, mech, mech.joint(joint).bodies, f'{path}.Ir') if Ir else None
+            out.append(Actuator(name, joint=joint, Ir=Ir, gr=gr, rotor=rotor))
     names = [a.name for a in out]
     if len(set(names)) != len(names):
         raise ctx.error('actuators', f'repeated actuator name in {names}')
     return tuple(out)
+
+
+def _coordinate_bodies(ctx: _Ctx, mech: Mechanism, c: int, path: str) -> tuple[int, int]:
+    """The (base, driven) bodies of a relative-angle coordinate, for a rotor on it."""
+    base = mech.n - len(mech.relative)
+    if c < base:
+        raise ctx.error(path, f'a rotor needs a revolute joint or a relative angle; coordinate '
+                        f'{mech.coordinate_names[c]!r} is a point coordinate')
+    r = mech.relative[c - base]
+    if r.bodies is not None:
+        return r.bodies
+    for b, body in enumerate(mech.bodies):
+        if tuple(body.points[:2]) == tuple(r.points):
+            return (GROUND, b)
+    raise ctx.error(path, f'coordinate {r.name!r} is not the angle of a body (its points are '
+                    'not the first two points of one body)')
+
+
+def _rotor(ctx: _Ctx, mech: Mechanism, bodies: tuple[int, int], path: str) -> tuple[int, int]:
+    """Coordinates (carrier angle or −1, joint angle) that make ω_r = ω_carrier + gr·φ̇ linear.
+
+    The rotor's kinetic energy is a constant quadratic form only in relative
+    coordinates: the joint angle φ (and the carrier's absolute angle when the
+    carrier is not the ground) must be coordinates of q.
+    """
+    names = ctx.refs.get('body', [])
+
+    def body_name(b: int) -> str:
+        return 'ground' if b == GROUND else names[b]
+
+    joint = mech.angle_coordinate(bodies)
+    if joint is None:
+        raise ctx.error(path, 'a rotor inertia needs the joint angle as a coordinate: add '
+                        f'relative_coordinates: {{type: RelativeAngle, bodies: '
+                        f'[{body_name(bodies[0])}, {body_name(bodies[1])}]}}')
+    if bodies[0] == GROUND:
+        return (-1, joint)
+    carrier = mech.angle_coordinate((GROUND, bodies[0]))
+    if carrier is None:
+        raise ctx.error(path, 'a rotor carried by a moving body needs that body\'s absolute '
+                        'angle as a coordinate: add relative_coordinates: {type: RelativeAngle, '
+                        f'bodies: [ground, {body_name(bodies[0])}]}}')
+    return (carrier, joint)
 
 
 def _parse_sensors(ctx: _Ctx, value: Any, B: int) -> tuple[Imu, ...]:

@@ -1,7 +1,18 @@
-"""mbfg-inverse: inverse dynamics of a prescribed motion (staged factor graph).
+"""mbfg-inverse: inverse dynamics of a prescribed motion (staged factor graph) or a measured one.
 
     mbfg-inverse CONFIG --trajectory FILE [--coordinates I,J,...] [--actuators I,J,...]
                  --output FILE.csv [--plot FILE.png] [--reactions] [--staged|--batch]
+    mbfg-inverse CONFIG (--measured FILE.csv | --bag BAG [--topic T]) --joints A,B
+                 [--position-columns ..] [--velocity-columns ..] [--effort-columns ..]
+                 [--derivatives velocity|savgol] [--window N] [--order P] --output FILE.csv
+
+Measured motion (mbfg_ros.measured): joint positions (and velocities, efforts)
+from a CSV with a header row or from a rosbag2's sensor_msgs/JointState; the
+derivatives are zero-phase Savitzky-Golay fits (``--derivatives velocity``:
+measured velocities and their derivative; ``savgol``: positions only); the
+torques are the direct inverse dynamics of the YAML model (friction and rotor
+terms included) at every sample. With measured efforts it prints the torque
+RMSE and correlation r per actuator, and the CSV gets ``effort_<actuator>``.
 
 The trajectory file has a time column and one column per prescribed
 coordinate (default: the YAML actuators' coordinates, else the default
@@ -23,6 +34,8 @@ import numpy as np
 from ..dynamics import load_system
 from ..errors import MbfgError
 from ..inverse import InverseConfig, InverseResult, inverse_dynamics
+from ..measured import (DerivativeOptions, load_joint_bag, load_joint_csv, measured_inverse,
+                        torque_fit)
 from ..model import Mechanism
 from ..reactions import Reactions
 from ..trajectory import load_trajectory
@@ -41,7 +54,27 @@ def _indices(mech, text: str, what: str) -> list[int]:
 def _main(argv: list[str] | None) -> int:
     p = argparse.ArgumentParser(prog='mbfg-inverse', description=plain(__doc__.split('\n')[0]))
     p.add_argument('config', help='mechanism YAML')
-    p.add_argument('--trajectory', required=True, help='time + one column per coordinate')
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument('--trajectory', help='time + one column per coordinate')
+    src.add_argument('--measured', help='measured joint motion: CSV with a header row')
+    src.add_argument('--bag', help='measured joint motion: rosbag2 with sensor_msgs/JointState')
+    p.add_argument('--topic', default='/joint_states', help='--bag: JointState topic')
+    p.add_argument('--joints', help='measured joints (YAML joint names, comma separated); '
+                   'default: the joints of the YAML actuators')
+    p.add_argument('--time-column', default='time', help='--measured: time column')
+    p.add_argument('--position-columns', help='--measured: position column per joint '
+                   '(default position_<joint>)')
+    p.add_argument('--velocity-columns', help="--measured: velocity column per joint ('' = none;"
+                   ' default velocity_<joint> if present)')
+    p.add_argument('--effort-columns', help="--measured: measured effort column per joint ('' = "
+                   'none; default effort_<joint> if present)')
+    p.add_argument('--derivatives', choices=('velocity', 'savgol'), default=None,
+                   help='measured motion: velocity (measured velocities, default when given) '
+                   'or savgol (positions only)')
+    p.add_argument('--window', type=int, default=DerivativeOptions.window,
+                   help='Savitzky-Golay window in samples (odd; default %(default)s)')
+    p.add_argument('--order', type=int, default=DerivativeOptions.order,
+                   help='Savitzky-Golay polynomial order (default %(default)s)')
     p.add_argument('--coordinates', help='prescribed coordinates (indices or names, comma '
                    'separated); default: actuated coordinates')
     p.add_argument('--actuators', help='actuated coordinates (indices or names); default: '
@@ -55,6 +88,8 @@ def _main(argv: list[str] | None) -> int:
     args = p.parse_args(argv)
     sys_ = load_system(args.config)
     mech = sys_.mech
+    if args.trajectory is None:
+        return _measured(args, sys_)
     if args.coordinates:
         z_idx = _indices(mech, args.coordinates, 'coordinates')
     elif mech.actuators and all(a.coordinate is not None for a in mech.actuators):
@@ -127,6 +162,61 @@ def plot_inverse(path: Path, mech: Mechanism, res: InverseResult, names: list[st
     fig.tight_layout()
     save_figure(fig, path, dpi=120)
     return titles
+
+
+def _split(text: str | None) -> list[str] | None:
+    return None if text is None else [c.strip() for c in text.split(',') if c.strip()]
+
+
+def _measured(args: argparse.Namespace, sys_) -> int:
+    """Inverse dynamics on a measured motion (CSV or bag), with the fit to measured efforts."""
+    mech = sys_.mech
+    joints = _split(args.joints) or [a.joint for a in mech.actuators if a.joint is not None]
+    if not joints:
+        raise MbfgError('--joints: give the measured joints (the YAML actuators name none)')
+    if args.measured:
+        header = _csv_header(Path(args.measured))
+
+        def columns(given: str | None, kind: str, required: bool) -> list[str] | None:
+            if given is not None:
+                return _split(given) or None
+            cols = [f'{kind}_{j}' for j in joints]
+            return cols if required or all(c in header for c in cols) else None
+        log = load_joint_csv(args.measured, joints,
+                             columns(args.position_columns, 'position', True),
+                             columns(args.velocity_columns, 'velocity', False),
+                             columns(args.effort_columns, 'effort', False), args.time_column)
+    else:
+        log = load_joint_bag(args.bag, joints, args.topic)
+    method = args.derivatives or ('velocity' if log.velocity is not None else 'savgol')
+    res = measured_inverse(sys_, log, DerivativeOptions(method, args.window, args.order))
+    names = [a.name for a in mech.actuators]
+    cols = [res.t[:, None], res.tau]
+    header = ['t'] + [f'tau_{n}' for n in names]
+    if res.effort is not None:
+        cols.append(res.effort)
+        header += [f'effort_{n}' for n in names]
+    out = Path(args.output)
+    np.savetxt(out, np.hstack(cols), delimiter=',', header=','.join(header), comments='',
+               fmt='%.10g')
+    print(f'{log.source}: {len(res.t)} samples, derivatives {method} (window {args.window}, '
+          f'order {args.order})')
+    if res.effort is not None:
+        have = [k for k in range(len(names)) if np.isfinite(res.effort[:, k]).all()]
+        rmse, r = torque_fit(res.tau[:, have], res.effort[:, have], skip=args.window // 2)
+        for k, e, c in zip(have, rmse, r):
+            print(f'  {names[k]}: torque RMSE {e:.4f} N m, r {c:.3f} (vs measured effort, '
+                  f'{args.window // 2} samples dropped at each end)')
+    print(f'wrote {out} ({len(res.t)} rows)', file=sys.stderr)
+    return 0
+
+
+def _csv_header(path: Path) -> list[str]:
+    try:
+        with open(path) as f:
+            return [h.strip() for h in f.readline().split(',')]
+    except OSError as exc:
+        raise MbfgError(f'{path}: cannot read file: {exc.strerror}') from None
 
 
 def _actuator_names(mech, act: tuple[int, ...]) -> list[str]:

@@ -84,6 +84,18 @@ def _estimator_params() -> tuple[ParamSpec, ...]:
         ParamSpec('dynamics_sigma', _cfg('dynamics_sigma'),
                   'Uncertainty of the equations of motion (unmodelled forces), in units of '
                   'generalised acceleration.', lo=1e-9, hi=big, config=True),
+        ParamSpec('dynamics_sigma_length', _cfg('dynamics_sigma_length'),
+                  'dynamics_sigma on point coordinates, m/s^2 (0: dynamics_sigma).',
+                  lo=0.0, hi=big, config=True),
+        ParamSpec('dynamics_sigma_angle', _cfg('dynamics_sigma_angle'),
+                  'dynamics_sigma on angle coordinates, rad/s^2 (0: dynamics_sigma).',
+                  lo=0.0, hi=big, config=True),
+        ParamSpec('integrator_jerk_length', _cfg('integrator_jerk_length'),
+                  'Integrator jerk bound on point coordinates, m/s^3 (0: integrator_jerk).',
+                  lo=0.0, hi=big, config=True),
+        ParamSpec('integrator_jerk_angle', _cfg('integrator_jerk_angle'),
+                  'Integrator jerk bound on angle coordinates, rad/s^3 (0: integrator_jerk).',
+                  lo=0.0, hi=big, config=True),
         ParamSpec('command_joints', list(_cfg('command_joints')),
                   'Order of the ~/torque_commands array: actuator names or the joints they '
                   'drive (a forward_command_controller joints list). Empty: the YAML '
