@@ -583,20 +583,41 @@ class Estimator:
             return np.array(hs), np.array(Hs), np.array(ang)
 
         z = np.array([o.z[0] for o in obs])
-        h0, _, ang = h_and_H(q)
-        diff = np.where(ang, wrap_angle(z - h0), z - h0)
-        steps = max(1, int(math.ceil(float(np.max(np.abs(diff))) / 0.2)))
-        for s in range(1, steps + 1):
-            target = h0 + diff * s / steps
-            for _ in range(8):         # consistent readings converge in 3-5; garbage must
-                h, H, _ = h_and_H(q)      # not make a start-up cost tens of milliseconds
-                r = np.concatenate((cons.phi(q), np.where(ang, wrap_angle(h - target),
-                                                          h - target)))
-                J = np.vstack((cons.phi_q(q), H))
-                dq = np.linalg.lstsq(J, -r, rcond=None)[0]
-                q = q + dq
-                if np.max(np.abs(dq)) < 1e-12:
-                    break
+
+        def follow(q: np.ndarray, use: np.ndarray) -> np.ndarray:
+            h0, _, ang = h_and_H(q)
+            diff = np.where(use, np.where(ang, wrap_angle(z - h0), z - h0), 0.0)
+            steps = max(1, int(math.ceil(float(np.max(np.abs(diff))) / 0.2)))
+            for s in range(1, steps + 1):
+                target = h0 + diff * s / steps
+                for _ in range(8):         # consistent readings converge in 3-5; garbage must
+                    h, H, _ = h_and_H(q)      # not make a start-up cost tens of milliseconds
+                    r = np.concatenate((cons.phi(q), np.where(ang, wrap_angle(h - target),
+                                                              h - target)[use]))
+                    J = np.vstack((cons.phi_q(q), H[use]))
+                    dq = np.linalg.lstsq(J, -r, rcond=None)[0]
+                    q = q + dq
+                    if np.max(np.abs(dq)) < 1e-12:
+                        break
+            return q
+
+        def misfit(q: np.ndarray) -> float:
+            h, _, ang = h_and_H(q)
+            r = np.where(ang, wrap_angle(h - z), h - z)
+            return float(np.max(np.abs(np.concatenate((cons.phi(q), r)))))
+
+        every = np.ones(len(obs), dtype=bool)
+        q = follow(q, every)
+        if len(obs) > 1 and not misfit(q) < 0.05:
+            # readings of a closed loop, all moved at once along straight lines, may pull the
+            # iteration to a compromise pose (an angle going the short way round while the
+            # loop must go the long way): follow them one at a time instead, each continuation
+            # staying on the branch the previous ones reached
+            q2 = self.sys.q0.copy()
+            for i in range(len(obs)):
+                q2 = follow(q2, np.arange(len(obs)) <= i)
+            if np.all(np.isfinite(q2)) and misfit(q2) < misfit(q):
+                q = q2
         if not np.all(np.isfinite(q)):
             raise FloatingPointError('start-up position diverged')
         return q

@@ -16,6 +16,8 @@ aggregated as ``diagnostic_updater`` does. Topics (defaults; all remappable):
 ``~/state_stddev``          sensor_msgs/JointState (out)          standard deviations
 ``~/torque_commands``       std_msgs/Float64MultiArray (out)      command_joints order
 ``/diagnostics``            diagnostic_msgs/DiagnosticArray       status and counters, 1 Hz
+``~/set_state``             sensor_msgs/JointState (in)           re-initialise at a pose
+``~/reset``                 std_srvs/Trigger (service)            forget the state
 ==========================  ====================================  ==========================
 
 Load: the ticks may use ``max_tick_load`` of a core (wall time); a slower
@@ -53,7 +55,8 @@ from .driver import EstimatorDriver, TickOutput
 from .params import ESTIMATOR_PARAMS, ParameterError, declare, parse_estimator, read
 from .runner import run_node, stop_on_signals
 
-__all__ = ['EstimatorNode', 'main', 'SENSOR_QOS', 'OUTPUT_QOS', 'make_executor', 'LOG_EVERY']
+__all__ = ['EstimatorNode', 'main', 'SENSOR_QOS', 'OUTPUT_QOS', 'make_executor', 'LOG_EVERY',
+           'REQUEST_KEYS']
 
 SENSOR_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000,
                         reliability=ReliabilityPolicy.BEST_EFFORT,
@@ -67,6 +70,15 @@ OUTPUT_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10,
 
 LOG_EVERY = 10.0
 """Seconds between two log lines of one category (resets, dropped input...)."""
+
+
+REQUEST_KEYS = ('reset', 'set_state', 'set_state_refused')
+"""Service and request counters (``requests.<key>`` in /diagnostics), a fixed set."""
+
+
+def _trigger_type() -> Any:
+    from std_srvs.srv import Trigger
+    return Trigger
 
 
 def make_executor(kind: str = 'auto') -> rclpy.executors.Executor:
@@ -187,6 +199,11 @@ class EstimatorNode(Node):
                                                  v['command_topic'], OUTPUT_QOS)
         self.pub_diag = self.create_publisher(cv.message_class('DiagnosticArray'),
                                               '/diagnostics', OUTPUT_QOS)
+        # robot_localization's habits: a reset service, and set_pose as a topic
+        self.requests = dict.fromkeys(REQUEST_KEYS, 0)
+        self.srv_reset = self.create_service(_trigger_type(), '~/reset', self._on_reset)
+        self.sub_set_state = self.create_subscription(
+            cv.message_class('JointState'), '~/set_state', self._on_set_state, 10)
         self.timer = self.create_timer(1.0 / self.driver.frequency, self._on_timer)
         self.timer.cancel()                           # idle until the first reading
         # a tick deferred by the budget runs on this steady-clock one-shot, so a clock that
@@ -225,6 +242,29 @@ class EstimatorNode(Node):
 
     def _on_reference(self, msg: Any) -> None:
         self.driver.reference_message(msg, self._now_ns())
+
+    # ------------------------------------------------------------------ requests
+    def _on_reset(self, request: Any, response: Any) -> Any:
+        """``~/reset`` (std_srvs/Trigger): forget the state; the next readings
+        re-initialise it (counted as ``requests.reset`` and ``estimator.reset:manual``)."""
+        self.requests['reset'] += 1
+        self.driver.reset('manual', 'reset service')
+        self._log_events()
+        response.success = True
+        response.message = 'estimator reset: the next readings re-initialise it'
+        return response
+
+    def _on_set_state(self, msg: Any) -> None:
+        """``~/set_state`` (sensor_msgs/JointState): re-initialise at the given joint
+        positions (velocities too if given); bad input is refused, counted and logged."""
+        why = self.driver.set_state(msg, self._now_ns())
+        if why:
+            self.requests['set_state_refused'] += 1
+            self.driver.note('set_state', f'set_state refused: {why}')
+        else:
+            self.requests['set_state'] += 1
+            self._wake()
+        self._log_events()
 
     # ------------------------------------------------------------------ ticks
     def _on_timer(self) -> None:
@@ -289,6 +329,7 @@ class EstimatorNode(Node):
         values['latency.ms_p50'] = f'{np.median(lat):.2f}' if lat.size else '-'
         values['latency.ms_p99'] = f'{np.percentile(lat, 99):.2f}' if lat.size else '-'
         values['executor'] = self.executor_kind
+        values.update({f'requests.{k}': n for k, n in self.requests.items()})
         if self.timer.is_canceled():
             message = 'idle: no input' if self.driver.last_output is None else \
                 f'idle: no input for more than {self._idle_ns / 1e9:g} s'
