@@ -76,7 +76,7 @@ import functools
 import math
 import time
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Sequence
 
 import gtsam
@@ -89,7 +89,7 @@ from .measurements import Estimate, ImuMeasurement, JointMeasurement
 from .observations import Observation, interval_factor, observation_factor
 from .sensors import SensorModel, wrap_angle
 
-__all__ = ['EstimatorConfig', 'Estimator']
+__all__ = ['EstimatorConfig', 'Estimator', 'LIVE_FIELDS']
 
 
 @dataclass(frozen=True)
@@ -153,6 +153,10 @@ class EstimatorConfig:
         if int(self.covariance_every) < 1 or int(self.max_pending) < 1:
             raise ValueError('EstimatorConfig.covariance_every and max_pending must be >= 1')
 
+
+LIVE_FIELDS = ('encoder_sigma', 'encoder_rate_sigma', 'gyro_sigma', 'accel_sigma',
+               'orientation_sigma', 'dynamics_sigma')
+"""The :class:`EstimatorConfig` fields :meth:`Estimator.reconfigure` changes while running."""
 
 _KINDS = ('joint_pos', 'joint_vel', 'gyro', 'accel', 'orient')
 RESET_REASONS = ('backwards', 'clock_jump', 'tick_gap', 'failure', 'init_failure',
@@ -292,6 +296,27 @@ class Estimator:
             self._counters['effort_expired'] += int(expired.sum())
         self._tau_live = live
         return np.where(live, self._tau, 0.0)
+
+    def reconfigure(self, **changes: float) -> EstimatorConfig:
+        """Change noise σ's (:data:`LIVE_FIELDS`) while running, keeping the state.
+
+        The readings added from now on get their factors with the new σ's (those
+        already queued keep theirs), the next ticks' dynamics factor and innovation
+        gate use the new ``dynamics_sigma``. Validated as the constructor does.
+
+        :raises ValueError: a field outside :data:`LIVE_FIELDS`, or an invalid value
+            (nothing is changed then).
+        """
+        other = sorted(set(changes) - set(LIVE_FIELDS))
+        if other:
+            raise ValueError(f'{other[0]!r} cannot change while running (live: '
+                             f'{", ".join(LIVE_FIELDS)})')
+        cfg = replace(self.config, **changes)        # __post_init__ validates
+        self.config = cfg
+        m, n = self.sys.m, self.n
+        self._state_noise = F.sigmas((m, cfg.constraint_sigma), (m, cfg.constraint_sigma),
+                                     (n, cfg.dynamics_sigma))
+        return cfg
 
     def reset(self, reason: str = 'manual', detail: str = '') -> None:
         """Forget the state, buffered readings and known torques; the next tick

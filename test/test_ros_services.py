@@ -112,3 +112,95 @@ def test_reset_and_set_state_over_dds_are_applied_counted_and_bad_input_is_refus
     log = (tmp_path / 'estimator_node.log').read_text()
     assert rc == 0, log
     assert "set_state refused: unknown joints ['wheel']" in log, log
+
+
+def _parameter(name: str, value):
+    from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
+    if isinstance(value, str):
+        v = ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=value)
+    else:
+        v = ParameterValue(type=ParameterType.PARAMETER_DOUBLE, double_value=float(value))
+    return Parameter(name=name, value=v)
+
+
+def _set(peer: Peer, client, **values):
+    from rcl_interfaces.srv import SetParameters
+    req = SetParameters.Request(parameters=[_parameter(k, v) for k, v in values.items()])
+    return _call(peer, client, req, 'set_parameters').results
+
+
+def test_noise_and_gains_are_live_parameters_validated_over_dds(tmp_path):
+    """ros2 param set over the node's set_parameters service: bad values are refused with a
+    reason (the node keeps running); a 1000x larger encoder σ reaches the next factors:
+    with encoders only, the reported standard deviations grow many times over."""
+    from rcl_interfaces.srv import GetParameters, SetParameters
+
+    system, _, _ = fourbar_data()
+    domain = unique_domain(22)
+    proc = start('estimator_node', {'mechanism': fourbar_path(), 'frequency': 100.0,
+                                    'lag_duration': 0.1, 'diagnostics_period': 0.2,
+                                    'covariance_every': 1}, domain, tmp_path)
+    peer = Peer(domain)
+    try:
+        pub_js = peer.publisher('/joint_states', 'JointState')
+        pub_imu = peer.publisher('/imu/coupler_imu', 'Imu')
+        peer.listen('/estimator_node/state_stddev', 'JointState')
+        peer.listen('/diagnostics', 'DiagnosticArray')
+        peer.inbox['/estimator_node/state'] = []
+        peer.node.create_subscription(_msg('JointState'), '/estimator_node/state',
+                                      peer.inbox['/estimator_node/state'].append, 10)
+        _wait_for_node(peer, (pub_js, pub_imu))
+        diags, stds = peer.inbox['/diagnostics'], peer.inbox['/estimator_node/state_stddev']
+        now = lambda: peer.node.get_clock().now().nanoseconds  # noqa: E731
+        counter = lambda k: int(diag_values(diags[-1]).get(k, -1))  # noqa: E731
+        client = peer.node.create_client(SetParameters, '/estimator_node/set_parameters')
+        getter = peer.node.create_client(GetParameters, '/estimator_node/get_parameters')
+
+        def position_std(t_from: int) -> float:
+            """Median over the estimates stamped after t_from (the first 50 ms left out: the
+            estimate settles) of the mean position σ of the coordinates."""
+            vals = [np.mean(m.position) for m in stds
+                    if cv.stamp_ns(m.header.stamp) > t_from + 50_000_000]
+            assert len(vals) >= 5, len(vals)
+            return float(np.median(vals))
+
+        def run(duration: float) -> int:
+            t0 = now() + 100_000_000
+            msgs, _ = _valid_messages(peer, system, t0, duration=duration)
+            msgs = [m for m in msgs if m[2] == 'js']       # encoders only: their σ shows
+            _publish_in_real_time(peer, {'js': pub_js}, msgs, 0)
+            peer.spin_until(lambda: stds and cv.stamp_ns(stds[-1].header.stamp)
+                            >= msgs[-1][0] - 20_000_000, 20, 'the estimates')
+            return t0
+
+        # refused: wrong type, out of the descriptor's range, NaN, fixed at start-up
+        for bad, why in ((dict(encoder_sigma='big'), 'expected a number'),
+                         (dict(kp=-1.0), ''), (dict(dynamics_sigma=float('nan')), ''),
+                         (dict(frequency=50.0), '')):
+            (r,) = _set(peer, client, **bad)
+            assert not r.successful and r.reason, (bad, r)
+            assert why in r.reason, (bad, r.reason)
+        peer.spin_until(lambda: counter('requests.params_refused') >= 1, 20,
+                        'the refused changes in /diagnostics')
+        assert proc.poll() is None, 'the node died'
+
+        before = position_std(run(0.4))
+        results = _set(peer, client, encoder_sigma=1.0, kp=25.0, kd=10.0)
+        assert all(r.successful for r in results), [r.reason for r in results]
+        from rcl_interfaces.srv import GetParameters as _G
+        got = _call(peer, getter, _G.Request(names=['encoder_sigma', 'kp']),
+                    'get_parameters').values
+        assert [v.double_value for v in got] == [1.0, 25.0]
+        after = position_std(run(0.4))
+        peer.spin_until(lambda: counter('requests.params_set') == 3, 20,
+                        'the accepted change in /diagnostics')
+        v = diag_values(diags[-1])
+        assert proc.poll() is None, 'the node died'
+    finally:
+        peer.close()
+        rc = stop(proc)
+    log = (tmp_path / 'estimator_node.log').read_text()
+    assert rc == 0, log
+    assert int(v['requests.params_refused']) == 1, v       # the one rclpy's checks let through
+    assert after > 5 * before, (before, after)
+    assert 'parameters changed: encoder_sigma=1' in log, log

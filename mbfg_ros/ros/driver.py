@@ -51,7 +51,7 @@ from typing import Any
 import numpy as np
 
 from ..control import CommandLaw
-from ..estimator import Estimator
+from ..estimator import LIVE_FIELDS, Estimator
 from ..gate import LimitGate
 from ..measurements import Estimate, ImuMeasurement, JointMeasurement
 from . import conversions as cv
@@ -306,6 +306,20 @@ class EstimatorDriver:
             self.estimator.reset(category, detail)
         except Exception as exc:  # noqa: BLE001 - the node must survive its core
             self.note('reset:error', f'estimator reset failed: {exc!r}')
+
+    def reconfigure(self, values: dict[str, Any]) -> None:
+        """Apply validated live parameters (``ros2 param set``): the estimator's noise
+        σ's (:data:`~mbfg_ros.estimator.LIVE_FIELDS`) and the command law's ``kp``, ``kd``.
+
+        :raises ValueError: a value the estimator refuses (nothing changed then).
+        """
+        sigmas = {k: float(x) for k, x in values.items() if k in LIVE_FIELDS}
+        if sigmas:
+            self.estimator.reconfigure(**sigmas)
+        if 'kp' in values:
+            self.law.kp = float(values['kp'])
+        if 'kd' in values:
+            self.law.kd = float(values['kd'])
 
     def set_state(self, msg: Any, now_ns: int | None = None) -> str:
         """robot_localization's ``set_pose`` for joints: re-initialise at the positions (and

@@ -52,7 +52,8 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from ..dynamics import load_system
 from . import conversions as cv
 from .driver import EstimatorDriver, TickOutput
-from .params import ESTIMATOR_PARAMS, ParameterError, declare, parse_estimator, read
+from .params import (ESTIMATOR_PARAMS, ParameterError, check_live, declare, parse_estimator,
+                     read)
 from .runner import run_node, stop_on_signals
 
 __all__ = ['EstimatorNode', 'main', 'SENSOR_QOS', 'OUTPUT_QOS', 'make_executor', 'LOG_EVERY',
@@ -72,7 +73,7 @@ LOG_EVERY = 10.0
 """Seconds between two log lines of one category (resets, dropped input...)."""
 
 
-REQUEST_KEYS = ('reset', 'set_state', 'set_state_refused')
+REQUEST_KEYS = ('reset', 'set_state', 'set_state_refused', 'params_set', 'params_refused')
 """Service and request counters (``requests.<key>`` in /diagnostics), a fixed set."""
 
 
@@ -204,6 +205,7 @@ class EstimatorNode(Node):
         self.srv_reset = self.create_service(_trigger_type(), '~/reset', self._on_reset)
         self.sub_set_state = self.create_subscription(
             cv.message_class('JointState'), '~/set_state', self._on_set_state, 10)
+        self.add_on_set_parameters_callback(self._on_set_parameters)
         self.timer = self.create_timer(1.0 / self.driver.frequency, self._on_timer)
         self.timer.cancel()                           # idle until the first reading
         # a tick deferred by the budget runs on this steady-clock one-shot, so a clock that
@@ -265,6 +267,26 @@ class EstimatorNode(Node):
             self.requests['set_state'] += 1
             self._wake()
         self._log_events()
+
+    def _on_set_parameters(self, params: list) -> Any:
+        """``ros2 param set``: the σ's and ``kp``/``kd`` change while running (validated;
+        anything else, or a bad value, is refused with the reason and counted)."""
+        from rcl_interfaces.msg import SetParametersResult
+
+        try:
+            values = check_live(ESTIMATOR_PARAMS, {p.name: p.value for p in params},
+                                self.get_name())
+            self.driver.reconfigure(values)
+        except (ParameterError, ValueError) as exc:
+            self.requests['params_refused'] += 1
+            self.driver.note('parameters', f'parameter change refused: {exc}')
+            self._log_events()
+            return SetParametersResult(successful=False, reason=str(exc))
+        if values:
+            self.requests['params_set'] += len(values)
+            self.get_logger().info('parameters changed: ' + ', '.join(
+                f'{k}={x:g}' for k, x in values.items()))
+        return SetParametersResult(successful=True)
 
     # ------------------------------------------------------------------ ticks
     def _on_timer(self) -> None:

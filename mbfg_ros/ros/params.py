@@ -27,7 +27,7 @@ _CONFIG_DEFAULTS = {f.name: f.default for f in dataclasses.fields(EstimatorConfi
 
 __all__ = ['ParameterError', 'ParamSpec', 'ESTIMATOR_PARAMS', 'SIMULATOR_PARAMS',
            'EstimatorSettings', 'SimulatorSettings', 'declare', 'read', 'parse_estimator',
-           'parse_simulator', 'load_params_file', 'defaults']
+           'parse_simulator', 'load_params_file', 'defaults', 'check_live']
 
 
 class ParameterError(MbfgError):
@@ -45,6 +45,7 @@ class ParamSpec:
     lo: float | None = None
     hi: float | None = None
     config: bool = False          # True: an EstimatorConfig field of the same name
+    live: bool = False            # True: ros2 param set changes it while running
 
 
 def _cfg(name: str) -> Any:
@@ -69,31 +70,32 @@ def _estimator_params() -> tuple[ParamSpec, ...]:
                   'Seconds without any measurement before diagnostics report silence.',
                   lo=1e-3, hi=3600.0, config=True),
         ParamSpec('encoder_sigma', _cfg('encoder_sigma'),
-                  'Encoder (JointState.position) noise, rad or m.', lo=1e-9, hi=big, config=True),
+                  'Encoder (JointState.position) noise, rad or m.', lo=1e-9, hi=big, config=True,
+                  live=True),
         ParamSpec('encoder_rate_sigma', _cfg('encoder_rate_sigma'),
                   'Joint rate (JointState.velocity) noise, rad/s or m/s.', lo=1e-9, hi=big,
-                  config=True),
+                  config=True, live=True),
         ParamSpec('gyro_sigma', _cfg('gyro_sigma'),
                   'Gyroscope (Imu.angular_velocity.z) noise, rad/s, used when the message '
-                  'covariance is zero.', lo=1e-9, hi=big, config=True),
+                  'covariance is zero.', lo=1e-9, hi=big, config=True, live=True),
         ParamSpec('accel_sigma', _cfg('accel_sigma'),
                   'Accelerometer (Imu.linear_acceleration x, y) noise, m/s^2.', lo=1e-9,
-                  hi=big, config=True),
+                  hi=big, config=True, live=True),
         ParamSpec('orientation_sigma', _cfg('orientation_sigma'),
-                  'IMU orientation (yaw) noise, rad.', lo=1e-9, hi=big, config=True),
+                  'IMU orientation (yaw) noise, rad.', lo=1e-9, hi=big, config=True, live=True),
         ParamSpec('dynamics_sigma', _cfg('dynamics_sigma'),
                   'Uncertainty of the equations of motion (unmodelled forces), in units of '
-                  'generalised acceleration.', lo=1e-9, hi=big, config=True),
+                  'generalised acceleration.', lo=1e-9, hi=big, config=True, live=True),
         ParamSpec('command_joints', list(_cfg('command_joints')),
                   'Order of the ~/torque_commands array: actuator names or the joints they '
                   'drive (a forward_command_controller joints list). Empty: the YAML '
                   'actuators in order.', 'string_array', config=True),
         ParamSpec('kp', _cfg('kp'),
                   'Proportional gain of the computed-torque law on the actuated joints, 1/s^2.',
-                  lo=0.0, hi=big, config=True),
+                  lo=0.0, hi=big, config=True, live=True),
         ParamSpec('kd', _cfg('kd'),
                   'Derivative gain of the computed-torque law on the actuated joints, 1/s.',
-                  lo=0.0, hi=big, config=True),
+                  lo=0.0, hi=big, config=True, live=True),
         ParamSpec('joint_states_topic', 'joint_states', 'Input JointState topic (encoders).',
                   'string'),
         ParamSpec('reference_topic', '~/reference',
@@ -300,8 +302,10 @@ def declare(node: Any, specs: Sequence[ParamSpec]) -> None:
     from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
 
     for p in specs:
-        d = ParameterDescriptor(description=p.description, dynamic_typing=True,
-                                read_only=True)
+        d = ParameterDescriptor(
+            description=p.description + (' Live: ros2 param set changes it while running.'
+                                         if p.live else ''),
+            dynamic_typing=True, read_only=not p.live)
         if p.kind == 'double' and p.lo is not None and p.hi is not None:
             d.floating_point_range = [FloatingPointRange(from_value=float(p.lo),
                                                          to_value=float(p.hi))]
@@ -315,6 +319,31 @@ def declare(node: Any, specs: Sequence[ParamSpec]) -> None:
                 else str(exc)
             raise ParameterError(f'{node.get_name()}: parameter {p.name!r}: {reason}'
                                  ) from None
+
+
+def check_live(specs: Sequence[ParamSpec], changes: Mapping[str, Any], where: str
+               ) -> dict[str, Any]:
+    """Validate a live change (``ros2 param set``) of parameters of ``specs``.
+
+    Returns the validated values by name (numbers as float).
+
+    :raises ParameterError: an unknown or not live parameter, a wrong type or a value
+        out of range; the message says which and why.
+    """
+    by_name = {p.name: p for p in specs}
+    out = {}
+    for name, value in changes.items():
+        spec = by_name.get(name)
+        if spec is None:
+            if name == 'use_sim_time':
+                continue
+            raise ParameterError(f'{where}: unknown parameter {name!r}')
+        if not spec.live:
+            live = ', '.join(p.name for p in specs if p.live)
+            raise ParameterError(f'{where}: parameter {name!r} is fixed at start-up '
+                                 f'(live: {live})')
+        out[name] = _check(spec, value, where)
+    return out
 
 
 def read(node: Any, specs: Sequence[ParamSpec]) -> dict[str, Any]:
