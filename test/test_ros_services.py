@@ -55,7 +55,7 @@ def test_reset_and_set_state_over_dds_are_applied_counted_and_bad_input_is_refus
 
         # 1. good data, then ~/reset: counted as a manual reset; new data re-initialises
         good, _ = _valid_messages(peer, system, now() + 100_000_000, duration=0.3)
-        _publish_in_real_time(peer, {'js': pub_js, 'imu': pub_imu}, good, 0)
+        _publish_in_real_time(peer, {'js': pub_js, 'imu': pub_imu}, good)
         peer.spin_until(lambda: len(joints) > 5, 20, 'estimates from good input')
         peer.spin_until(lambda: counter('estimator.initialisations') >= 1, 20,
                         'the first initialisation in /diagnostics')
@@ -67,7 +67,7 @@ def test_reset_and_set_state_over_dds_are_applied_counted_and_bad_input_is_refus
                         and counter('estimator.reset:manual') == 1, 20,
                         'the reset in /diagnostics')
         more, _ = _valid_messages(peer, system, now() + 100_000_000, duration=0.3)
-        _publish_in_real_time(peer, {'js': pub_js, 'imu': pub_imu}, more, 0)
+        _publish_in_real_time(peer, {'js': pub_js, 'imu': pub_imu}, more)
         peer.spin_until(lambda: counter('estimator.initialisations') > inits, 20,
                         're-initialisation after the reset')
 
@@ -102,7 +102,7 @@ def test_reset_and_set_state_over_dds_are_applied_counted_and_bad_input_is_refus
         # still estimating after the refusals
         t_after = now() + 100_000_000
         last, _ = _valid_messages(peer, system, t_after, duration=0.2)
-        _publish_in_real_time(peer, {'js': pub_js, 'imu': pub_imu}, last, 0)
+        _publish_in_real_time(peer, {'js': pub_js, 'imu': pub_imu}, last)
         peer.spin_until(lambda: any(cv.stamp_ns(m.header.stamp) > t_after for m in joints),
                         20, 'estimates after the refused requests')
         assert proc.poll() is None, 'the node died'
@@ -168,7 +168,7 @@ def test_noise_and_gains_are_live_parameters_validated_over_dds(tmp_path):
             t0 = now() + 100_000_000
             msgs, _ = _valid_messages(peer, system, t0, duration=duration)
             msgs = [m for m in msgs if m[2] == 'js']       # encoders only: their σ shows
-            _publish_in_real_time(peer, {'js': pub_js}, msgs, 0)
+            _publish_in_real_time(peer, {'js': pub_js}, msgs)
             peer.spin_until(lambda: stds and cv.stamp_ns(stds[-1].header.stamp)
                             >= msgs[-1][0] - 20_000_000, 20, 'the estimates')
             return t0

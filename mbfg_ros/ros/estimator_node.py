@@ -25,8 +25,9 @@ tick (a busy computer) defers the next one, and the driver merges the missed
 grid ticks into one longer step, so readings are never dropped for being
 slow (``ticks.merged``, ``ticks.overruns``, ``ticks.rate_hz``). With no input
 the tick timer stops (idle costs nothing) and the first reading restarts it.
-The executor is rclpy's ``EventsExecutor`` where the distro has it (Kilted),
-else the ``SingleThreadedExecutor`` (Humble, Jazzy); parameter ``executor``.
+The executor is the ``SingleThreadedExecutor`` (every distro; measured faster here), or
+rclpy's ``EventsExecutor`` where the distro has it (Kilted, recent Jazzy); parameter
+``executor``.
 
 Run: ``ros2 run mbfg_ros estimator_node --ros-args -p mechanism:=fourbar.yaml``
 or ``python -m mbfg_ros.ros.estimator_node --ros-args ...``. A bad parameter or
@@ -83,17 +84,19 @@ def _trigger_type() -> Any:
 
 
 def make_executor(kind: str = 'auto') -> rclpy.executors.Executor:
-    """``events``: rclpy's EventsExecutor (rclpy >= 9, Kilted); ``single`` (and ``auto``):
-    the SingleThreadedExecutor every distro has. Measured with bench/node_throughput.py
-    at 1 kHz encoder + IMU: with the callbacks draining their queues (:func:`_drain`),
-    single kept the latency at tens of ms where events let it grow to seconds."""
+    """``events``: rclpy's EventsExecutor (``rclpy.experimental``: Kilted, and Jazzy's
+    7.1.x releases since its backport; not Humble: a clear error there, picked at run
+    time); ``single`` (and ``auto``): the SingleThreadedExecutor every distro has.
+    Measured with bench/node_throughput.py at 1 kHz encoder + IMU: with the callbacks
+    draining their queues (:func:`_drain`), single kept the latency at tens of ms where
+    events let it grow to seconds."""
     if kind == 'events':
         try:
             from rclpy.experimental import EventsExecutor
         except ImportError:
             raise ParameterError("parameter 'executor': 'events' needs rclpy's "
-                                     'EventsExecutor (Kilted or newer); use auto or single'
-                                     ) from None
+                                 'EventsExecutor (Kilted, recent Jazzy; not Humble); use '
+                                 'auto or single') from None
         else:
             return EventsExecutor()
     return rclpy.executors.SingleThreadedExecutor()

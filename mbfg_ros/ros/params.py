@@ -131,7 +131,7 @@ def _estimator_params() -> tuple[ParamSpec, ...]:
                   hi=1000),
         ParamSpec('executor', 'auto', 'rclpy executor: auto (= single, the '
                   'SingleThreadedExecutor; measured faster here), single, or events (rclpy\'s '
-                  'EventsExecutor, Kilted and newer).', 'string'),
+                  'EventsExecutor: Kilted, recent Jazzy; not Humble).', 'string'),
         ParamSpec('max_queue', 10000, 'Measurements kept waiting for a tick; beyond this the '
                   'oldest are dropped (bursts).', 'int', lo=1, hi=10_000_000),
     )
@@ -327,17 +327,18 @@ def check_live(specs: Sequence[ParamSpec], changes: Mapping[str, Any], where: st
 
     Returns the validated values by name (numbers as float).
 
-    :raises ParameterError: an unknown or not live parameter, a wrong type or a value
-        out of range; the message says which and why.
+    Names outside ``specs`` (rclpy's own, such as ``use_sim_time``) are left out, as
+    rclpy asks of parameter callbacks.
+
+    :raises ParameterError: a parameter of ``specs`` that is not live, a wrong type or
+        a value out of range; the message says which and why.
     """
     by_name = {p.name: p for p in specs}
     out = {}
     for name, value in changes.items():
         spec = by_name.get(name)
-        if spec is None:
-            if name == 'use_sim_time':
-                continue
-            raise ParameterError(f'{where}: unknown parameter {name!r}')
+        if spec is None:        # rclpy's own (use_sim_time...): not ours to refuse
+            continue
         if not spec.live:
             live = ', '.join(p.name for p in specs if p.live)
             raise ParameterError(f'{where}: parameter {name!r} is fixed at start-up '
