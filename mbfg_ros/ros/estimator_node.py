@@ -18,6 +18,7 @@ aggregated as ``diagnostic_updater`` does. Topics (defaults; all remappable):
 ``/diagnostics``            diagnostic_msgs/DiagnosticArray       status and counters, 1 Hz
 ``~/set_state``             sensor_msgs/JointState (in)           re-initialise at a pose
 ``~/reset``                 std_srvs/Trigger (service)            forget the state
+``~/markers``               visualization_msgs/MarkerArray (out)  the estimate, 30 Hz
 ==========================  ====================================  ==========================
 
 Load: the ticks may use ``max_tick_load`` of a core (wall time); a slower
@@ -53,6 +54,7 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from ..dynamics import load_system
 from . import conversions as cv
 from .driver import EstimatorDriver, TickOutput
+from .markers import ESTIMATE_STYLE, MarkerGeometry, MarkerPublisher
 from .params import (ESTIMATOR_PARAMS, ParameterError, check_live, declare, parse_estimator,
                      read)
 from .runner import run_node, stop_on_signals
@@ -218,6 +220,18 @@ class EstimatorNode(Node):
         self.retry_timer.cancel()
         self.diag_timer = self.create_timer(float(v['diagnostics_period']), self._on_diag,
                                             clock=Clock(clock_type=ClockType.STEADY_TIME))
+        # markers at their own (steady) rate, never per tick; prebuilt, refilled in place
+        self.markers = MarkerPublisher(MarkerGeometry(system.mech), v['frame_id'],
+                                       ESTIMATE_STYLE, v['marker_ellipses'],
+                                       v['ellipse_scale'])
+        self.pub_markers = self.create_publisher(
+            cv.message_class('MarkerArray'), '~/markers', OUTPUT_QOS)
+        self._marker_t: int | None = None
+        self.marker_timer = None
+        if v['markers_rate'] > 0:
+            self.marker_timer = self.create_timer(
+                1.0 / float(v['markers_rate']), self._on_markers,
+                clock=Clock(clock_type=ClockType.STEADY_TIME))
         self.get_logger().info(
             f'{system.mech.source}: {len(self.driver.joint_names)} joints, '
             f'{len(self.driver.imu_names)} IMUs, {system.n} coordinates, '
@@ -230,6 +244,8 @@ class EstimatorNode(Node):
     def _wake(self) -> None:
         if self.timer.is_canceled():
             self.timer.reset()
+            if self.marker_timer is not None and self.marker_timer.is_canceled():
+                self.marker_timer.reset()
 
     def _on_joints(self, msg: Any) -> None:
         queued = False
@@ -338,6 +354,18 @@ class EstimatorNode(Node):
         self.driver.ticks['published'] += 1
         self._latency_ms.append((self._now_ns() - out.t_ns) / 1e6)
 
+    def _on_markers(self) -> None:
+        """``~/markers``: the newest estimate, once, if anyone subscribes; the timer stops
+        with the ticks (idle costs nothing) and the first reading restarts it."""
+        out = self.driver.last_output
+        if (out is not None and out.estimate is not None and out.t_ns != self._marker_t
+                and self.context.ok() and self.pub_markers.get_subscription_count() > 0):
+            self._marker_t = out.t_ns
+            est = out.estimate
+            self.pub_markers.publish(self.markers.fill(out.t_ns, est.q, est.q_std))
+        if self.timer.is_canceled():
+            self.marker_timer.cancel()
+
     # ------------------------------------------------------------------ diagnostics
     def _on_diag(self) -> None:
         if not self.context.ok():
@@ -388,7 +416,9 @@ class EstimatorNode(Node):
 
     def close(self) -> None:
         """Stop the timers (called by run_node before destroy_node)."""
-        for timer in (self.timer, self.diag_timer, self.retry_timer):
+        for timer in (self.timer, self.diag_timer, self.retry_timer, self.marker_timer):
+            if timer is None:
+                continue
             try:
                 timer.cancel()
             except Exception:  # noqa: BLE001 - already destroyed by the shutdown

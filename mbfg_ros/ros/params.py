@@ -132,6 +132,16 @@ def _estimator_params() -> tuple[ParamSpec, ...]:
         ParamSpec('executor', 'auto', 'rclpy executor: auto (= single, the '
                   'SingleThreadedExecutor; measured faster here), single, or events (rclpy\'s '
                   'EventsExecutor: Kilted, recent Jazzy; not Humble).', 'string'),
+        ParamSpec('markers_rate', 30.0, 'Rate of ~/markers (visualization_msgs/MarkerArray '
+                  'of the estimated mechanism, for RViz/Foxglove), Hz, on the steady clock; '
+                  '0 turns them off. Nothing is built while no one subscribes.', lo=0.0,
+                  hi=1000.0),
+        ParamSpec('frame_id', 'world', 'Frame of the markers (the mechanism plane is its '
+                  'x-y plane).', 'string'),
+        ParamSpec('marker_ellipses', True, 'Draw an uncertainty ellipse per moving point '
+                  '(from the marginal standard deviations).', 'bool'),
+        ParamSpec('ellipse_scale', 3.0, 'Semi-axes of the uncertainty ellipses in standard '
+                  'deviations.', lo=0.1, hi=1000.0),
         ParamSpec('max_queue', 10000, 'Measurements kept waiting for a tick; beyond this the '
                   'oldest are dropped (bursts).', 'int', lo=1, hi=10_000_000),
     )
@@ -165,6 +175,10 @@ def _simulator_params() -> tuple[ParamSpec, ...]:
                   'bool'),
         ParamSpec('output', 'simulation_bag', 'Path of the recorded bag directory.', 'string'),
         ParamSpec('storage', 'mcap', 'Bag storage: mcap or sqlite3.', 'string'),
+        ParamSpec('markers_rate', 30.0, 'Rate of ~/markers (the true mechanism as a '
+                  'visualization_msgs/MarkerArray, drawn in red), Hz; 0 turns them off.',
+                  lo=0.0, hi=1000.0),
+        ParamSpec('frame_id', 'world', 'Frame of the markers.', 'string'),
     )
 
 
