@@ -73,7 +73,7 @@ bench: venv
 	done
 
 lint: venv
-	$(PY) -m ruff check mbfg_ros test bench
+	$(PY) -m ruff check mbfg_ros test bench scripts
 
 clean:
 	rm -rf build install log out .pytest_cache .ruff_cache *.egg-info
