@@ -1,5 +1,7 @@
 # mbfg_ros developer entry points. Everything runs from the project venv (.venv),
-# which `make venv` builds from requirements.txt using only PyPI.
+# which `make venv` builds from requirements.txt using only PyPI (ROS 2 Kilted wheels).
+# `make test-jazzy` builds a second venv (.venv-jazzy) from requirements-jazzy.txt
+# (the ROS 2 Jazzy LTS wheels) and runs the ROS tests (-m ros) against it.
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -8,6 +10,9 @@ PYTHON3 ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+VENV_JAZZY := .venv-jazzy
+PY_JAZZY := $(VENV_JAZZY)/bin/python
+STAMP_JAZZY := $(VENV_JAZZY)/.installed
 
 # ROS 2 environment for the ros-* wheels (Kilted). Nothing here is strictly required:
 # rclpy works with no variables set (the wheels' bootstrapper sets LD_LIBRARY_PATH and
@@ -19,7 +24,7 @@ export RMW_IMPLEMENTATION ?= rmw_fastrtps_cpp
 export ROS_DOMAIN_ID ?= 42
 export ROS_AUTOMATIC_DISCOVERY_RANGE ?= LOCALHOST
 
-.PHONY: all venv test demo bench lint clean distclean
+.PHONY: all venv venv-jazzy test test-jazzy test-all demo bench lint clean distclean
 
 all: test
 
@@ -39,6 +44,26 @@ $(STAMP): requirements.txt setup.py | $(PY)
 test: venv
 	$(PY) -m pytest -q -p no:cacheprovider test
 
+venv-jazzy: $(STAMP_JAZZY)
+
+$(PY_JAZZY):
+	$(PYTHON3) -m venv $(VENV_JAZZY) || { \
+	  echo "error: '$(PYTHON3) -m venv' failed (on Debian: apt-get install python3-venv)" >&2; \
+	  rm -rf $(VENV_JAZZY); exit 1; }
+
+$(STAMP_JAZZY): requirements-jazzy.txt setup.py | $(PY_JAZZY)
+	$(PY_JAZZY) -m pip install --upgrade pip
+	$(PY_JAZZY) -m pip install -r requirements-jazzy.txt
+	$(PY_JAZZY) -m pip install -e . --no-deps
+	touch $@
+
+# The ROS tests (DDS nodes, services, parameters, executors) on ROS 2 Jazzy; the rest of
+# the suite does not touch rclpy and runs once, on Kilted (make test).
+test-jazzy: venv-jazzy
+	$(PY_JAZZY) -m pytest -q -p no:cacheprovider -m ros test
+
+test-all: test test-jazzy
+
 demo: venv
 	$(PY) -m mbfg_ros.demo
 
@@ -48,11 +73,11 @@ bench: venv
 	done
 
 lint: venv
-	$(PY) -m ruff check mbfg_ros test bench
+	$(PY) -m ruff check mbfg_ros test bench scripts
 
 clean:
 	rm -rf build install log out .pytest_cache .ruff_cache *.egg-info
 	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +
 
 distclean: clean
-	rm -rf $(VENV)
+	rm -rf $(VENV) $(VENV_JAZZY)

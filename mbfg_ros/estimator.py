@@ -76,7 +76,7 @@ import functools
 import math
 import time
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Sequence
 
 import gtsam
@@ -89,7 +89,7 @@ from .measurements import Estimate, ImuMeasurement, JointMeasurement
 from .observations import Observation, interval_factor, observation_factor
 from .sensors import SensorModel, wrap_angle
 
-__all__ = ['EstimatorConfig', 'Estimator']
+__all__ = ['EstimatorConfig', 'Estimator', 'LIVE_FIELDS']
 
 
 @dataclass(frozen=True)
@@ -170,6 +170,11 @@ class EstimatorConfig:
         if int(self.covariance_every) < 1 or int(self.max_pending) < 1:
             raise ValueError('EstimatorConfig.covariance_every and max_pending must be >= 1')
 
+
+LIVE_FIELDS = ('encoder_sigma', 'encoder_rate_sigma', 'gyro_sigma', 'accel_sigma',
+               'orientation_sigma', 'dynamics_sigma', 'dynamics_sigma_length',
+               'dynamics_sigma_angle')
+"""The :class:`EstimatorConfig` fields :meth:`Estimator.reconfigure` changes while running."""
 
 _KINDS = ('joint_pos', 'joint_vel', 'gyro', 'accel', 'orient')
 RESET_REASONS = ('backwards', 'clock_jump', 'tick_gap', 'failure', 'init_failure',
@@ -262,10 +267,7 @@ class Estimator:
         self._act_of_joint = {a.joint: k for k, a in enumerate(sys.mech.actuators)
                               if a.joint is not None}
         self._n_act = len(sys.mech.actuators)
-        m = sys.m
-        self._dyn_sigma, self._jerk = coordinate_sigmas(sys, cfg)
-        self._state_noise = gtsam.noiseModel.Diagonal.Sigmas(np.concatenate((
-            np.full(2 * m, cfg.constraint_sigma), self._dyn_sigma)))
+        self._set_dynamics_noise(cfg)
         self._integ_noise = gtsam.noiseModel.Diagonal.Sigmas(self._integrator_sigma(self._dt))
         self._angular_pos = np.array([self.sm.joint_is_angular(j)
                                       for j in range(len(self.sm.joint_names))], dtype=bool)
@@ -340,6 +342,30 @@ class Estimator:
             self._counters['effort_expired'] += int(expired.sum())
         self._tau_live = live
         return np.where(live, self._tau, 0.0)
+
+    def reconfigure(self, **changes: float) -> EstimatorConfig:
+        """Change noise σ's (:data:`LIVE_FIELDS`) while running, keeping the state.
+
+        The readings added from now on get their factors with the new σ's (those
+        already queued keep theirs), the next ticks' dynamics factor and innovation
+        gate use the new ``dynamics_sigma``. Validated as the constructor does.
+
+        :raises ValueError: a field outside :data:`LIVE_FIELDS`, or an invalid value
+            (nothing is changed then).
+        """
+        other = sorted(set(changes) - set(LIVE_FIELDS))
+        if other:
+            raise ValueError(f'{other[0]!r} cannot change while running (live: '
+                             f'{", ".join(LIVE_FIELDS)})')
+        cfg = replace(self.config, **changes)        # __post_init__ validates
+        self.config = cfg
+        self._set_dynamics_noise(cfg)
+        return cfg
+
+    def _set_dynamics_noise(self, cfg: EstimatorConfig) -> None:
+        self._dyn_sigma, self._jerk = coordinate_sigmas(self.sys, cfg)
+        self._state_noise = gtsam.noiseModel.Diagonal.Sigmas(np.concatenate((
+            np.full(2 * self.sys.m, cfg.constraint_sigma), self._dyn_sigma)))
 
     def reset(self, reason: str = 'manual', detail: str = '') -> None:
         """Forget the state, buffered readings and known torques; the next tick
@@ -653,20 +679,41 @@ class Estimator:
             return np.array(hs), np.array(Hs), np.array(ang)
 
         z = np.array([o.z[0] for o in obs])
-        h0, _, ang = h_and_H(q)
-        diff = np.where(ang, wrap_angle(z - h0), z - h0)
-        steps = max(1, int(math.ceil(float(np.max(np.abs(diff))) / 0.2)))
-        for s in range(1, steps + 1):
-            target = h0 + diff * s / steps
-            for _ in range(8):         # consistent readings converge in 3-5; garbage must
-                h, H, _ = h_and_H(q)      # not make a start-up cost tens of milliseconds
-                r = np.concatenate((cons.phi(q), np.where(ang, wrap_angle(h - target),
-                                                          h - target)))
-                J = np.vstack((cons.phi_q(q), H))
-                dq = np.linalg.lstsq(J, -r, rcond=None)[0]
-                q = q + dq
-                if np.max(np.abs(dq)) < 1e-12:
-                    break
+
+        def follow(q: np.ndarray, use: np.ndarray) -> np.ndarray:
+            h0, _, ang = h_and_H(q)
+            diff = np.where(use, np.where(ang, wrap_angle(z - h0), z - h0), 0.0)
+            steps = max(1, int(math.ceil(float(np.max(np.abs(diff))) / 0.2)))
+            for s in range(1, steps + 1):
+                target = h0 + diff * s / steps
+                for _ in range(8):         # consistent readings converge in 3-5; garbage must
+                    h, H, _ = h_and_H(q)      # not make a start-up cost tens of milliseconds
+                    r = np.concatenate((cons.phi(q), np.where(ang, wrap_angle(h - target),
+                                                              h - target)[use]))
+                    J = np.vstack((cons.phi_q(q), H[use]))
+                    dq = np.linalg.lstsq(J, -r, rcond=None)[0]
+                    q = q + dq
+                    if np.max(np.abs(dq)) < 1e-12:
+                        break
+            return q
+
+        def misfit(q: np.ndarray) -> float:
+            h, _, ang = h_and_H(q)
+            r = np.where(ang, wrap_angle(h - z), h - z)
+            return float(np.max(np.abs(np.concatenate((cons.phi(q), r)))))
+
+        every = np.ones(len(obs), dtype=bool)
+        q = follow(q, every)
+        if len(obs) > 1 and not misfit(q) < 0.05:
+            # readings of a closed loop, all moved at once along straight lines, may pull the
+            # iteration to a compromise pose (an angle going the short way round while the
+            # loop must go the long way): follow them one at a time instead, each continuation
+            # staying on the branch the previous ones reached
+            q2 = self.sys.q0.copy()
+            for i in range(len(obs)):
+                q2 = follow(q2, np.arange(len(obs)) <= i)
+            if np.all(np.isfinite(q2)) and misfit(q2) < misfit(q):
+                q = q2
         if not np.all(np.isfinite(q)):
             raise FloatingPointError('start-up position diverged')
         return q

@@ -1,4 +1,4 @@
-"""Lint gate: ruff (rules E, F, W; see ruff.toml) over the package, tests and benchmarks."""
+"""Lint gate: ruff (rules E, F, W; see ruff.toml) over the package, tests, benchmarks, scripts."""
 import subprocess
 import sys
 from pathlib import Path
@@ -7,7 +7,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_ruff_clean():
-    targets = [d for d in ('mbfg_ros', 'test', 'bench') if (ROOT / d).is_dir()]
+    targets = [d for d in ('mbfg_ros', 'test', 'bench', 'scripts') if (ROOT / d).is_dir()]
     try:
         proc = subprocess.run(
             [sys.executable, '-m', 'ruff', 'check', '--no-cache', *targets],

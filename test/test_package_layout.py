@@ -16,9 +16,9 @@ ROOT = Path(__file__).resolve().parents[1]
 PKG = 'mbfg_ros'
 
 EXEC_DEPENDS = {
-    'rclpy', 'sensor_msgs', 'std_msgs', 'trajectory_msgs', 'diagnostic_msgs',
-    'geometry_msgs', 'builtin_interfaces', 'rosgraph_msgs', 'launch', 'launch_ros',
-    'ament_index_python',
+    'rclpy', 'sensor_msgs', 'std_msgs', 'std_srvs', 'visualization_msgs', 'trajectory_msgs',
+    'diagnostic_msgs', 'geometry_msgs', 'builtin_interfaces', 'rosgraph_msgs', 'launch',
+    'launch_ros', 'ament_index_python',
     'python3-numpy', 'python3-yaml', 'python3-scipy', 'python3-matplotlib',
 }
 TEST_DEPENDS = {'python3-pytest'}

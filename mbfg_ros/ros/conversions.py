@@ -41,6 +41,7 @@ TYPES = {
     'DiagnosticArray': 'diagnostic_msgs/msg/DiagnosticArray',
     'JointTrajectory': 'trajectory_msgs/msg/JointTrajectory',
     'Clock': 'rosgraph_msgs/msg/Clock',
+    'MarkerArray': 'visualization_msgs/msg/MarkerArray',
 }
 """Short name -> ROS type name of every message the package reads or writes."""
 

@@ -51,7 +51,7 @@ from typing import Any
 import numpy as np
 
 from ..control import CommandLaw
-from ..estimator import Estimator
+from ..estimator import LIVE_FIELDS, Estimator
 from ..gate import LimitGate
 from ..measurements import Estimate, ImuMeasurement, JointMeasurement
 from . import conversions as cv
@@ -306,6 +306,52 @@ class EstimatorDriver:
             self.estimator.reset(category, detail)
         except Exception as exc:  # noqa: BLE001 - the node must survive its core
             self.note('reset:error', f'estimator reset failed: {exc!r}')
+
+    def reconfigure(self, values: dict[str, Any]) -> None:
+        """Apply validated live parameters (``ros2 param set``): the estimator's noise
+        σ's (:data:`~mbfg_ros.estimator.LIVE_FIELDS`) and the command law's ``kp``, ``kd``.
+
+        :raises ValueError: a value the estimator refuses (nothing changed then).
+        """
+        sigmas = {k: float(x) for k, x in values.items() if k in LIVE_FIELDS}
+        if sigmas:
+            self.estimator.reconfigure(**sigmas)
+        if 'kp' in values:
+            self.law.kp = float(values['kp'])
+        if 'kd' in values:
+            self.law.kd = float(values['kd'])
+
+    def set_state(self, msg: Any, now_ns: int | None = None) -> str:
+        """robot_localization's ``set_pose`` for joints: re-initialise at the positions (and
+        velocities, if given) of a JointState. Returns ``''`` when done, else why it was
+        refused (nothing changed): unknown joint, non-finite value, no position, bad
+        structure or stamp. A zero stamp means now. Efforts in it are ignored.
+
+        The state is reset (category ``manual``) and the message queued as the one
+        reading the next tick re-initialises from (the start-up seeding solves the
+        constraints for the given joints, so the YAML assembly branch is kept).
+        """
+        try:
+            t, rec, unknown, nonfinite = cv.joint_state_to_record(msg, self._known_joints,
+                                                                  now_ns)
+        except cv.InputRejected as exc:
+            return str(exc)
+        if unknown:
+            return f'unknown joints {list(unknown)} (mechanism joints: {list(self.joint_names)})'
+        if nonfinite:
+            return f'{nonfinite} non-finite values (NaN or inf)'
+        if not np.isfinite(rec.position).any():
+            return 'no joint position given'
+        gated, bad = self.gate.joint(rec)
+        if bad or gated is None:
+            return 'values outside the YAML limits'
+        if now_ns is not None and t > now_ns + self.future_ns:
+            return f'stamped {(t - now_ns) / NS:.3f} s ahead of the clock'
+        rec = JointMeasurement(rec.t, rec.names, rec.position, rec.velocity,
+                               np.full(len(rec.names), np.nan))
+        self.reset('manual', f'set_state: {", ".join(rec.names)}')
+        self.push(t, rec, now_ns)
+        return ''
 
     # ---------------------------------------------------------------- ticks
 

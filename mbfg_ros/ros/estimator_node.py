@@ -16,6 +16,9 @@ aggregated as ``diagnostic_updater`` does. Topics (defaults; all remappable):
 ``~/state_stddev``          sensor_msgs/JointState (out)          standard deviations
 ``~/torque_commands``       std_msgs/Float64MultiArray (out)      command_joints order
 ``/diagnostics``            diagnostic_msgs/DiagnosticArray       status and counters, 1 Hz
+``~/set_state``             sensor_msgs/JointState (in)           re-initialise at a pose
+``~/reset``                 std_srvs/Trigger (service)            forget the state
+``~/markers``               visualization_msgs/MarkerArray (out)  the estimate, 30 Hz
 ==========================  ====================================  ==========================
 
 Load: the ticks may use ``max_tick_load`` of a core (wall time); a slower
@@ -23,8 +26,9 @@ tick (a busy computer) defers the next one, and the driver merges the missed
 grid ticks into one longer step, so readings are never dropped for being
 slow (``ticks.merged``, ``ticks.overruns``, ``ticks.rate_hz``). With no input
 the tick timer stops (idle costs nothing) and the first reading restarts it.
-The executor is rclpy's ``EventsExecutor`` where the distro has it (Kilted),
-else the ``SingleThreadedExecutor`` (Humble, Jazzy); parameter ``executor``.
+The executor is the ``SingleThreadedExecutor`` (every distro; measured faster here), or
+rclpy's ``EventsExecutor`` where the distro has it (Kilted, recent Jazzy); parameter
+``executor``.
 
 Run: ``ros2 run mbfg_ros estimator_node --ros-args -p mechanism:=fourbar.yaml``
 or ``python -m mbfg_ros.ros.estimator_node --ros-args ...``. A bad parameter or
@@ -50,10 +54,13 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from ..dynamics import load_system
 from . import conversions as cv
 from .driver import EstimatorDriver, TickOutput
-from .params import ESTIMATOR_PARAMS, ParameterError, declare, parse_estimator, read
+from .markers import ESTIMATE_STYLE, MarkerGeometry, MarkerPublisher
+from .params import (ESTIMATOR_PARAMS, ParameterError, check_live, declare, parse_estimator,
+                     read)
 from .runner import run_node, stop_on_signals
 
-__all__ = ['EstimatorNode', 'main', 'SENSOR_QOS', 'OUTPUT_QOS', 'make_executor', 'LOG_EVERY']
+__all__ = ['EstimatorNode', 'main', 'SENSOR_QOS', 'OUTPUT_QOS', 'make_executor', 'LOG_EVERY',
+           'REQUEST_KEYS']
 
 SENSOR_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000,
                         reliability=ReliabilityPolicy.BEST_EFFORT,
@@ -69,18 +76,29 @@ LOG_EVERY = 10.0
 """Seconds between two log lines of one category (resets, dropped input...)."""
 
 
+REQUEST_KEYS = ('reset', 'set_state', 'set_state_refused', 'params_set', 'params_refused')
+"""Service and request counters (``requests.<key>`` in /diagnostics), a fixed set."""
+
+
+def _trigger_type() -> Any:
+    from std_srvs.srv import Trigger
+    return Trigger
+
+
 def make_executor(kind: str = 'auto') -> rclpy.executors.Executor:
-    """``events``: rclpy's EventsExecutor (rclpy >= 9, Kilted); ``single`` (and ``auto``):
-    the SingleThreadedExecutor every distro has. Measured with bench/node_throughput.py
-    at 1 kHz encoder + IMU: with the callbacks draining their queues (:func:`_drain`),
-    single kept the latency at tens of ms where events let it grow to seconds."""
+    """``events``: rclpy's EventsExecutor (``rclpy.experimental``: Kilted, and Jazzy's
+    7.1.x releases since its backport; not Humble: a clear error there, picked at run
+    time); ``single`` (and ``auto``): the SingleThreadedExecutor every distro has.
+    Measured with bench/node_throughput.py at 1 kHz encoder + IMU: with the callbacks
+    draining their queues (:func:`_drain`), single kept the latency at tens of ms where
+    events let it grow to seconds."""
     if kind == 'events':
         try:
             from rclpy.experimental import EventsExecutor
         except ImportError:
             raise ParameterError("parameter 'executor': 'events' needs rclpy's "
-                                     'EventsExecutor (Kilted or newer); use auto or single'
-                                     ) from None
+                                 'EventsExecutor (Kilted, recent Jazzy; not Humble); use '
+                                 'auto or single') from None
         else:
             return EventsExecutor()
     return rclpy.executors.SingleThreadedExecutor()
@@ -187,6 +205,12 @@ class EstimatorNode(Node):
                                                  v['command_topic'], OUTPUT_QOS)
         self.pub_diag = self.create_publisher(cv.message_class('DiagnosticArray'),
                                               '/diagnostics', OUTPUT_QOS)
+        # robot_localization's habits: a reset service, and set_pose as a topic
+        self.requests = dict.fromkeys(REQUEST_KEYS, 0)
+        self.srv_reset = self.create_service(_trigger_type(), '~/reset', self._on_reset)
+        self.sub_set_state = self.create_subscription(
+            cv.message_class('JointState'), '~/set_state', self._on_set_state, 10)
+        self.add_on_set_parameters_callback(self._on_set_parameters)
         self.timer = self.create_timer(1.0 / self.driver.frequency, self._on_timer)
         self.timer.cancel()                           # idle until the first reading
         # a tick deferred by the budget runs on this steady-clock one-shot, so a clock that
@@ -196,6 +220,18 @@ class EstimatorNode(Node):
         self.retry_timer.cancel()
         self.diag_timer = self.create_timer(float(v['diagnostics_period']), self._on_diag,
                                             clock=Clock(clock_type=ClockType.STEADY_TIME))
+        # markers at their own (steady) rate, never per tick; prebuilt, refilled in place
+        self.markers = MarkerPublisher(MarkerGeometry(system.mech), v['frame_id'],
+                                       ESTIMATE_STYLE, v['marker_ellipses'],
+                                       v['ellipse_scale'])
+        self.pub_markers = self.create_publisher(
+            cv.message_class('MarkerArray'), '~/markers', OUTPUT_QOS)
+        self._marker_t: int | None = None
+        self.marker_timer = None
+        if v['markers_rate'] > 0:
+            self.marker_timer = self.create_timer(
+                1.0 / float(v['markers_rate']), self._on_markers,
+                clock=Clock(clock_type=ClockType.STEADY_TIME))
         self.get_logger().info(
             f'{system.mech.source}: {len(self.driver.joint_names)} joints, '
             f'{len(self.driver.imu_names)} IMUs, {system.n} coordinates, '
@@ -208,6 +244,8 @@ class EstimatorNode(Node):
     def _wake(self) -> None:
         if self.timer.is_canceled():
             self.timer.reset()
+            if self.marker_timer is not None and self.marker_timer.is_canceled():
+                self.marker_timer.reset()
 
     def _on_joints(self, msg: Any) -> None:
         queued = False
@@ -225,6 +263,49 @@ class EstimatorNode(Node):
 
     def _on_reference(self, msg: Any) -> None:
         self.driver.reference_message(msg, self._now_ns())
+
+    # ------------------------------------------------------------------ requests
+    def _on_reset(self, request: Any, response: Any) -> Any:
+        """``~/reset`` (std_srvs/Trigger): forget the state; the next readings
+        re-initialise it (counted as ``requests.reset`` and ``estimator.reset:manual``)."""
+        self.requests['reset'] += 1
+        self.driver.reset('manual', 'reset service')
+        self._log_events()
+        response.success = True
+        response.message = 'estimator reset: the next readings re-initialise it'
+        return response
+
+    def _on_set_state(self, msg: Any) -> None:
+        """``~/set_state`` (sensor_msgs/JointState): re-initialise at the given joint
+        positions (velocities too if given); bad input is refused, counted and logged."""
+        why = self.driver.set_state(msg, self._now_ns())
+        if why:
+            self.requests['set_state_refused'] += 1
+            self.driver.note('set_state', f'set_state refused: {why}')
+        else:
+            self.requests['set_state'] += 1
+            self._wake()
+        self._log_events()
+
+    def _on_set_parameters(self, params: list) -> Any:
+        """``ros2 param set``: the σ's and ``kp``/``kd`` change while running (validated;
+        anything else, or a bad value, is refused with the reason and counted)."""
+        from rcl_interfaces.msg import SetParametersResult
+
+        try:
+            values = check_live(ESTIMATOR_PARAMS, {p.name: p.value for p in params},
+                                self.get_name())
+            self.driver.reconfigure(values)
+        except (ParameterError, ValueError) as exc:
+            self.requests['params_refused'] += 1
+            self.driver.note('parameters', f'parameter change refused: {exc}')
+            self._log_events()
+            return SetParametersResult(successful=False, reason=str(exc))
+        if values:
+            self.requests['params_set'] += len(values)
+            self.get_logger().info('parameters changed: ' + ', '.join(
+                f'{k}={x:g}' for k, x in values.items()))
+        return SetParametersResult(successful=True)
 
     # ------------------------------------------------------------------ ticks
     def _on_timer(self) -> None:
@@ -273,6 +354,18 @@ class EstimatorNode(Node):
         self.driver.ticks['published'] += 1
         self._latency_ms.append((self._now_ns() - out.t_ns) / 1e6)
 
+    def _on_markers(self) -> None:
+        """``~/markers``: the newest estimate, once, if anyone subscribes; the timer stops
+        with the ticks (idle costs nothing) and the first reading restarts it."""
+        out = self.driver.last_output
+        if (out is not None and out.estimate is not None and out.t_ns != self._marker_t
+                and self.context.ok() and self.pub_markers.get_subscription_count() > 0):
+            self._marker_t = out.t_ns
+            est = out.estimate
+            self.pub_markers.publish(self.markers.fill(out.t_ns, est.q, est.q_std))
+        if self.timer.is_canceled():
+            self.marker_timer.cancel()
+
     # ------------------------------------------------------------------ diagnostics
     def _on_diag(self) -> None:
         if not self.context.ok():
@@ -289,6 +382,7 @@ class EstimatorNode(Node):
         values['latency.ms_p50'] = f'{np.median(lat):.2f}' if lat.size else '-'
         values['latency.ms_p99'] = f'{np.percentile(lat, 99):.2f}' if lat.size else '-'
         values['executor'] = self.executor_kind
+        values.update({f'requests.{k}': n for k, n in self.requests.items()})
         if self.timer.is_canceled():
             message = 'idle: no input' if self.driver.last_output is None else \
                 f'idle: no input for more than {self._idle_ns / 1e9:g} s'
@@ -322,7 +416,9 @@ class EstimatorNode(Node):
 
     def close(self) -> None:
         """Stop the timers (called by run_node before destroy_node)."""
-        for timer in (self.timer, self.diag_timer, self.retry_timer):
+        for timer in (self.timer, self.diag_timer, self.retry_timer, self.marker_timer):
+            if timer is None:
+                continue
             try:
                 timer.cancel()
             except Exception:  # noqa: BLE001 - already destroyed by the shutdown

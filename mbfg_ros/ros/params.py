@@ -27,7 +27,7 @@ _CONFIG_DEFAULTS = {f.name: f.default for f in dataclasses.fields(EstimatorConfi
 
 __all__ = ['ParameterError', 'ParamSpec', 'ESTIMATOR_PARAMS', 'SIMULATOR_PARAMS',
            'EstimatorSettings', 'SimulatorSettings', 'declare', 'read', 'parse_estimator',
-           'parse_simulator', 'load_params_file', 'defaults']
+           'parse_simulator', 'load_params_file', 'defaults', 'check_live']
 
 
 class ParameterError(MbfgError):
@@ -45,6 +45,7 @@ class ParamSpec:
     lo: float | None = None
     hi: float | None = None
     config: bool = False          # True: an EstimatorConfig field of the same name
+    live: bool = False            # True: ros2 param set changes it while running
 
 
 def _cfg(name: str) -> Any:
@@ -69,27 +70,28 @@ def _estimator_params() -> tuple[ParamSpec, ...]:
                   'Seconds without any measurement before diagnostics report silence.',
                   lo=1e-3, hi=3600.0, config=True),
         ParamSpec('encoder_sigma', _cfg('encoder_sigma'),
-                  'Encoder (JointState.position) noise, rad or m.', lo=1e-9, hi=big, config=True),
+                  'Encoder (JointState.position) noise, rad or m.', lo=1e-9, hi=big, config=True,
+                  live=True),
         ParamSpec('encoder_rate_sigma', _cfg('encoder_rate_sigma'),
                   'Joint rate (JointState.velocity) noise, rad/s or m/s.', lo=1e-9, hi=big,
-                  config=True),
+                  config=True, live=True),
         ParamSpec('gyro_sigma', _cfg('gyro_sigma'),
                   'Gyroscope (Imu.angular_velocity.z) noise, rad/s, used when the message '
-                  'covariance is zero.', lo=1e-9, hi=big, config=True),
+                  'covariance is zero.', lo=1e-9, hi=big, config=True, live=True),
         ParamSpec('accel_sigma', _cfg('accel_sigma'),
                   'Accelerometer (Imu.linear_acceleration x, y) noise, m/s^2.', lo=1e-9,
-                  hi=big, config=True),
+                  hi=big, config=True, live=True),
         ParamSpec('orientation_sigma', _cfg('orientation_sigma'),
-                  'IMU orientation (yaw) noise, rad.', lo=1e-9, hi=big, config=True),
+                  'IMU orientation (yaw) noise, rad.', lo=1e-9, hi=big, config=True, live=True),
         ParamSpec('dynamics_sigma', _cfg('dynamics_sigma'),
                   'Uncertainty of the equations of motion (unmodelled forces), in units of '
-                  'generalised acceleration.', lo=1e-9, hi=big, config=True),
+                  'generalised acceleration.', lo=1e-9, hi=big, config=True, live=True),
         ParamSpec('dynamics_sigma_length', _cfg('dynamics_sigma_length'),
                   'dynamics_sigma on point coordinates, m/s^2 (0: dynamics_sigma).',
-                  lo=0.0, hi=big, config=True),
+                  lo=0.0, hi=big, config=True, live=True),
         ParamSpec('dynamics_sigma_angle', _cfg('dynamics_sigma_angle'),
                   'dynamics_sigma on angle coordinates, rad/s^2 (0: dynamics_sigma).',
-                  lo=0.0, hi=big, config=True),
+                  lo=0.0, hi=big, config=True, live=True),
         ParamSpec('integrator_jerk_length', _cfg('integrator_jerk_length'),
                   'Integrator jerk bound on point coordinates, m/s^3 (0: integrator_jerk).',
                   lo=0.0, hi=big, config=True),
@@ -102,10 +104,10 @@ def _estimator_params() -> tuple[ParamSpec, ...]:
                   'actuators in order.', 'string_array', config=True),
         ParamSpec('kp', _cfg('kp'),
                   'Proportional gain of the computed-torque law on the actuated joints, 1/s^2.',
-                  lo=0.0, hi=big, config=True),
+                  lo=0.0, hi=big, config=True, live=True),
         ParamSpec('kd', _cfg('kd'),
                   'Derivative gain of the computed-torque law on the actuated joints, 1/s.',
-                  lo=0.0, hi=big, config=True),
+                  lo=0.0, hi=big, config=True, live=True),
         ParamSpec('joint_states_topic', 'joint_states', 'Input JointState topic (encoders).',
                   'string'),
         ParamSpec('reference_topic', '~/reference',
@@ -141,7 +143,17 @@ def _estimator_params() -> tuple[ParamSpec, ...]:
                   hi=1000),
         ParamSpec('executor', 'auto', 'rclpy executor: auto (= single, the '
                   'SingleThreadedExecutor; measured faster here), single, or events (rclpy\'s '
-                  'EventsExecutor, Kilted and newer).', 'string'),
+                  'EventsExecutor: Kilted, recent Jazzy; not Humble).', 'string'),
+        ParamSpec('markers_rate', 30.0, 'Rate of ~/markers (visualization_msgs/MarkerArray '
+                  'of the estimated mechanism, for RViz/Foxglove), Hz, on the steady clock; '
+                  '0 turns them off. Nothing is built while no one subscribes.', lo=0.0,
+                  hi=1000.0),
+        ParamSpec('frame_id', 'world', 'Frame of the markers (the mechanism plane is its '
+                  'x-y plane).', 'string'),
+        ParamSpec('marker_ellipses', True, 'Draw an uncertainty ellipse per moving point '
+                  '(from the marginal standard deviations).', 'bool'),
+        ParamSpec('ellipse_scale', 3.0, 'Semi-axes of the uncertainty ellipses in standard '
+                  'deviations.', lo=0.1, hi=1000.0),
         ParamSpec('max_queue', 10000, 'Measurements kept waiting for a tick; beyond this the '
                   'oldest are dropped (bursts).', 'int', lo=1, hi=10_000_000),
     )
@@ -175,6 +187,10 @@ def _simulator_params() -> tuple[ParamSpec, ...]:
                   'bool'),
         ParamSpec('output', 'simulation_bag', 'Path of the recorded bag directory.', 'string'),
         ParamSpec('storage', 'mcap', 'Bag storage: mcap or sqlite3.', 'string'),
+        ParamSpec('markers_rate', 30.0, 'Rate of ~/markers (the true mechanism as a '
+                  'visualization_msgs/MarkerArray, drawn in red), Hz; 0 turns them off.',
+                  lo=0.0, hi=1000.0),
+        ParamSpec('frame_id', 'world', 'Frame of the markers.', 'string'),
     )
 
 
@@ -312,8 +328,10 @@ def declare(node: Any, specs: Sequence[ParamSpec]) -> None:
     from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
 
     for p in specs:
-        d = ParameterDescriptor(description=p.description, dynamic_typing=True,
-                                read_only=True)
+        d = ParameterDescriptor(
+            description=p.description + (' Live: ros2 param set changes it while running.'
+                                         if p.live else ''),
+            dynamic_typing=True, read_only=not p.live)
         if p.kind == 'double' and p.lo is not None and p.hi is not None:
             d.floating_point_range = [FloatingPointRange(from_value=float(p.lo),
                                                          to_value=float(p.hi))]
@@ -327,6 +345,32 @@ def declare(node: Any, specs: Sequence[ParamSpec]) -> None:
                 else str(exc)
             raise ParameterError(f'{node.get_name()}: parameter {p.name!r}: {reason}'
                                  ) from None
+
+
+def check_live(specs: Sequence[ParamSpec], changes: Mapping[str, Any], where: str
+               ) -> dict[str, Any]:
+    """Validate a live change (``ros2 param set``) of parameters of ``specs``.
+
+    Returns the validated values by name (numbers as float).
+
+    Names outside ``specs`` (rclpy's own, such as ``use_sim_time``) are left out, as
+    rclpy asks of parameter callbacks.
+
+    :raises ParameterError: a parameter of ``specs`` that is not live, a wrong type or
+        a value out of range; the message says which and why.
+    """
+    by_name = {p.name: p for p in specs}
+    out = {}
+    for name, value in changes.items():
+        spec = by_name.get(name)
+        if spec is None:        # rclpy's own (use_sim_time...): not ours to refuse
+            continue
+        if not spec.live:
+            live = ', '.join(p.name for p in specs if p.live)
+            raise ParameterError(f'{where}: parameter {name!r} is fixed at start-up '
+                                 f'(live: {live})')
+        out[name] = _check(spec, value, where)
+    return out
 
 
 def read(node: Any, specs: Sequence[ParamSpec]) -> dict[str, Any]:

@@ -11,6 +11,8 @@ springs only) and publishes at ``publish_rate``:
 ``imu/<name>``        sensor_msgs/Imu              one per YAML IMU (gyro, accelerometer)
 ``~/ground_truth``    sensor_msgs/JointState       true q, q̇ by coordinate name
 ``/clock``            rosgraph_msgs/Clock          only when ``realtime`` is false
+``~/markers``         visualization_msgs/          the true mechanism (red, ``truth/...``
+                      MarkerArray                  namespaces) at ``markers_rate``, 30 Hz
 ====================  ===========================  ==========================================
 
 Sensor values come from :func:`~mbfg_ros.sensors.simulate_measurements`
@@ -39,6 +41,7 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from ..dynamics import load_system
 from ..errors import MbfgError
 from . import conversions as cv
+from .markers import TRUTH_STYLE, MarkerGeometry, MarkerPublisher
 from .runner import run_node, stop_on_signals
 from .params import SIMULATOR_PARAMS, declare, parse_simulator, read
 
@@ -119,6 +122,13 @@ class SimulatorNode(Node):
         self._warned_at = -math.inf
         self.diag_timer = self.create_timer(1.0, self._on_diag,
                                             clock=Clock(clock_type=ClockType.STEADY_TIME))
+        # the truth drawn like the estimator's ~/markers, in another colour (truth/...)
+        self.markers = MarkerPublisher(MarkerGeometry(mech), s.frame_id, TRUTH_STYLE)
+        self.pub_markers = self.create_publisher(_msg('MarkerArray'), '~/markers',
+                                                 PUB_QOS)
+        self.marker_timer = (self.create_timer(1.0 / s.markers_rate, self._on_markers,
+                                               clock=Clock(clock_type=ClockType.STEADY_TIME))
+                             if s.markers_rate > 0 else None)
         if s.realtime:
             self.timer = self.create_timer(1.0 / s.publish_rate, self._on_timer)
         else:
@@ -164,6 +174,11 @@ class SimulatorNode(Node):
             self.step_block()
             blocks += 1
         self.lag = max(0.0, target - self.sim.t)
+
+    def _on_markers(self) -> None:
+        if not self.context.ok() or self.pub_markers.get_subscription_count() == 0:
+            return
+        self.pub_markers.publish(self.markers.fill(max(self._stamp(), 0), self.sim.q))
 
     def _on_diag(self) -> None:
         """Real-time factor over the last second (sim seconds per wall second, relative to

@@ -1,0 +1,105 @@
+"""What differs between the ROS 2 distros the package runs on, picked at run time.
+
+Run on Kilted by ``make test`` and on Jazzy by ``make test-jazzy`` (``-m ros``). The
+one API the package uses that not every distro has is rclpy's ``EventsExecutor``
+(``rclpy.experimental``: Kilted, and Jazzy's newer 7.1.x releases; not Humble). Both
+paths are tested on every distro: with it (DDS, below) and without it (the import
+made to fail, as on Humble).
+"""
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+import rclpy
+import rclpy.executors
+
+from mbfg_ros.ros.estimator_node import make_executor
+from mbfg_ros.ros.params import ParameterError
+
+from test_ros_nodes import (Peer, _publish_in_real_time, _valid_messages,  # noqa: F401
+                            _wait_for_node, diag_values, start, stop)
+from test_ros_support import fourbar_data, fourbar_path, unique_domain
+
+pytestmark = pytest.mark.ros
+
+
+def _has_events_executor() -> bool:
+    try:
+        from rclpy.experimental import EventsExecutor  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+@pytest.fixture
+def ros_default_context():
+    """The default context make_executor uses, initialised for one test."""
+    rclpy.init(domain_id=unique_domain(24))
+    yield
+    rclpy.shutdown()
+
+
+def test_auto_and_single_are_the_single_threaded_executor_on_every_distro(
+        ros_default_context):
+    for kind in ('auto', 'single'):
+        ex = make_executor(kind)
+        try:
+            assert isinstance(ex, rclpy.executors.SingleThreadedExecutor)
+        finally:
+            ex.shutdown()
+
+
+def test_without_the_events_executor_asking_for_it_is_one_clear_error(monkeypatch,
+                                                                     ros_default_context):
+    """As on Humble: ``rclpy.experimental`` does not exist."""
+    monkeypatch.setitem(sys.modules, 'rclpy.experimental', None)
+    with pytest.raises(ParameterError, match="'events' needs rclpy's EventsExecutor"):
+        make_executor('events')
+    ex = make_executor('auto')                  # the default still works
+    ex.shutdown()
+
+
+@pytest.mark.skipif(not _has_events_executor(), reason='this rclpy has no EventsExecutor')
+def test_with_the_events_executor_the_node_estimates_over_dds(tmp_path):
+    system = fourbar_data()[0]
+    domain = unique_domain(23)
+    proc = start('estimator_node', {'mechanism': fourbar_path(), 'frequency': 100.0,
+                                    'lag_duration': 0.1, 'diagnostics_period': 0.2,
+                                    'executor': 'events'}, domain, tmp_path)
+    peer = Peer(domain)
+    try:
+        pub_js = peer.publisher('/joint_states', 'JointState')
+        pub_imu = peer.publisher('/imu/coupler_imu', 'Imu')
+        peer.listen('/estimator_node/state', 'JointState')
+        peer.listen('/diagnostics', 'DiagnosticArray')
+        _wait_for_node(peer, (pub_js, pub_imu))
+        states, diags = peer.inbox['/estimator_node/state'], peer.inbox['/diagnostics']
+        t0 = peer.node.get_clock().now().nanoseconds + 100_000_000
+        msgs, traj = _valid_messages(peer, system, t0, duration=0.4)
+        _publish_in_real_time(peer, {'js': pub_js, 'imu': pub_imu}, msgs)
+        peer.spin_until(lambda: len(states) > 10, 20, 'estimates')
+        peer.spin_until(lambda: diag_values(diags[-1]).get('executor') == 'events', 20,
+                        'the executor in /diagnostics')
+        last = states[-1]
+        k = int(round((last.header.stamp.sec * 10**9 + last.header.stamp.nanosec - t0) / 1e6))
+        assert np.linalg.norm(np.array(last.position[:2]) - traj.q[k, :2]) < 0.01
+    finally:
+        peer.close()
+        rc = stop(proc)
+    assert rc == 0, (tmp_path / 'estimator_node.log').read_text()
+
+
+def test_the_distro_under_test_is_reported():
+    """Which rclpy ran (shown by pytest -rA / the CI log)."""
+    from importlib.metadata import PackageNotFoundError, version
+    found = {}
+    for dist in ('ros-rclpy', 'ros-jazzy-rclpy'):
+        try:
+            found[dist] = version(dist)
+        except PackageNotFoundError:
+            pass
+    assert found, 'no rclpy wheel'
+    print(f'rclpy wheels: {found}; EventsExecutor: {_has_events_executor()}')
+    assert rclpy.ok() in (True, False)
