@@ -85,7 +85,9 @@ def test_reset_and_set_state_over_dds_are_applied_counted_and_bad_input_is_refus
         first = joints[n0]
         err = wrap_angle(np.array(first.position) - target)
         assert np.max(np.abs(err)) < 2e-3, (first.position, target)
-        assert np.max(np.abs(first.velocity)) < 0.05, first.velocity
+        # the state is set at the request's stamp; the first estimate, a tick or two later,
+        # has fallen on from rest under gravity for those few ms (q̈ ≈ 10 rad/s²)
+        assert np.max(np.abs(first.velocity)) < 0.3, first.velocity
         peer.spin_until(lambda: counter('requests.set_state') == 1
                         and counter('estimator.reset:manual') == 2, 20,
                         'set_state in /diagnostics')
