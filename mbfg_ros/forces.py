@@ -104,8 +104,8 @@ class ElementLoad(NamedTuple):
     torques, rotational springs, joint motors), else 0.
     """
 
-    kind: str                  # gravity, force, torque, spring, rotational_spring, point_mass,
-    #                            actuator
+    kind: str                  # gravity, force, torque, spring, rotational_spring, friction,
+    #                            point_mass, actuator
     label: str
     body: int | None
     points: tuple[int, ...]

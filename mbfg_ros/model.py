@@ -816,8 +816,11 @@ def _parse_actuators(ctx: _Ctx, value: Any, mech: Mechanism) -> tuple[Actuator, 
             rotor = _rotor(ctx, mech, _coordinate_bodies(ctx, mech, c, f'{path}.Ir'),
                            f'{path}.Ir') if Ir else None
             if not Ir and c >= mech.n - len(mech.relative):
-                rotor = _rotor(ctx, mech, _coordinate_bodies(ctx, mech, c, f'{path}.Ir'),
-                               f'{path}.Ir', required=False)
+                try:        # for identification only: the rotor coordinates, when they exist
+                    rotor = _rotor(ctx, mech, _coordinate_bodies(ctx, mech, c, f'{path}.Ir'),
+                                   f'{path}.Ir', required=False)
+                except MechanismError:
+                    rotor = None
             out.append(Actuator(name, coordinate=c, Ir=Ir, gr=gr, rotor=rotor))
         else:
             joint = item['joint']
