@@ -58,6 +58,10 @@ def _main(argv: list[str] | None) -> int:
     src.add_argument('--trajectory', help='time + one column per coordinate')
     src.add_argument('--measured', help='measured joint motion: CSV with a header row')
     src.add_argument('--bag', help='measured joint motion: rosbag2 with sensor_msgs/JointState')
+    p.add_argument('--coordinates', help='prescribed coordinates (indices or names, comma '
+                   'separated); default: actuated coordinates')
+    p.add_argument('--actuators', help='actuated coordinates (indices or names); default: '
+                   'the YAML actuators, else the prescribed coordinates')
     add_measured_arguments(p)
     p.add_argument('--output', required=True, help='CSV file to write')
     p.add_argument('--plot', help='PNG file with the torques (and the reactions with '
