@@ -66,6 +66,7 @@ class IdentifyConfig:
     ``friction``: b and fc of every revolute joint that is driven by an actuator
     or has friction in the YAML (smooth sign and v_s from the YAML, else tanh and
     0.01 rad/s); ``rotor``: Ir of every actuator whose rotor coordinates exist;
+    ``same_rotor``: one Ir shared by all of them (identical motors, as DFKI's model has);
     ``weights``: one per actuator (residuals are multiplied by them; default 1);
     ``rank_tol``: a column is dependent when its normalised residual after the
     kept columns is below this; ``skip``: samples dropped at each end of every
@@ -74,6 +75,7 @@ class IdentifyConfig:
 
     friction: bool = True
     rotor: bool = True
+    same_rotor: bool = False
     bodies: bool = True
     weights: tuple[float, ...] | None = None
     bounded: bool = True
@@ -143,10 +145,14 @@ def parameters(mech: Mechanism, config: IdentifyConfig = IdentifyConfig()) -> li
             f = j.friction or Friction()
             out.append(Parameter(f'{j.name}.b', 'b', k, f.b, 0.0))
             out.append(Parameter(f'{j.name}.fc', 'fc', k, f.fc, 0.0))
-    if config.rotor:
-        for k, a in enumerate(mech.actuators):
-            if a.rotor is not None:
-                out.append(Parameter(f'{a.name}.Ir', 'Ir', k, a.Ir, 0.0))
+    rotors = [k for k, a in enumerate(mech.actuators) if a.rotor is not None]
+    if config.rotor and config.same_rotor and rotors:
+        out.append(Parameter('rotors.Ir', 'Ir', -1,
+                             float(np.mean([mech.actuators[k].Ir for k in rotors])), 0.0))
+    elif config.rotor:
+        for k in rotors:
+            out.append(Parameter(f'{mech.actuators[k].name}.Ir', 'Ir', k, mech.actuators[k].Ir,
+                                 0.0))
     if config.bodies:
         for b, body in enumerate(mech.bodies):
             out.append(Parameter(f'{body.name}.mass', 'mass', b, body.mass, 0.0))
@@ -172,7 +178,8 @@ def _zeroed(mech: Mechanism, params: Sequence[Parameter]) -> Mechanism:
                    if ('I0', k) in kinds else b for k, b in enumerate(mech.bodies))
     joints = tuple(dataclasses.replace(j, friction=None) if ('b', k) in kinds else j
                    for k, j in enumerate(mech.joints))
-    acts = tuple(dataclasses.replace(a, Ir=0.0) if ('Ir', k) in kinds else a
+    acts = tuple(dataclasses.replace(a, Ir=0.0)
+                 if ('Ir', k) in kinds or (('Ir', -1) in kinds and a.rotor is not None) else a
                  for k, a in enumerate(mech.actuators))
     return dataclasses.replace(mech, bodies=bodies, joints=joints, actuators=acts)
 
@@ -204,12 +211,15 @@ def regressor(sys: System, params: Sequence[Parameter], q: np.ndarray, qd: np.nd
     rotor_c = []
     for i, p in enumerate(params):
         if p.kind == 'Ir':
-            carrier, joint = mech.actuators[p.owner].rotor
-            c = np.zeros(n)
-            if carrier >= 0:
-                c[carrier] += 1.0
-            c[joint] += mech.actuators[p.owner].gr
-            rotor_c.append((i, c))
+            owners = [p.owner] if p.owner >= 0 else \
+                [k for k, a in enumerate(mech.actuators) if a.rotor is not None]
+            for k in owners:
+                carrier, joint = mech.actuators[k].rotor
+                c = np.zeros(n)
+                if carrier >= 0:
+                    c[carrier] += 1.0
+                c[joint] += mech.actuators[k].gr
+                rotor_c.append((i, c))
     from .friction import friction_torque
     n_act = forces.n_act
     W = np.zeros((N, n_act, len(params)))
@@ -227,7 +237,7 @@ def regressor(sys: System, params: Sequence[Parameter], q: np.ndarray, qd: np.nd
                     dataclasses.replace(f, b=0.0, fc=1.0, fs=1.0)
                 Y[:, i] = friction_torque(unit, rate)[0] * grad
         for i, c in rotor_c:
-            Y[:, i] = c * (c @ qddk)
+            Y[:, i] += c * (c @ qddk)
         Y[:, -1] = M0 @ qddk - F0.evaluate(qk, qdk, None, jacobians=False).Q
         A = np.hstack((forces.actuator_matrix(qk), sys.constraints.phi_q(qk)[sys.rows].T))
         Z = np.linalg.lstsq(A, Y, rcond=None)[0] if A.shape[0] != A.shape[1] else \
@@ -342,6 +352,8 @@ def apply_parameters(mech: Mechanism, params: Sequence[Parameter], values: np.nd
     for k, a in enumerate(acts):
         if ('Ir', k) in val:
             acts[k] = dataclasses.replace(a, Ir=val[('Ir', k)])
+        elif ('Ir', -1) in val and a.rotor is not None:
+            acts[k] = dataclasses.replace(a, Ir=val[('Ir', -1)])
     return dataclasses.replace(mech, bodies=tuple(bodies), joints=tuple(joints),
                                actuators=tuple(acts))
 

@@ -3,7 +3,7 @@
     mbfg-identify CONFIG (--measured FILE.csv ... | --bag BAG ...) --joints A,B
                   [--position-columns ..] [--velocity-columns ..] [--effort-columns ..]
                   [--derivatives velocity|savgol] [--window N] [--order P]
-                  [--no-friction] [--no-rotor] [--weights W1,W2] [--unbounded]
+                  [--no-friction] [--no-rotor] [--same-rotor] [--weights W1,W2] [--unbounded]
                   [--validate FILE.csv ...] --output IDENTIFIED.yaml
 
 Inverse dynamics is linear in the bodies' masses, first moments and inertias,
@@ -101,6 +101,8 @@ def _main(argv: list[str] | None) -> int:
     add_measured_arguments(p)
     p.add_argument('--no-friction', action='store_true', help='do not fit joint friction')
     p.add_argument('--no-rotor', action='store_true', help='do not fit rotor inertias')
+    p.add_argument('--same-rotor', action='store_true', help='one rotor inertia for all motors '
+                   '(identical motors)')
     p.add_argument('--weights', help='one weight per actuator (residual multipliers)')
     p.add_argument('--unbounded', action='store_true', help='no bounds (m, I0, b, fc, Ir >= 0 '
                    'otherwise)')
@@ -118,6 +120,7 @@ def _main(argv: list[str] | None) -> int:
             raise MbfgError(f'--weights: not numbers: {args.weights!r}') from None
     opts = derivative_options(args, logs[0])
     cfg = IdentifyConfig(friction=not args.no_friction, rotor=not args.no_rotor,
+                         same_rotor=args.same_rotor,
                          weights=weights, bounded=not args.unbounded, derivatives=opts)
     res = identify(sys_, logs, cfg)
     print(res.report())
