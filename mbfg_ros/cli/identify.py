@@ -44,10 +44,12 @@ def add_measured_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument('--derivatives', choices=('velocity', 'savgol'), default=None,
                    help='velocity (measured velocities, the default when given) or savgol '
                    '(positions only)')
-    p.add_argument('--window', type=int, default=DerivativeOptions.window,
-                   help='Savitzky-Golay window in samples (odd; default %(default)s)')
-    p.add_argument('--order', type=int, default=DerivativeOptions.order,
-                   help='Savitzky-Golay polynomial order (default %(default)s)')
+    p.add_argument('--window', type=int, default=None,
+                   help='Savitzky-Golay window in samples (odd; default '
+                   f'{DerivativeOptions.window} for measured motion)')
+    p.add_argument('--order', type=int, default=None,
+                   help='Savitzky-Golay polynomial order (default '
+                   f'{DerivativeOptions.order} for measured motion)')
 
 
 def _split(text: str | None) -> list[str] | None:
@@ -87,7 +89,9 @@ def measured_logs(args: argparse.Namespace, mech, csvs: list[str], bags: list[st
 
 def derivative_options(args: argparse.Namespace, log) -> DerivativeOptions:
     method = args.derivatives or ('velocity' if log.velocity is not None else 'savgol')
-    return DerivativeOptions(method, args.window, args.order)
+    return DerivativeOptions(method,
+                             DerivativeOptions.window if args.window is None else args.window,
+                             DerivativeOptions.order if args.order is None else args.order)
 
 
 def _main(argv: list[str] | None) -> int:

@@ -2,6 +2,7 @@
 
     mbfg-inverse CONFIG --trajectory FILE [--coordinates I,J,...] [--actuators I,J,...]
                  --output FILE.csv [--plot FILE.png] [--reactions] [--staged|--batch]
+                 [--window 31] [--order 5]
     mbfg-inverse CONFIG (--measured FILE.csv | --bag BAG [--topic T]) --joints A,B
                  [--position-columns ..] [--velocity-columns ..] [--effort-columns ..]
                  [--derivatives velocity|savgol] [--window N] [--order P] --output FILE.csv
@@ -13,6 +14,9 @@ measured velocities and their derivative; ``savgol``: positions only); the
 torques are the direct inverse dynamics of the YAML model (friction and rotor
 terms included) at every sample. With measured efforts it prints the torque
 RMSE and correlation r per actuator, and the CSV gets ``effort_<actuator>``.
+
+--window/--order set the Savitzky-Golay fit that starts the staged graph's
+rates (default 31/5).
 
 The trajectory file has a time column and one column per prescribed
 coordinate (default: the YAML actuators' coordinates, else the default
@@ -83,8 +87,15 @@ def _main(argv: list[str] | None) -> int:
     act = _indices(mech, args.actuators, 'actuators') if args.actuators else None
     traj = load_trajectory(args.trajectory, columns=len(z_idx))
     bar = Progress(1.0, 'inverse dynamics')
+    if args.window is not None and (args.window < 3 or args.window % 2 == 0):
+        raise MbfgError(f'--window: the Savitzky-Golay window must be odd and >= 3, got '
+                        f'{args.window}')
+    if args.order is not None and not 2 <= args.order < (args.window or 31):
+        raise MbfgError(f'--order: must be >= 2 and below the window, got {args.order}')
+    sg = {k: v for k, v in (('sg_window', args.window), ('sg_order', args.order))
+          if v is not None}
     res = inverse_dynamics(sys_, traj.t, traj.z, z_idx, act,
-                           InverseConfig(staged=not args.batch), progress=bar.update)
+                           InverseConfig(staged=not args.batch, **sg), progress=bar.update)
     bar.close()
     names = _actuator_names(mech, res.actuators)
     cols = [res.t[:, None], res.tau]
