@@ -28,6 +28,7 @@ setup(
             'mbfg-inverse = mbfg_ros.cli.inverse:main',
             'mbfg-statics = mbfg_ros.cli.statics:main',
             'mbfg-replay = mbfg_ros.cli.replay:main',
+            'mbfg-identify = mbfg_ros.cli.identify:main',
             'estimator_node = mbfg_ros.ros.estimator_node:main',
             'simulator_node = mbfg_ros.ros.simulator_node:main',
         ],

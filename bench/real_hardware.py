@@ -21,6 +21,7 @@ import numpy as np
 
 from mbfg_ros.dynamics import build_system, load_system
 from mbfg_ros.friction import rigid_mechanism
+from mbfg_ros.identify import IdentifyConfig, identify
 from mbfg_ros.measured import DerivativeOptions, load_joint_csv, measured_inverse, torque_fit
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,23 +42,21 @@ def row(label: str, run: str, tau: np.ndarray, effort: np.ndarray) -> str:
             f'{rmse[1]:.3f} N·m (r {r[1]:.2f}) |')
 
 
-def identified_rows(mech_path: Path, logs: dict) -> list[str]:
-    try:
-        from mbfg_ros.identify import IdentifyConfig, identify
-    except ImportError:
-        return []
-    out = []
+def identified_rows(mech_path: Path, logs: dict) -> dict[str, list[str]]:
+    """Rows per run: the fit on all runs, and (several runs) the fit on the others only."""
     names = list(logs)
+    out: dict[str, list[str]] = {name: [] for name in names}
     fit_all = identify(load_system(mech_path), list(logs.values()), IdentifyConfig())
     for name in names:
         res = fit_all.predict(logs[name])
-        out.append(row('identified (fit on all runs)', name, res.tau, res.effort))
+        out[name].append(row(f'identified on {"+".join(names)} (mbfg-identify)', name, res.tau,
+                             res.effort))
         if len(names) > 1:
-            others = [logs[k] for k in names if k != name]
-            fit = identify(load_system(mech_path), others, IdentifyConfig())
+            others = [k for k in names if k != name]
+            fit = identify(load_system(mech_path), [logs[k] for k in others], IdentifyConfig())
             res = fit.predict(logs[name])
-            out.append(row(f'identified on {", ".join(k for k in names if k != name)} '
-                           '(cross-validation)', name, res.tau, res.effort))
+            out[name].append(row(f'identified on {"+".join(others)} only (cross-validation)',
+                                 name, res.tau, res.effort))
     return out
 
 
@@ -74,12 +73,15 @@ def main() -> None:
           f'velocities, Savitzky-Golay window {OPTIONS.window}, order {OPTIONS.order}\n')
     print('| run | model | shoulder RMSE | elbow RMSE |')
     print('|---|---|---|---|')
+    ident = identified_rows(args.mechanism, logs)
     for name, log in logs.items():
         for label, s in (('rigid', rigid), ('+friction+rotor (YAML, DFKI model 2.0)', full)):
             res = measured_inverse(s, log, OPTIONS)
             print(row(label, name, res.tau, res.effort))
-    for line in identified_rows(args.mechanism, logs):
-        print(line)
+        for line in ident[name]:
+            print(line)
+    print('\nissue 11 (measured outside the package, trajectory_01): rigid 0.203 / 0.187 N·m, '
+          'DFKI full model 0.157 / 0.077 N·m')
     print(f'\n({time.perf_counter() - t0:.1f} s)')
 
 

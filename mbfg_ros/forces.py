@@ -104,8 +104,8 @@ class ElementLoad(NamedTuple):
     torques, rotational springs, joint motors), else 0.
     """
 
-    kind: str                  # gravity, force, torque, spring, rotational_spring, point_mass,
-    #                            actuator
+    kind: str                  # gravity, force, torque, spring, rotational_spring, friction,
+    #                            point_mass, actuator
     label: str
     body: int | None
     points: tuple[int, ...]
@@ -189,6 +189,7 @@ class Forces:
                 j = mech.joint(a.joint)
                 self._act.append(('joint', (body_idx(j.bodies[0]), body_idx(j.bodies[1]))))
         self._ground = ground
+        self._body_idx = body_idx
         self.mech = mech
         self.point_w = pw
         self.n_act = len(self._act)
@@ -279,6 +280,17 @@ class Forces:
                     Q[ii] += sign * tau[k] * a.grad
                     Qq[np.ix_(ii, ii)] += sign * tau[k] * a.hess
         return ForceTerms(Q[:n], Qq[:n, :n], Qqd[:n, :n])
+
+    def joint_rate(self, q: np.ndarray, qd: np.ndarray, bodies: tuple[int, int]
+                   ) -> tuple[np.ndarray, float]:
+        """∂φ/∂q (n,) and φ̇ of the relative angle φ = θ_b − θ_a between two bodies (either may be
+        ground): a torque T between them is the generalized force T ∂φ/∂q (virtual power)."""
+        ext, extd = self.ext.of(q), self.ext.rate(qd)
+        idx, grad, _, _, _, rate = self._relative(ext, extd, self._body_idx(bodies[0]),
+                                                  self._body_idx(bodies[1]))
+        full = np.zeros(self.W)
+        np.add.at(full, idx, grad)
+        return full[:self.n], rate
 
     def actuator_matrix(self, q: np.ndarray) -> np.ndarray:
         """B_act(q) (n x n_act): Q gains ``B_act τ`` from actuator efforts τ."""

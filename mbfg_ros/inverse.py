@@ -96,6 +96,8 @@ class InverseConfig:
     sigma_dyn: float = 1e-6          # f_didyn
     sigma_zero: float = 1e-6         # zero prior on unactuated Q components
     sigma_tau: float = 10.0          # minimum-torque prior on actuated components
+    sg_window: int = 31              # Savitzky-Golay window (samples) of the start's ż, z̈
+    sg_order: int = 5                # and its polynomial order (trajectory.derivatives)
 
 
 class InverseResult(NamedTuple):
@@ -779,7 +781,7 @@ def _inverse_dynamics(sys: System, t: np.ndarray, z: np.ndarray, z_idx: Sequence
     if cfg.elimination not in ('cholesky', 'qr'):
         raise MbfgError(f"unknown elimination {cfg.elimination!r} (cholesky, qr)")
     n = sys.n
-    zd, zdd = derivatives(t, z)
+    zd, zdd = derivatives(t, z, cfg.sg_window, cfg.sg_order)
     q, qd, qdd = direct_kinematics(sys, t, z, z_idx, zd, zdd)
     stages = (1, 2, 3, 4) if cfg.staged else (4,)
     if cfg.solver == 'levenberg_marquardt':

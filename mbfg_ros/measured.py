@@ -31,7 +31,7 @@ from .inverse import direct_kinematics
 
 __all__ = ['JointLog', 'DerivativeOptions', 'MeasuredInverse', 'load_joint_csv',
            'load_joint_bag', 'joint_coordinates', 'motion_derivatives', 'measured_inverse',
-           'resample_uniform', 'torque_fit']
+           'resample_uniform', 'torque_fit', 'measured_states', 'torques']
 
 
 class JointLog(NamedTuple):
@@ -237,14 +237,11 @@ def joint_coordinates(sys: System, joints: Sequence[str]) -> tuple[list[int], np
     return idx, np.array(off)
 
 
-def measured_inverse(sys: System, log: JointLog, options: DerivativeOptions = DerivativeOptions()
-                     ) -> MeasuredInverse:
-    """Actuator torques along a measured motion (see the module docstring).
-
-    ``log.joints`` must determine the pose (one per degree of freedom); the
-    measured efforts, if any, are returned in actuator order for comparison
-    (an actuator's effort is the column of its joint).
-    """
+def measured_states(sys: System, log: JointLog, options: DerivativeOptions = DerivativeOptions()
+                    ) -> MeasuredInverse:
+    """q, q̇, q̈ along a measured motion and the measured efforts in actuator order (``tau`` is
+    left empty: (N, 0)). Steps 1-3 of the module docstring; the states depend only on the
+    geometry, not on masses, friction or rotors."""
     log = resample_uniform(log)
     z_idx, offset = joint_coordinates(sys, log.joints)
     if len(z_idx) != sys.dof:
@@ -253,7 +250,6 @@ def measured_inverse(sys: System, log: JointLog, options: DerivativeOptions = De
     z, zd, zdd = motion_derivatives(log.t, z, log.velocity, options)
     guess = _guess(sys, z[0], z_idx)
     q, qd, qdd = direct_kinematics(sys, log.t, z, z_idx, zd, zdd, q_guess=guess)
-    tau = np.array([actuator_efforts(sys, q[k], qd[k], qdd[k]) for k in range(len(log.t))])
     effort = None
     if log.effort is not None:
         cols = []
@@ -263,7 +259,24 @@ def measured_inverse(sys: System, log: JointLog, options: DerivativeOptions = De
             else:
                 cols.append(np.full(len(log.t), np.nan))
         effort = np.stack(cols, axis=1)
-    return MeasuredInverse(log.t, q, qd, qdd, tau, effort)
+    return MeasuredInverse(log.t, q, qd, qdd, np.zeros((len(log.t), 0)), effort)
+
+
+def measured_inverse(sys: System, log: JointLog, options: DerivativeOptions = DerivativeOptions()
+                     ) -> MeasuredInverse:
+    """Actuator torques along a measured motion (see the module docstring).
+
+    ``log.joints`` must determine the pose (one per degree of freedom); the
+    measured efforts, if any, are returned in actuator order for comparison
+    (an actuator's effort is the column of its joint).
+    """
+    st = measured_states(sys, log, options)
+    return st._replace(tau=torques(sys, st.q, st.qd, st.qdd))
+
+
+def torques(sys: System, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray:
+    """τ at every sample: ``B_act τ + Φqᵀλ = M q̈ − Q`` (seed 003 Eq. 6.110)."""
+    return np.array([actuator_efforts(sys, q[k], qd[k], qdd[k]) for k in range(len(q))])
 
 
 def _guess(sys: System, z0: np.ndarray, z_idx: Sequence[int]) -> np.ndarray:

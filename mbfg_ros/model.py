@@ -815,6 +815,12 @@ def _parse_actuators(ctx: _Ctx, value: Any, mech: Mechanism) -> tuple[Actuator, 
             c = mech.coordinate(item['coordinate'], path=f'{path}.coordinate')
             rotor = _rotor(ctx, mech, _coordinate_bodies(ctx, mech, c, f'{path}.Ir'),
                            f'{path}.Ir') if Ir else None
+            if not Ir and c >= mech.n - len(mech.relative):
+                try:        # for identification only: the rotor coordinates, when they exist
+                    rotor = _rotor(ctx, mech, _coordinate_bodies(ctx, mech, c, f'{path}.Ir'),
+                                   f'{path}.Ir', required=False)
+                except MechanismError:
+                    rotor = None
             out.append(Actuator(name, coordinate=c, Ir=Ir, gr=gr, rotor=rotor))
         else:
             joint = item['joint']
@@ -824,7 +830,7 @@ def _parse_actuators(ctx: _Ctx, value: Any, mech: Mechanism) -> tuple[Actuator, 
             if mech.joint(joint).type != 'revolute':
                 raise ctx.error(f'{path}.joint', f'joint {joint!r} is not revolute; drive a '
                                 'prismatic joint through a coordinate instead')
-            rotor = _rotor(ctx, mech, mech.joint(joint).bodies, f'{path}.Ir') if Ir else None
+            rotor = _rotor(ctx, mech, mech.joint(joint).bodies, f'{path}.Ir', required=bool(Ir))
             out.append(Actuator(name, joint=joint, Ir=Ir, gr=gr, rotor=rotor))
     names = [a.name for a in out]
     if len(set(names)) != len(names):
@@ -848,13 +854,20 @@ def _coordinate_bodies(ctx: _Ctx, mech: Mechanism, c: int, path: str) -> tuple[i
                     'not the first two points of one body)')
 
 
-def _rotor(ctx: _Ctx, mech: Mechanism, bodies: tuple[int, int], path: str) -> tuple[int, int]:
+def _rotor(ctx: _Ctx, mech: Mechanism, bodies: tuple[int, int], path: str,
+           required: bool = True) -> tuple[int, int] | None:
     """Coordinates (carrier angle or −1, joint angle) that make ω_r = ω_carrier + gr·φ̇ linear.
 
     The rotor's kinetic energy is a constant quadratic form only in relative
     coordinates: the joint angle φ (and the carrier's absolute angle when the
-    carrier is not the ground) must be coordinates of q.
+    carrier is not the ground) must be coordinates of q. Not ``required`` (no
+    ``Ir`` given; identification may still fit one): None when they are missing.
     """
+    if not required:
+        try:
+            return _rotor(ctx, mech, bodies, path)
+        except MechanismError:
+            return None
     names = ctx.refs.get('body', [])
 
     def body_name(b: int) -> str:

@@ -65,7 +65,7 @@ from .model import GROUND, Slider
 __all__ = ['constraint_multipliers', 'Reactions', 'JointReactions', 'joint_reactions',
            'KINDS']
 
-KINDS = ('pin', 'slider', 'angle', 'rotational_spring', 'actuator')
+KINDS = ('pin', 'slider', 'angle', 'rotational_spring', 'actuator', 'friction')
 """The kinds of entry a :class:`Reactions` lists, in the order they are listed."""
 
 
@@ -212,7 +212,8 @@ class JointReactions:
                 e = load.body if load.body is not None else self.owner(p)
                 if e != GROUND:
                     need[e, p] -= F
-            if load.kind in ('rotational_spring', 'actuator') and load.body is not None:
+            if load.kind in ('rotational_spring', 'actuator', 'friction') \
+                    and load.body is not None:
                 entries.append(_Entry(load.kind, load.label, load.body, -1,
                                       np.full(2, np.nan), np.zeros(2), load.couple))
         # Constraint forces −λ_k ∂Φ_k/∂w at each point (Eqs. 6.57-6.81).

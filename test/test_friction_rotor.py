@@ -247,3 +247,26 @@ def test_staged_inverse_dynamics_with_friction_and_rotor_equals_dfki():
     ref = np.array([dfki_tau(DFKI, (a, b), v, w) for a, b, v, w in zip(q1, q2, qd, qdd)])
     # The trapezoidal rule's O(dt²) error on q̈ at dt = 5 ms, inside the first/last samples.
     np.testing.assert_allclose(res.tau[5:-5], ref[5:-5], atol=5e-4)
+
+
+def test_joint_reactions_balance_with_friction_as_a_couple():
+    """Newton-Euler on each body holds with friction (no residual), and each joint's friction
+    appears as a couple on its two bodies, +F(φ̇) on the first and −F(φ̇) on the second."""
+    from mbfg_ros.reactions import JointReactions
+    sys = build_system(parse_mechanism(FRICTION_YAML.replace('Ir: 0.01', 'Ir: 0').replace(
+        'Ir: 0.02', 'Ir: 0')))
+    q = sys.q0
+    qd = solve_velocity(sys.constraints.phi_q(q)[sys.rows], sys.z_idx, [0.7] * sys.dof)
+    tau = np.array([0.3, -0.2])
+    a = forward_accel(sys, q, qd, tau)
+    rx = JointReactions(sys)(q, qd, a.qdd, None, tau)
+    assert np.abs(rx.residual).max() < 1e-9
+    couples = {rx.labels[k]: rx.moments[k] for k, kind in enumerate(rx.kinds)
+               if kind == 'friction'}
+    for name, rate in (('j0', qd[-2]), ('j1', qd[-1])):
+        F = friction_torque(sys.mech.joint(name).friction, rate)[0]
+        assert abs(F) > 0.05
+        first, second = sys.mech.joint(name).bodies
+        on_second = [v for k, v in couples.items() if k.startswith(f'friction_{name}_on_')
+                     and k.endswith(sys.mech.bodies[second].name)]
+        assert on_second == [pytest.approx(-F, rel=1e-12)]

@@ -161,3 +161,21 @@ def test_csv_errors_name_file_and_line(tmp_path):
         from mbfg_ros.measured import motion_derivatives
         motion_derivatives(np.arange(10.0), np.zeros((10, 1)), None,
                            DerivativeOptions('spline', 5, 2))
+
+
+def test_trajectory_mode_takes_smoothing_settings(tmp_path, capsys):
+    """--window/--order reach the staged inverse dynamics of a prescribed trajectory: on the
+    seed's Adams trajectory 21/4 changes the torques a little (the fit's rates enter as weak
+    priors; the graph computes its own), and a bad window is a one-line error."""
+    traj = CONFIG / 'fourbars1-with-rel-angle-trajectory.txt'
+    outs = []
+    for extra in ([], ['--window', '21', '--order', '4']):
+        out = tmp_path / f'tau{len(extra)}.csv'
+        assert inverse_main([str(CONFIG / 'fourbar_inverse.yaml'), '--trajectory', str(traj),
+                             '--batch', '--output', str(out), *extra]) == 0
+        outs.append(np.loadtxt(out, delimiter=',', skiprows=1))
+    diff = np.abs(outs[0][:, 1] - outs[1][:, 1]).max()
+    assert 0 < diff < 1e-4 * np.abs(outs[0][:, 1]).max(), diff
+    assert inverse_main([str(CONFIG / 'fourbar_inverse.yaml'), '--trajectory', str(traj),
+                         '--window', '20', '--output', str(tmp_path / 'x.csv')]) == 2
+    assert '--window: the Savitzky-Golay window must be odd' in capsys.readouterr().err

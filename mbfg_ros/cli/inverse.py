@@ -2,6 +2,7 @@
 
     mbfg-inverse CONFIG --trajectory FILE [--coordinates I,J,...] [--actuators I,J,...]
                  --output FILE.csv [--plot FILE.png] [--reactions] [--staged|--batch]
+                 [--window 31] [--order 5]
     mbfg-inverse CONFIG (--measured FILE.csv | --bag BAG [--topic T]) --joints A,B
                  [--position-columns ..] [--velocity-columns ..] [--effort-columns ..]
                  [--derivatives velocity|savgol] [--window N] [--order P] --output FILE.csv
@@ -13,6 +14,9 @@ measured velocities and their derivative; ``savgol``: positions only); the
 torques are the direct inverse dynamics of the YAML model (friction and rotor
 terms included) at every sample. With measured efforts it prints the torque
 RMSE and correlation r per actuator, and the CSV gets ``effort_<actuator>``.
+
+--window/--order set the Savitzky-Golay fit that starts the staged graph's
+rates (default 31/5).
 
 The trajectory file has a time column and one column per prescribed
 coordinate (default: the YAML actuators' coordinates, else the default
@@ -34,12 +38,12 @@ import numpy as np
 from ..dynamics import load_system
 from ..errors import MbfgError
 from ..inverse import InverseConfig, InverseResult, inverse_dynamics
-from ..measured import (DerivativeOptions, load_joint_bag, load_joint_csv, measured_inverse,
-                        torque_fit)
+from ..measured import measured_inverse, torque_fit
 from ..model import Mechanism
 from ..reactions import Reactions
 from ..trajectory import load_trajectory
 from .common import Progress, plain, run_cli, save_figure
+from .identify import add_measured_arguments, derivative_options, measured_logs
 
 __all__ = ['main', 'plot_inverse']
 
@@ -58,27 +62,11 @@ def _main(argv: list[str] | None) -> int:
     src.add_argument('--trajectory', help='time + one column per coordinate')
     src.add_argument('--measured', help='measured joint motion: CSV with a header row')
     src.add_argument('--bag', help='measured joint motion: rosbag2 with sensor_msgs/JointState')
-    p.add_argument('--topic', default='/joint_states', help='--bag: JointState topic')
-    p.add_argument('--joints', help='measured joints (YAML joint names, comma separated); '
-                   'default: the joints of the YAML actuators')
-    p.add_argument('--time-column', default='time', help='--measured: time column')
-    p.add_argument('--position-columns', help='--measured: position column per joint '
-                   '(default position_<joint>)')
-    p.add_argument('--velocity-columns', help="--measured: velocity column per joint ('' = none;"
-                   ' default velocity_<joint> if present)')
-    p.add_argument('--effort-columns', help="--measured: measured effort column per joint ('' = "
-                   'none; default effort_<joint> if present)')
-    p.add_argument('--derivatives', choices=('velocity', 'savgol'), default=None,
-                   help='measured motion: velocity (measured velocities, default when given) '
-                   'or savgol (positions only)')
-    p.add_argument('--window', type=int, default=DerivativeOptions.window,
-                   help='Savitzky-Golay window in samples (odd; default %(default)s)')
-    p.add_argument('--order', type=int, default=DerivativeOptions.order,
-                   help='Savitzky-Golay polynomial order (default %(default)s)')
     p.add_argument('--coordinates', help='prescribed coordinates (indices or names, comma '
                    'separated); default: actuated coordinates')
     p.add_argument('--actuators', help='actuated coordinates (indices or names); default: '
                    'the YAML actuators, else the prescribed coordinates')
+    add_measured_arguments(p)
     p.add_argument('--output', required=True, help='CSV file to write')
     p.add_argument('--plot', help='PNG file with the torques (and the reactions with '
                    '--reactions)')
@@ -99,8 +87,15 @@ def _main(argv: list[str] | None) -> int:
     act = _indices(mech, args.actuators, 'actuators') if args.actuators else None
     traj = load_trajectory(args.trajectory, columns=len(z_idx))
     bar = Progress(1.0, 'inverse dynamics')
+    if args.window is not None and (args.window < 3 or args.window % 2 == 0):
+        raise MbfgError(f'--window: the Savitzky-Golay window must be odd and >= 3, got '
+                        f'{args.window}')
+    if args.order is not None and not 2 <= args.order < (args.window or 31):
+        raise MbfgError(f'--order: must be >= 2 and below the window, got {args.order}')
+    sg = {k: v for k, v in (('sg_window', args.window), ('sg_order', args.order))
+          if v is not None}
     res = inverse_dynamics(sys_, traj.t, traj.z, z_idx, act,
-                           InverseConfig(staged=not args.batch), progress=bar.update)
+                           InverseConfig(staged=not args.batch, **sg), progress=bar.update)
     bar.close()
     names = _actuator_names(mech, res.actuators)
     cols = [res.t[:, None], res.tau]
@@ -164,32 +159,13 @@ def plot_inverse(path: Path, mech: Mechanism, res: InverseResult, names: list[st
     return titles
 
 
-def _split(text: str | None) -> list[str] | None:
-    return None if text is None else [c.strip() for c in text.split(',') if c.strip()]
-
-
 def _measured(args: argparse.Namespace, sys_) -> int:
     """Inverse dynamics on a measured motion (CSV or bag), with the fit to measured efforts."""
     mech = sys_.mech
-    joints = _split(args.joints) or [a.joint for a in mech.actuators if a.joint is not None]
-    if not joints:
-        raise MbfgError('--joints: give the measured joints (the YAML actuators name none)')
-    if args.measured:
-        header = _csv_header(Path(args.measured))
-
-        def columns(given: str | None, kind: str, required: bool) -> list[str] | None:
-            if given is not None:
-                return _split(given) or None
-            cols = [f'{kind}_{j}' for j in joints]
-            return cols if required or all(c in header for c in cols) else None
-        log = load_joint_csv(args.measured, joints,
-                             columns(args.position_columns, 'position', True),
-                             columns(args.velocity_columns, 'velocity', False),
-                             columns(args.effort_columns, 'effort', False), args.time_column)
-    else:
-        log = load_joint_bag(args.bag, joints, args.topic)
-    method = args.derivatives or ('velocity' if log.velocity is not None else 'savgol')
-    res = measured_inverse(sys_, log, DerivativeOptions(method, args.window, args.order))
+    log = measured_logs(args, mech, [args.measured] if args.measured else [],
+                        [args.bag] if args.bag else [])[0]
+    opts = derivative_options(args, log)
+    res = measured_inverse(sys_, log, opts)
     names = [a.name for a in mech.actuators]
     cols = [res.t[:, None], res.tau]
     header = ['t'] + [f'tau_{n}' for n in names]
@@ -199,24 +175,16 @@ def _measured(args: argparse.Namespace, sys_) -> int:
     out = Path(args.output)
     np.savetxt(out, np.hstack(cols), delimiter=',', header=','.join(header), comments='',
                fmt='%.10g')
-    print(f'{log.source}: {len(res.t)} samples, derivatives {method} (window {args.window}, '
-          f'order {args.order})')
+    print(f'{log.source}: {len(res.t)} samples, derivatives {opts.method} (window {opts.window}, '
+          f'order {opts.order})')
     if res.effort is not None:
         have = [k for k in range(len(names)) if np.isfinite(res.effort[:, k]).all()]
-        rmse, r = torque_fit(res.tau[:, have], res.effort[:, have], skip=args.window // 2)
+        rmse, r = torque_fit(res.tau[:, have], res.effort[:, have], skip=opts.window // 2)
         for k, e, c in zip(have, rmse, r):
             print(f'  {names[k]}: torque RMSE {e:.4f} N m, r {c:.3f} (vs measured effort, '
-                  f'{args.window // 2} samples dropped at each end)')
+                  f'{opts.window // 2} samples dropped at each end)')
     print(f'wrote {out} ({len(res.t)} rows)', file=sys.stderr)
     return 0
-
-
-def _csv_header(path: Path) -> list[str]:
-    try:
-        with open(path) as f:
-            return [h.strip() for h in f.readline().split(',')]
-    except OSError as exc:
-        raise MbfgError(f'{path}: cannot read file: {exc.strerror}') from None
 
 
 def _actuator_names(mech, act: tuple[int, ...]) -> list[str]:

@@ -1,0 +1,150 @@
+"""mbfg-identify: dynamic parameters from measured motion and torque (least squares).
+
+    mbfg-identify CONFIG (--measured FILE.csv ... | --bag BAG ...) --joints A,B
+                  [--position-columns ..] [--velocity-columns ..] [--effort-columns ..]
+                  [--derivatives velocity|savgol] [--window N] [--order P]
+                  [--no-friction] [--no-rotor] [--same-rotor] [--weights W1,W2] [--unbounded]
+                  [--validate FILE.csv ...] --output IDENTIFIED.yaml
+
+Inverse dynamics is linear in the bodies' masses, first moments and inertias,
+the joints' viscous and Coulomb friction and the rotor inertias
+(mbfg_ros.identify). The runs (several --measured or --bag) are stacked into
+one least-squares problem; the tool prints the identifiable base parameters
+with standard errors and the fit RMSE per actuator, writes the mechanism YAML
+with the identified values, and with --validate prints the torque RMSE and r
+of the identified model on other runs.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..dynamics import load_system
+from ..errors import MbfgError
+from ..identify import IdentifyConfig, identified_yaml, identify
+from ..measured import DerivativeOptions, load_joint_bag, load_joint_csv, torque_fit
+from .common import plain, run_cli
+
+__all__ = ['main', 'add_measured_arguments', 'measured_logs']
+
+
+def add_measured_arguments(p: argparse.ArgumentParser) -> None:
+    """The options that describe measured joint logs (shared with mbfg-inverse)."""
+    p.add_argument('--topic', default='/joint_states', help='--bag: JointState topic')
+    p.add_argument('--joints', help='measured joints (YAML joint names, comma separated); '
+                   'default: the joints of the YAML actuators')
+    p.add_argument('--time-column', default='time', help='--measured: time column')
+    p.add_argument('--position-columns', help='--measured: position column per joint '
+                   '(default position_<joint>)')
+    p.add_argument('--velocity-columns', help="--measured: velocity column per joint ('' = none;"
+                   ' default velocity_<joint> if present)')
+    p.add_argument('--effort-columns', help="--measured: measured effort column per joint ('' = "
+                   'none; default effort_<joint> if present)')
+    p.add_argument('--derivatives', choices=('velocity', 'savgol'), default=None,
+                   help='velocity (measured velocities, the default when given) or savgol '
+                   '(positions only)')
+    p.add_argument('--window', type=int, default=None,
+                   help='Savitzky-Golay window in samples (odd; default '
+                   f'{DerivativeOptions.window} for measured motion)')
+    p.add_argument('--order', type=int, default=None,
+                   help='Savitzky-Golay polynomial order (default '
+                   f'{DerivativeOptions.order} for measured motion)')
+
+
+def _split(text: str | None) -> list[str] | None:
+    return None if text is None else [c.strip() for c in text.split(',') if c.strip()]
+
+
+def _csv_header(path: Path) -> list[str]:
+    try:
+        with open(path) as f:
+            return [h.strip() for h in f.readline().split(',')]
+    except OSError as exc:
+        raise MbfgError(f'{path}: cannot read file: {exc.strerror}') from None
+
+
+def measured_logs(args: argparse.Namespace, mech, csvs: list[str], bags: list[str]) -> list:
+    """JointLogs of the CSV files and bags named on the command line."""
+    joints = _split(args.joints) or [a.joint for a in mech.actuators if a.joint is not None]
+    if not joints:
+        raise MbfgError('--joints: give the measured joints (the YAML actuators name none)')
+    logs = []
+    for path in csvs:
+        header = _csv_header(Path(path))
+
+        def columns(given: str | None, kind: str, required: bool) -> list[str] | None:
+            if given is not None:
+                return _split(given) or None
+            cols = [f'{kind}_{j}' for j in joints]
+            return cols if required or all(c in header for c in cols) else None
+        logs.append(load_joint_csv(path, joints, columns(args.position_columns, 'position', True),
+                                   columns(args.velocity_columns, 'velocity', False),
+                                   columns(args.effort_columns, 'effort', False),
+                                   args.time_column))
+    for path in bags:
+        logs.append(load_joint_bag(path, joints, args.topic))
+    return logs
+
+
+def derivative_options(args: argparse.Namespace, log) -> DerivativeOptions:
+    method = args.derivatives or ('velocity' if log.velocity is not None else 'savgol')
+    return DerivativeOptions(method,
+                             DerivativeOptions.window if args.window is None else args.window,
+                             DerivativeOptions.order if args.order is None else args.order)
+
+
+def _main(argv: list[str] | None) -> int:
+    p = argparse.ArgumentParser(prog='mbfg-identify', description=plain(__doc__.split('\n')[0]))
+    p.add_argument('config', help='mechanism YAML (its values are the starting point and the '
+                   'values of parameters the data cannot identify)')
+    p.add_argument('--measured', action='append', default=[], help='CSV run (repeatable)')
+    p.add_argument('--bag', action='append', default=[], help='rosbag2 run (repeatable)')
+    p.add_argument('--validate', action='append', default=[], help='CSV run to evaluate the '
+                   'identified model on (repeatable; same columns as --measured)')
+    add_measured_arguments(p)
+    p.add_argument('--no-friction', action='store_true', help='do not fit joint friction')
+    p.add_argument('--no-rotor', action='store_true', help='do not fit rotor inertias')
+    p.add_argument('--same-rotor', action='store_true', help='one rotor inertia for all motors '
+                   '(identical motors)')
+    p.add_argument('--weights', help='one weight per actuator (residual multipliers)')
+    p.add_argument('--unbounded', action='store_true', help='no bounds (m, I0, b, fc, Ir >= 0 '
+                   'otherwise)')
+    p.add_argument('--output', required=True, help='identified mechanism YAML to write')
+    args = p.parse_args(argv)
+    if not (args.measured or args.bag):
+        raise MbfgError('give at least one run: --measured FILE.csv or --bag BAG')
+    sys_ = load_system(args.config)
+    logs = measured_logs(args, sys_.mech, args.measured, args.bag)
+    weights = None
+    if args.weights:
+        try:
+            weights = tuple(float(w) for w in _split(args.weights) or ())
+        except ValueError:
+            raise MbfgError(f'--weights: not numbers: {args.weights!r}') from None
+    opts = derivative_options(args, logs[0])
+    cfg = IdentifyConfig(friction=not args.no_friction, rotor=not args.no_rotor,
+                         same_rotor=args.same_rotor,
+                         weights=weights, bounded=not args.unbounded, derivatives=opts)
+    res = identify(sys_, logs, cfg)
+    print(res.report())
+    out = Path(args.output)
+    out.write_text(identified_yaml(args.config, res))
+    print(f'wrote {out}', file=sys.stderr)
+    names = [a.name for a in sys_.mech.actuators]
+    for log in measured_logs(args, sys_.mech, args.validate, []):
+        st = res.predict(log, opts)
+        if st.effort is None:
+            raise MbfgError(f'{log.source}: --validate needs measured efforts')
+        rmse, r = torque_fit(st.tau, st.effort, opts.window // 2)
+        print(f'validation on {log.source}: ' + ', '.join(
+            f'{n} RMSE {e:.4f} N m (r {c:.3f})' for n, e, c in zip(names, rmse, r)))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_cli(_main, argv, prog='mbfg-identify')
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())
