@@ -42,7 +42,7 @@ from .kinematics import choose_independent, independent_rows, r_s_matrices, solv
 from .model import Mechanism, load_mechanism
 
 __all__ = ['System', 'build_system', 'load_system', 'Accel', 'forward_accel',
-           'accel_independent_eq15']
+           'accel_independent_eq15', 'assembly_warning', 'ASSEMBLY_TOLERANCE']
 
 
 @dataclass(frozen=True, eq=False)
@@ -57,6 +57,10 @@ class System:
     rows: np.ndarray          # independent constraint rows used by the dynamics
     dof: int
     z_idx: tuple[int, ...]    # default independent coordinates
+    assembly_moves: tuple[tuple[int, float, float], ...] = ()
+    """(point, distance assembly moved it from the YAML pose [m], length of the shortest
+    body through it [m]) of every point moved by more than ASSEMBLY_TOLERANCE of that
+    length (see :func:`assembly_warning`)."""
 
     @property
     def n(self) -> int:
@@ -78,7 +82,12 @@ def build_system(mech: Mechanism, z_idx: Sequence[int] | None = None) -> System:
         freedom, or a degree of freedom carries no inertia.
     """
     cons = Constraints(mech)
-    q0 = solve_position(cons, mech.q_guess(), source=mech.source)
+    guess = mech.q_guess()
+    pidx = mech.point_index
+    exact = {int(pidx[i, c]): float(guess[pidx[i, c]]) for i, p in enumerate(mech.points)
+             if p.exact and not p.fixed for c in (0, 1)}
+    q0 = solve_position(cons, guess, exact or None, source=mech.source)
+    moves = _assembly_moves(mech, guess, q0)
     Jq = cons.phi_q(q0)
     rows = independent_rows(Jq)
     dof = mech.n - len(rows)
@@ -101,7 +110,40 @@ def build_system(mech: Mechanism, z_idx: Sequence[int] | None = None) -> System:
         raise MechanismError('a degree of freedom has no inertia (reduced mass matrix '
                              'R^T M R is singular): give the bodies mass and I0',
                              source=mech.source, path='planar_bodies')
-    return System(mech, cons, Forces(mech), M, q0, rows, dof, z_idx)
+    return System(mech, cons, Forces(mech), M, q0, rows, dof, z_idx, moves)
+
+
+ASSEMBLY_TOLERANCE = 0.03
+"""Assembly moving a point by more than this fraction of the shortest body through it
+is reported (:func:`assembly_warning`): the YAML pose was far from closing the loops."""
+
+
+def _assembly_moves(mech: Mechanism, guess: np.ndarray, q0: np.ndarray
+                    ) -> tuple[tuple[int, float, float], ...]:
+    pidx = mech.point_index
+    out = []
+    for i, p in enumerate(mech.points):
+        if p.fixed:
+            continue
+        lengths = [b.length for b in mech.bodies if i in b.points and b.length > 0]
+        if not lengths:
+            continue
+        d = float(np.hypot(*(q0[pidx[i]] - guess[pidx[i]])))
+        if d > ASSEMBLY_TOLERANCE * min(lengths):
+            out.append((i, d, min(lengths)))
+    return tuple(out)
+
+
+def assembly_warning(sys: System) -> str:
+    """One line naming the points assembly moved far from the YAML pose ('' if none)."""
+    if not sys.assembly_moves:
+        return ''
+    pts = sys.mech.points
+    moved = ', '.join(f'{pts[i].name} by {d:.3g} m ({100 * d / length:.0f} % of its body '
+                      f'length {length:g} m)' for i, d, length in sys.assembly_moves)
+    return (f'{sys.mech.source}: assembling the mechanism moved {moved} from the YAML pose: '
+            'the pose does not close the loops (a length or a point is off?); mark the '
+            'points you know exactly with "exact: true" to keep them')
 
 
 def load_system(path: str | Path, z_idx: Sequence[int] | None = None) -> System:

@@ -34,12 +34,16 @@ GROUND = -1
 
 @dataclass(frozen=True)
 class Point:
-    """A point of the mechanism; ``x``, ``y`` are its (approximate) YAML position."""
+    """A point of the mechanism; ``x``, ``y`` are its (approximate) YAML position.
+
+    ``exact``: the position is known exactly; assembly keeps it and moves the others.
+    """
 
     x: float
     y: float
     fixed: bool
     name: str
+    exact: bool = False
 
 
 @dataclass(frozen=True)
@@ -586,14 +590,17 @@ def _parse_points(ctx: _Ctx, value: Any) -> tuple[Point, ...]:
     points = []
     for i, item in enumerate(ctx.sequence(value, 'points')):
         path = f'points[{i}]'
-        ctx.mapping(item, path, {'x', 'y', 'fixed', 'name'}, required=('x', 'y'))
+        ctx.mapping(item, path, {'x', 'y', 'fixed', 'name', 'exact'}, required=('x', 'y'))
         x = ctx.number(item['x'], f'{path}.x')
         y = ctx.number(item['y'], f'{path}.y')
         fixed = item.get('fixed', False)
         if not isinstance(fixed, bool):
             raise ctx.error(f'{path}.fixed', f'expected true or false, got {fixed!r}')
+        exact = item.get('exact', False)
+        if not isinstance(exact, bool):
+            raise ctx.error(f'{path}.exact', f'expected true or false, got {exact!r}')
         name = ctx.name(item['name'], f'{path}.name') if 'name' in item else f'p{i}'
-        points.append(Point(x, y, fixed, name))
+        points.append(Point(x, y, fixed, name, exact))
         ctx.names[f'x{i}'] = x
         ctx.names[f'y{i}'] = y
     if not points:

@@ -88,7 +88,7 @@ def test_the_command_line_prints_speed_and_outputs(bags, tmp_path, capsys):
 
 
 def test_a_missing_bag_is_one_line_and_exit_2(tmp_path, capsys):
-    rc = main([str(tmp_path / 'nope'), '--mechanism', str(fourbar_path()), '--quiet'])
+    rc = main([str(fourbar_path()), str(tmp_path / 'nope'), '--quiet'])
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1 and 'nope: no such bag' in err[0]
 
@@ -98,7 +98,7 @@ def test_a_bag_without_sensor_topics_is_one_line_and_exit_2(tmp_path, capsys):
     kit = cv.rosbags_kit(__import__('mbfg_ros.bag').bag.typestore())
     with BagWriter(tmp_path / 'b') as w:
         w.write('/chatter', cv.TYPES['Clock'], 10**9, cv.clock_msg(kit, 10**9))
-    rc = main([str(tmp_path / 'b'), '--mechanism', str(fourbar_path()), '--quiet'])
+    rc = main([str(fourbar_path()), str(tmp_path / 'b'), '--quiet'])
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1
     assert 'none of the expected topics /joint_states' in err[0] and '/chatter' in err[0]
@@ -111,7 +111,7 @@ def test_a_truncated_bag_writes_what_was_estimated_and_exits_2(bags, tmp_path, c
     f = next(bag.glob('*.mcap'))
     data = f.read_bytes()
     f.write_bytes(data[:int(len(data) * 0.6)])
-    rc = main([str(bag), '--mechanism', str(fourbar_path()), '--output', str(tmp_path / 'o'),
+    rc = main([str(fourbar_path()), str(bag), '--output', str(tmp_path / 'o'),
                '--quiet'])
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1
@@ -126,7 +126,7 @@ def test_a_truncated_bag_writes_what_was_estimated_and_exits_2(bags, tmp_path, c
 def test_a_bad_params_file_entry_is_named(bags, tmp_path, capsys):
     params = tmp_path / 'p.yaml'
     params.write_text('/**:\n  ros__parameters:\n    frequncy: 100.0\n')
-    rc = main([str(bags['mcap']), '--mechanism', str(fourbar_path()), '--params', str(params),
+    rc = main([str(fourbar_path()), str(bags['mcap']), '--params', str(params),
                '--quiet'])
     err = capsys.readouterr().err
     assert rc == 2 and "unknown parameter 'frequncy'" in err and 'p.yaml' in err

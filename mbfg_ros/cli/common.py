@@ -9,7 +9,8 @@ from typing import Any, Callable, TextIO
 
 from ..errors import MbfgError
 
-__all__ = ['run_cli', 'Progress', 'save_figure', 'plain', 'speed_phrase']
+__all__ = ['run_cli', 'Progress', 'save_figure', 'plain', 'speed_phrase', 'load_checked',
+           'check_writable']
 
 _FORMATS = ('png', 'pdf', 'svg', 'jpg', 'jpeg', 'eps', 'ps', 'tif', 'tiff', 'webp')
 
@@ -128,3 +129,33 @@ class Progress:
         if self.enabled and self.tty:
             self.stream.write('\n')
             self.stream.flush()
+
+
+def load_checked(path: str | Path, prog: str) -> Any:
+    """:func:`~mbfg_ros.dynamics.load_system`, printing ``<prog>: warning: ...`` on stderr
+    when assembly moved points far from the YAML pose (:func:`assembly_warning`)."""
+    from ..dynamics import assembly_warning, load_system
+    system = load_system(path)
+    warning = assembly_warning(system)
+    if warning:
+        print(f'{prog}: warning: {warning}', file=sys.stderr)
+    return system
+
+
+def check_writable(path: str | Path | None, what: str = 'output') -> None:
+    """Fail now, not after a long run, when ``path`` cannot be written: its directory
+    is missing or not writable, or it is a directory itself.
+
+    :raises MbfgError: one line naming the path and why.
+    """
+    if path is None:
+        return
+    p = Path(path)
+    parent = p.parent if str(p.parent) else Path('.')
+    if p.is_dir() and what != 'directory':
+        raise MbfgError(f'{p}: cannot write the {what}: it is a directory')
+    if not parent.is_dir():
+        raise MbfgError(f'{p}: cannot write the {what}: directory {parent} does not exist')
+    if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
+        raise MbfgError(f'{p}: cannot write the {what}: permission denied')
+

@@ -35,14 +35,13 @@ from pathlib import Path
 
 import numpy as np
 
-from ..dynamics import load_system
 from ..errors import MbfgError
 from ..inverse import InverseConfig, InverseResult, inverse_dynamics
 from ..measured import measured_inverse, torque_fit
 from ..model import Mechanism
 from ..reactions import Reactions
 from ..trajectory import load_trajectory
-from .common import Progress, plain, run_cli, save_figure
+from .common import Progress, check_writable, load_checked, plain, run_cli, save_figure
 from .identify import add_measured_arguments, derivative_options, measured_logs
 
 __all__ = ['main', 'plot_inverse']
@@ -59,7 +58,11 @@ def _main(argv: list[str] | None) -> int:
     p = argparse.ArgumentParser(prog='mbfg-inverse', description=plain(__doc__.split('\n')[0]))
     p.add_argument('config', help='mechanism YAML')
     src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument('--trajectory', help='time + one column per coordinate')
+    src.add_argument('--trajectory',
+                     help='prescribed motion: a text file, one sample per line: time [s], '
+                          'then one value per prescribed coordinate (rad or m), separated by '
+                          'spaces or commas; lines starting with # or %% are comments; time '
+                          'strictly increasing, at least 3 samples')
     src.add_argument('--measured', help='measured joint motion: CSV with a header row')
     src.add_argument('--bag', help='measured joint motion: rosbag2 with sensor_msgs/JointState')
     p.add_argument('--coordinates', help='prescribed coordinates (indices or names, comma '
@@ -74,7 +77,9 @@ def _main(argv: list[str] | None) -> int:
     p.add_argument('--batch', action='store_true', help='solve only the final graph '
                    '(same answer, faster) instead of the four stages')
     args = p.parse_args(argv)
-    sys_ = load_system(args.config)
+    check_writable(args.output, 'CSV')
+    check_writable(args.plot, 'plot')
+    sys_ = load_checked(args.config, 'mbfg-inverse')
     mech = sys_.mech
     if args.trajectory is None:
         return _measured(args, sys_)

@@ -1,6 +1,9 @@
 """``mbfg-replay``: run the estimator over a recorded rosbag2, as fast as possible.
 
-    mbfg-replay BAG --mechanism YAML [--params FILE] [--output OUT] [--plot FILE.png]
+    mbfg-replay MECHANISM BAG [--params FILE] [--output OUT] [--plot FILE.png]
+
+(the mechanism first, as in the other tools; the old ``mbfg-replay BAG --mechanism
+YAML`` still works and prints a deprecation note).
 
 Reads JointState and Imu messages (MCAP or sqlite3, through rosbags; no ROS
 installation needed) and feeds them, converted exactly as the live node
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,11 +36,11 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..bag import BagError, BagWriter, bag_topics, read_messages, typestore
-from ..dynamics import load_system
 from ..ros import conversions as cv
 from ..ros.driver import EstimatorDriver, TickOutput
 from ..ros.params import ESTIMATOR_PARAMS, load_params_file, parse_estimator
-from .common import Progress, plain, run_cli, save_figure, speed_phrase
+from .common import (Progress, check_writable, load_checked, plain, run_cli, save_figure,
+                     speed_phrase)
 
 __all__ = ['ReplayResult', 'replay', 'main', 'NODE']
 
@@ -168,7 +172,7 @@ def replay(bag: str | Path, mechanism: str | Path, params: dict | None = None,
     values['mechanism'] = str(mechanism)
     values.pop('use_sim_time', None)
     settings = parse_estimator(values, where='parameters')
-    system = load_system(settings.mechanism)
+    system = load_checked(settings.mechanism, 'mbfg-replay')
     driver = EstimatorDriver(system, settings)
     mech = system.mech
     res = ReplayResult(joint_names=driver.joint_names,
@@ -382,30 +386,82 @@ def plot_replay(res: ReplayResult, system: Any, path: Path) -> list[str]:
     return labels
 
 
+BAG_HELP = """\
+What the bag must hold (a rosbag2 directory, MCAP or sqlite3, as written by
+"ros2 bag record" or mbfg-simulate's node; no ROS installation is needed to read it):
+
+  /joint_states        sensor_msgs/msg/JointState: the encoders. "name" lists joint
+                       names of the mechanism YAML's "joints:" (others are ignored),
+                       "position" their angles [rad] or slider positions [m];
+                       "velocity" (optional) their rates, "effort" (optional) the
+                       motor torques. Each message carries its time in header.stamp.
+  /imu/<name>          sensor_msgs/msg/Imu, one topic per IMU of the YAML
+                       ("sensors:", its "topic" if given): angular_velocity.z [rad/s],
+                       linear_acceleration.x/.y [m/s^2] in the IMU's frame.
+  /estimator_node/reference (optional)
+                       trajectory_msgs/msg/JointTrajectory: the desired motion of the
+                       actuated joints, for the torque commands.
+  */ground_truth (optional)
+                       sensor_msgs/msg/JointState of the true coordinates (the
+                       simulator's): plotted against the estimate.
+
+At least one of the joint or IMU topics must be there. Topic names follow the
+parameters file (joint_states_topic, reference_topic), as for the node.
+"""
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog='mbfg-replay',
-                                description=plain(__doc__.split('\n\n')[0]))
-    p.add_argument('bag', help='rosbag2 directory (MCAP or sqlite3)')
-    p.add_argument('--mechanism', required=True, help='mechanism YAML')
+                                usage='mbfg-replay [-h] MECHANISM BAG [--params FILE] '
+                                      '[--output DIR] [--csv FILE] [--plot FILE] '
+                                      '[--storage {mcap,sqlite3}] [--quiet]',
+                                description=plain(__doc__.split('\n\n')[0]),
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                epilog=BAG_HELP)
+    p.add_argument('paths', nargs='+', metavar='MECHANISM BAG',
+                   help='the mechanism YAML, then the rosbag2 directory to replay (see '
+                        'below for what it must hold)')
+    p.add_argument('--mechanism', help='deprecated: the old form "mbfg-replay BAG '
+                   '--mechanism YAML"; give the mechanism first instead')
     p.add_argument('--params', help='ROS parameters file (estimator_node or /** '
                    'ros__parameters), as given to the node')
     p.add_argument('--output', help='output rosbag2 directory (default: BAG_estimates)')
-    p.add_argument('--csv', help='CSV of the estimates (default: OUTPUT.csv)')
+    p.add_argument('--csv', help='CSV of the estimates (default: OUTPUT.csv): t, the '
+                   'coordinates by name, their rates (<name>_dot), the joints\' '
+                   '<joint>.position/.velocity, the commands, status, tick_ms')
     p.add_argument('--plot', help='PNG with estimated vs measured joints')
     p.add_argument('--storage', choices=('mcap', 'sqlite3'), default='mcap',
-                   help='storage of the output bag')
+                   help='storage of the output bag: mcap (one file, default) or sqlite3 '
+                        '(the older rosbag2 default)')
     p.add_argument('--quiet', action='store_true', help='no progress bar')
     return p
 
 
+def _mechanism_and_bag(p: argparse.ArgumentParser, a: argparse.Namespace) -> tuple[str, str]:
+    if a.mechanism is not None:
+        if len(a.paths) != 1:
+            p.error('with --mechanism give only BAG (better: mbfg-replay MECHANISM BAG)')
+        print('mbfg-replay: note: --mechanism is deprecated; use '
+              f'"mbfg-replay {a.mechanism} {a.paths[0]}"', file=sys.stderr)
+        return a.mechanism, a.paths[0]
+    if len(a.paths) != 2:
+        p.error('expected MECHANISM BAG (the mechanism YAML, then the bag directory)')
+    return a.paths[0], a.paths[1]
+
+
 def _main(argv: Sequence[str] | None) -> int:
-    a = _parser().parse_args(argv)
+    p = _parser()
+    a = p.parse_args(argv)
+    mechanism, bag = _mechanism_and_bag(p, a)
     params = load_params_file(a.params, NODE) if a.params else {}
     unknown = set(params) - {p.name for p in ESTIMATOR_PARAMS} - {'use_sim_time'}
     if unknown:
         parse_estimator(params, where=str(a.params))      # raises, naming the key
-    output = a.output or str(Path(a.bag).resolve()) + '_estimates'
-    res = replay(a.bag, a.mechanism, params, output=output, csv_path=a.csv, plot=a.plot,
+    output = a.output or str(Path(bag).resolve()) + '_estimates'
+    check_writable(output, 'directory')
+    check_writable(a.csv, 'CSV')
+    check_writable(a.plot, 'plot')
+    res = replay(bag, mechanism, params, output=output, csv_path=a.csv, plot=a.plot,
                  storage=a.storage, show_progress=not a.quiet)
     ms = 1e3 * float(np.mean(res.tick_seconds)) if res.tick_seconds else float('nan')
     print(f'{res.messages} messages, {len(res.times)} ticks ({ms:.2f} ms per tick), '

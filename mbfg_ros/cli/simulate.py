@@ -1,22 +1,23 @@
 """mbfg-simulate: forward dynamics of a mechanism YAML with the factor graph.
 
-Writes t, q0.., qd0.., qdd0.., phi_norm as CSV (one row per step,
-t = 0 included), prints a summary (steps, ms per step, max |Φ|, energy drift)
-and optionally plots q, q̇ and |Φ|.
+Writes t, the coordinates by name (x1, y1, ..., theta...), their rates (x1_dot...)
+and accelerations (x1_ddot...), phi_norm as CSV (one row per step, t = 0
+included), prints a summary (steps, ms per step, max |Φ|, energy drift) and
+optionally plots q, q̇ and |Φ|.
 """
 from __future__ import annotations
 
 import argparse
 import time
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 
-from ..dynamics import load_system
 from ..errors import MbfgError
 from ..forward import (COORDINATES, IC_BASES, INTEGRATORS, SOLVERS, ForwardConfig,
                        Trajectory, energy, simulate)
-from .common import Progress, plain, run_cli, save_figure
+from .common import Progress, check_writable, load_checked, plain, run_cli, save_figure
 
 __all__ = ['main', 'write_csv', 'plot_trajectory', 'energy_drift', 'coordinate_units']
 
@@ -25,28 +26,42 @@ PROG = 'mbfg-simulate'
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=PROG, description=plain(__doc__.splitlines()[0]))
-    p.add_argument('config', help='mechanism YAML file')
+    p.add_argument('config', help='mechanism YAML file (README: "Mechanism YAML")')
     p.add_argument('--duration', type=float, default=5.0, help='simulated time [s] (5)')
     p.add_argument('--dt', type=float, default=1e-3, help='time step [s] (0.001)')
     p.add_argument('--window', type=int, default=2, help='states in the window Nw (2)')
-    p.add_argument('--coordinates', choices=COORDINATES, default='dependent')
+    p.add_argument('--coordinates', choices=COORDINATES, default='dependent',
+                   help='dependent: integrate all of q and hold the constraints by factors '
+                        '(default); independent: integrate only the degrees of freedom z and '
+                        'solve q from them every step (seed 000 Fig. 3)')
     p.add_argument('--ic-basis', choices=IC_BASES, default=ForwardConfig.ic_basis,
-                   help='independent coordinates: tangent (z = Nᵀq, re-chosen each step; '
-                        'default) or coordinates (z ⊂ q as in seed 000, switched near '
-                        'singular poses)')
-    p.add_argument('--integrator', choices=INTEGRATORS, default='trapezoidal')
-    p.add_argument('--solver', choices=SOLVERS, default=ForwardConfig.solver)
-    p.add_argument('--output', '-o', type=Path, help='CSV file to write')
+                   help='with --coordinates independent: tangent (z = Nᵀq, re-chosen each '
+                        'step), coordinates (z ⊂ q as in seed 000, switched near singular '
+                        'poses) or auto (default: the library picks)')
+    p.add_argument('--integrator', choices=INTEGRATORS, default='trapezoidal',
+                   help='trapezoidal: second order, keeps energy (default); euler: first '
+                        'order, loses energy, for comparison')
+    p.add_argument('--solver', choices=SOLVERS, default=ForwardConfig.solver,
+                   help='anchored: a window whose oldest state is held, re-solved by '
+                        'Gauss-Newton each step (default, fastest); anchored-lm: the same '
+                        'with Levenberg-Marquardt (slower); incremental: ISAM2 fixed-lag '
+                        'smoother (fast, long runs gain energy); batch: batch fixed-lag '
+                        'smoother')
+    p.add_argument('--output', '-o', type=Path, help='CSV file to write: t, the coordinates '
+                   'by name (x1, y1, ...), their rates (x1_dot...), accelerations '
+                   '(x1_ddot...), phi_norm')
     p.add_argument('--plot', type=Path, help='PNG file with q, q̇ and |Φ| against t')
     p.add_argument('--quiet', action='store_true', help='no progress bar')
     return p
 
 
-def write_csv(path: Path, traj: Trajectory) -> None:
-    """One row per step: t, q, q̇, q̈, ‖Φ(q)‖."""
+def write_csv(path: Path, traj: Trajectory, names: Sequence[str] | None = None) -> None:
+    """One row per step: t, q, q̇, q̈, ‖Φ(q)‖; columns named after the coordinates
+    (``x1``, ``x1_dot``, ``x1_ddot``...; ``q0``... when no names are given)."""
     n = traj.q.shape[1]
-    header = ','.join(['t'] + [f'{v}{i}' for v in ('q', 'qd', 'qdd') for i in range(n)]
-                      + ['phi_norm'])
+    names = list(names) if names is not None else [f'q{i}' for i in range(n)]
+    header = ','.join(['t'] + names + [f'{c}_dot' for c in names]
+                      + [f'{c}_ddot' for c in names] + ['phi_norm'])
     data = np.column_stack((traj.t, traj.q, traj.qd, traj.qdd, traj.phi_norm))
     try:
         np.savetxt(path, data, delimiter=',', header=header, comments='', fmt='%.12g')
@@ -112,7 +127,9 @@ def _main(argv: list[str] | None) -> int:
     config = ForwardConfig(dt=args.dt, window=args.window, coordinates=args.coordinates,
                            ic_basis=args.ic_basis,
                            integrator=args.integrator, solver=args.solver)
-    system = load_system(args.config)
+    check_writable(args.output, 'CSV')
+    check_writable(args.plot, 'plot')
+    system = load_checked(args.config, PROG)
     progress = Progress(args.duration, 'simulating', enabled=not args.quiet)
     start = time.perf_counter()
     try:
@@ -131,7 +148,7 @@ def _main(argv: list[str] | None) -> int:
     print(f'  energy drift    {drift:+.3e} J ({rel:+.2e} of the largest kinetic energy, '
           f'{scale:.4g} J; meaningful for conservative mechanisms)')
     if args.output:
-        write_csv(args.output, traj)
+        write_csv(args.output, traj, system.names)
         print(f'  wrote {args.output}')
     if args.plot:
         angles = {r.name for r in system.mech.relative}

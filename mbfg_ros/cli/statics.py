@@ -28,11 +28,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ..dynamics import System, load_system
+from ..dynamics import System
 from ..errors import MbfgError
 from ..reactions import JointReactions, Reactions
 from ..statics import Equilibrium, StaticsError, start_pose, static_equilibrium
-from .common import run_cli, save_figure
+from .common import check_writable, load_checked, run_cli, save_figure
 
 __all__ = ['main', 'parse_start', 'plot_equilibrium']
 
@@ -134,7 +134,9 @@ def _main(argv: list[str] | None) -> int:
                    help='continue downhill from an unstable equilibrium (default: on)')
     p.add_argument('--plot', help='PNG of the mechanism at equilibrium with the reactions')
     args = p.parse_args(argv)
-    sys_ = load_system(args.config)
+    check_writable(args.output, 'CSV')
+    check_writable(args.plot, 'plot')
+    sys_ = load_checked(args.config, PROG)
     q0 = start_pose(sys_, parse_start(args.start)) if args.start else None
     try:
         eq = static_equilibrium(sys_, q0, stable=args.stable)

@@ -51,7 +51,7 @@ from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
-from ..dynamics import load_system
+from ..dynamics import assembly_warning, load_system
 from . import conversions as cv
 from .driver import EstimatorDriver, TickOutput
 from .markers import ESTIMATE_STYLE, MarkerGeometry, MarkerPublisher
@@ -170,6 +170,8 @@ class EstimatorNode(Node):
         declare(self, ESTIMATOR_PARAMS)
         settings = parse_estimator(read(self, ESTIMATOR_PARAMS), where=self.get_name())
         system = load_system(settings.mechanism)
+        if assembly_warning(system):
+            self.get_logger().warning(assembly_warning(system))
         v = settings.values
         self.driver = EstimatorDriver(system, settings, live=True)
         self.executor_kind = v['executor']

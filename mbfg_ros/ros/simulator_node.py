@@ -38,7 +38,7 @@ from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
-from ..dynamics import load_system
+from ..dynamics import assembly_warning, load_system
 from ..errors import MbfgError
 from . import conversions as cv
 from .markers import TRUTH_STYLE, MarkerGeometry, MarkerPublisher
@@ -79,6 +79,8 @@ class SimulatorNode(Node):
         declare(self, SIMULATOR_PARAMS)
         self.settings = s = parse_simulator(read(self, SIMULATOR_PARAMS), self.get_name())
         self.system = load_system(s.mechanism)
+        if assembly_warning(self.system):
+            self.get_logger().warning(assembly_warning(self.system))
         mech = self.system.mech
         try:
             self.sim = ForwardSimulator(self.system, ForwardConfig(dt=s.dt, window=s.window))
