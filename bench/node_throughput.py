@@ -119,22 +119,25 @@ def generator(data: Path, start_file: Path) -> int:
         time.sleep(0.05)
     time.sleep(1.0)              # let the node's other endpoints settle (not a wait for DDS)
     JointState, Imu = cv.message_class('JointState'), cv.message_class('Imu')
-    kinds, stamps = d['kind'], d['stamp']
-    msgs = []                                    # built before the clock starts
-    for i in range(len(kinds)):
-        if kinds[i] == 0:
-            m = JointState(name=['crank'], position=[float(d['enc'][i])])
-        else:
-            m = Imu()
-            m.header.frame_id = 'coupler_imu'
-            m.orientation_covariance[0] = -1.0
-            m.angular_velocity.z = float(d['gyro'][i])
-            m.linear_acceleration.x, m.linear_acceleration.y = map(float, d['acc'][i])
-        msgs.append((pub_js if kinds[i] == 0 else pub_imu, m))
+    kinds, stamps = d['kind'].tolist(), d['stamp']
+    enc, gyro, acc = d['enc'].tolist(), d['gyro'].tolist(), d['acc'].tolist()
+    # two messages refilled in place (publish serialises at once): a 10-minute soak has
+    # 1.2 million readings, too many to build before the clock starts
+    js = JointState(name=['crank'], position=[0.0])
+    imu = Imu()
+    imu.header.frame_id = 'coupler_imu'
+    imu.orientation_covariance[0] = -1.0
     offsets = [int(round(x * NS)) for x in stamps]
     start = time.time_ns() + NS // 5               # ROS time = system time (no sim time)
     start_file.write_text(str(start))
-    for (pub, m), off in zip(msgs, offsets):
+    for i, off in enumerate(offsets):
+        if kinds[i] == 0:
+            pub, m = pub_js, js
+            m.position = [enc[i]]
+        else:
+            pub, m = pub_imu, imu
+            m.angular_velocity.z = gyro[i]
+            m.linear_acceleration.x, m.linear_acceleration.y = acc[i]
         t = start + off
         while (wait := t - time.time_ns()) > 0:
             if wait > 1_500_000:

@@ -18,8 +18,8 @@ import rclpy.executors
 from mbfg_ros.ros.estimator_node import make_executor
 from mbfg_ros.ros.params import ParameterError
 
-from test_ros_nodes import (Peer, _publish_in_real_time, _valid_messages,  # noqa: F401
-                            _wait_for_node, diag_values, start, stop)
+from test_ros_nodes import (SENSORS, STATE_AND_DIAGNOSTICS, Peer,  # noqa: F401
+                            _publish_in_real_time, _valid_messages, diag_values, start, stop)
 from test_ros_support import fourbar_data, fourbar_path, unique_domain
 
 pytestmark = pytest.mark.ros
@@ -70,11 +70,8 @@ def test_with_the_events_executor_the_node_estimates_over_dds(tmp_path):
                                     'executor': 'events'}, domain, tmp_path)
     peer = Peer(domain)
     try:
-        pub_js = peer.publisher('/joint_states', 'JointState')
-        pub_imu = peer.publisher('/imu/coupler_imu', 'Imu')
-        peer.listen('/estimator_node/state', 'JointState')
-        peer.listen('/diagnostics', 'DiagnosticArray')
-        _wait_for_node(peer, (pub_js, pub_imu))
+        pubs = peer.connect(SENSORS, STATE_AND_DIAGNOSTICS)
+        pub_js, pub_imu = pubs['/joint_states'], pubs['/imu/coupler_imu']
         states, diags = peer.inbox['/estimator_node/state'], peer.inbox['/diagnostics']
         t0 = peer.node.get_clock().now().nanoseconds + 100_000_000
         msgs, traj = _valid_messages(peer, system, t0, duration=0.4)

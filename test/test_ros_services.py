@@ -13,8 +13,8 @@ import pytest
 from mbfg_ros.ros import conversions as cv
 from mbfg_ros.sensors import joint_positions, joint_velocities, wrap_angle
 
-from test_ros_nodes import (Peer, _msg, _publish_in_real_time, _valid_messages,  # noqa: F401
-                            _wait_for_node, diag_values, start, stop)
+from test_ros_nodes import (SENSORS, STATE_AND_DIAGNOSTICS, Peer,  # noqa: F401
+                            _publish_in_real_time, _valid_messages, diag_values, start, stop)
 from test_ros_support import fourbar_data, fourbar_path, unique_domain
 
 pytestmark = pytest.mark.ros
@@ -40,15 +40,11 @@ def test_reset_and_set_state_over_dds_are_applied_counted_and_bad_input_is_refus
                  tmp_path)
     peer = Peer(domain)
     try:
-        pub_js = peer.publisher('/joint_states', 'JointState')
-        pub_imu = peer.publisher('/imu/coupler_imu', 'Imu')
-        pub_set = peer.publisher('/estimator_node/set_state', 'JointState')
-        peer.listen('/estimator_node/joint_states', 'JointState')
-        peer.listen('/diagnostics', 'DiagnosticArray')
-        peer.inbox['/estimator_node/state'] = []
-        peer.node.create_subscription(_msg('JointState'), '/estimator_node/state',
-                                      peer.inbox['/estimator_node/state'].append, 10)
-        _wait_for_node(peer, (pub_js, pub_imu, pub_set))
+        pubs = peer.connect({**SENSORS, '/estimator_node/set_state': 'JointState'},
+                            {**STATE_AND_DIAGNOSTICS,
+                             '/estimator_node/joint_states': 'JointState'})
+        pub_js, pub_imu = pubs['/joint_states'], pubs['/imu/coupler_imu']
+        pub_set = pubs['/estimator_node/set_state']
         diags, joints = peer.inbox['/diagnostics'], peer.inbox['/estimator_node/joint_states']
         now = lambda: peer.node.get_clock().now().nanoseconds  # noqa: E731
         counter = lambda k: int(diag_values(diags[-1]).get(k, -1))  # noqa: E731
@@ -146,14 +142,9 @@ def test_noise_and_gains_are_live_parameters_validated_over_dds(tmp_path):
                                     'covariance_every': 1}, domain, tmp_path)
     peer = Peer(domain)
     try:
-        pub_js = peer.publisher('/joint_states', 'JointState')
-        pub_imu = peer.publisher('/imu/coupler_imu', 'Imu')
-        peer.listen('/estimator_node/state_stddev', 'JointState')
-        peer.listen('/diagnostics', 'DiagnosticArray')
-        peer.inbox['/estimator_node/state'] = []
-        peer.node.create_subscription(_msg('JointState'), '/estimator_node/state',
-                                      peer.inbox['/estimator_node/state'].append, 10)
-        _wait_for_node(peer, (pub_js, pub_imu))
+        pubs = peer.connect(SENSORS, {**STATE_AND_DIAGNOSTICS,
+                                      '/estimator_node/state_stddev': 'JointState'})
+        pub_js = pubs['/joint_states']
         diags, stds = peer.inbox['/diagnostics'], peer.inbox['/estimator_node/state_stddev']
         now = lambda: peer.node.get_clock().now().nanoseconds  # noqa: E731
         counter = lambda k: int(diag_values(diags[-1]).get(k, -1))  # noqa: E731
