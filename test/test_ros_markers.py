@@ -6,6 +6,8 @@ The marker geometry is checked against the state published at the same stamp
 """
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
@@ -53,6 +55,7 @@ def test_the_estimator_draws_its_estimate_at_the_markers_rate(tmp_path):
         states = peer.inbox['/estimator_node/state']
         t0 = peer.node.get_clock().now().nanoseconds + 100_000_000
         msgs, _ = _valid_messages(peer, system, t0, duration=1.0)
+        wall0 = time.monotonic()
         _publish_in_real_time(peer, {'js': pubs['/joint_states'],
                                      'imu': pubs['/imu/coupler_imu']}, msgs)
         t_end = msgs[-1][0]
@@ -60,6 +63,7 @@ def test_the_estimator_draws_its_estimate_at_the_markers_rate(tmp_path):
                         >= t_end - 10_000_000, 20, 'the last estimates')
         peer.spin_until(lambda: markers and cv.stamp_ns(markers[-1].markers[0].header.stamp)
                         >= cv.stamp_ns(states[-1].header.stamp), 20, 'the last markers')
+        wall = time.monotonic() - wall0
     finally:
         peer.close()
         rc = stop(proc)
@@ -76,10 +80,11 @@ def test_the_estimator_draws_its_estimate_at_the_markers_rate(tmp_path):
             checked += 1
     assert checked >= 5, (checked, len(markers))
     # 1 s of estimates at 200 Hz (fewer when a loaded machine merges ticks), markers at
-    # 20 Hz: about 20, each stamp once, not one per tick
+    # 20 Hz on the steady clock: about 20 over the run's wall time, each stamp once, never
+    # more than the timer's rate allows (not one per tick)
     stamps = [cv.stamp_ns(m.markers[0].header.stamp) for m in markers]
     assert len(set(stamps)) == len(stamps)
-    assert 8 <= len(markers) <= 33, (len(markers), len(states))
+    assert len(markers) <= 20.0 * wall + 3, (len(markers), len(states), wall)
     assert len(markers) < len(states), (len(markers), len(states))
 
 
