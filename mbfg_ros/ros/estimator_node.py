@@ -104,23 +104,36 @@ def make_executor(kind: str = 'auto') -> rclpy.executors.Executor:
     return rclpy.executors.SingleThreadedExecutor()
 
 
-def _drain(sub: Any, first: Any, limit: int):
-    """``first``, then the messages already waiting on ``sub`` (at most ``limit``).
+def _take(sub: Any) -> Any:
+    """The next message waiting on ``sub``, or None (nothing waiting)."""
+    with sub.handle:
+        info = sub.handle.take_message(sub.msg_type, sub.raw)
+    return None if info is None else info[0]
+
+
+def _drain(inputs: list, limit: int):
+    """``(handler, message)`` pairs already waiting on the sensor subscriptions
+    ``inputs`` (``(subscription, handler)`` pairs), taken round-robin, at most ``limit``.
 
     One executor dispatch per message costs far more than the message itself at
     1 kHz (rclpy rebuilds its wait set); taking what is queued in one callback is
     what the executor's own dispatch does (``Subscription.handle.take_message``),
-    minus the per-message round trip. Any failure of that internal API falls back to
-    one message per callback.
+    minus the per-message round trip. Round-robin over *every* sensor topic keeps
+    their backlogs in step: draining one topic alone would run the ticks past the
+    other topic's waiting readings and drop them as too old. Any failure of that
+    internal API falls back to one message per callback.
     """
-    yield first
+    live = list(inputs)
+    taken = 0
     try:
-        for _ in range(limit):
-            with sub.handle:
-                info = sub.handle.take_message(sub.msg_type, sub.raw)
-            if info is None:
-                return
-            yield info[0]
+        while live and taken < limit:
+            for item in tuple(live):
+                msg = _take(item[0])
+                if msg is None:
+                    live.remove(item)
+                    continue
+                taken += 1
+                yield item[1], msg
     except Exception:  # noqa: BLE001 - an rclpy without this API: per-message dispatch
         return
 
@@ -194,7 +207,11 @@ class EstimatorNode(Node):
                                      functools.partial(self._on_imu, s.name), SENSOR_QOS)
             for s in system.mech.sensors]
         self._imu_subs = dict(zip((s.name for s in system.mech.sensors), self.sub_imus))
-        self._drain_max = 256
+        self._imu_handlers = {s.name: functools.partial(self._imu_in, s.name)
+                              for s in system.mech.sensors}
+        self._sensor_inputs = [(self.sub_joints, self._joints_in)] + [
+            (self._imu_subs[n], h) for n, h in self._imu_handlers.items()]
+        self._drain_max = 64          # messages per callback: the sim clock stays fresh
         self.sub_ref = self.create_subscription(cv.message_class('JointTrajectory'),
                                                 v['reference_topic'], self._on_reference, 10)
         self.pub_joints = self.create_publisher(cv.message_class('JointState'),
@@ -249,17 +266,23 @@ class EstimatorNode(Node):
             if self.marker_timer is not None and self.marker_timer.is_canceled():
                 self.marker_timer.reset()
 
+    def _joints_in(self, msg: Any) -> bool:
+        return self.driver.joint_state(msg, self._now_ns()) is not None
+
+    def _imu_in(self, sensor: str, msg: Any) -> bool:
+        return self.driver.imu(msg, sensor, self._now_ns()) is not None
+
     def _on_joints(self, msg: Any) -> None:
-        queued = False
-        for m in _drain(self.sub_joints, msg, self._drain_max):
-            queued |= self.driver.joint_state(m, self._now_ns()) is not None
-        if queued:
-            self._wake()
+        self._on_sensor(self._joints_in, msg)
 
     def _on_imu(self, sensor: str, msg: Any) -> None:
-        queued = False
-        for m in _drain(self._imu_subs[sensor], msg, self._drain_max):
-            queued |= self.driver.imu(m, sensor, self._now_ns()) is not None
+        self._on_sensor(self._imu_handlers[sensor], msg)
+
+    def _on_sensor(self, handler: Any, msg: Any) -> None:
+        """One sensor message, then everything waiting on all sensor topics."""
+        queued = handler(msg)
+        for h, m in _drain(self._sensor_inputs, self._drain_max):
+            queued |= h(m)
         if queued:
             self._wake()
 
