@@ -47,7 +47,7 @@ def run_node(name: str, make: Callable[[], Node], spin: Callable[[Node], None],
             spin(node)
         finally:
             for sig in (signal.SIGINT, signal.SIGTERM):
-                signal.signal(sig, signal.SIG_IGN)        # clean-up is not interruptible
+                signal.signal(sig, _ignore)               # clean-up is not interruptible
     except KeyboardInterrupt:
         pass
     except rclpy.executors.ExternalShutdownException:
@@ -68,7 +68,15 @@ def run_node(name: str, make: Callable[[], Node], spin: Callable[[Node], None],
                     raise
         if rclpy.ok():
             rclpy.shutdown()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_IGN)   # rclpy's shutdown restored the defaults
     return 0
+
+
+def _ignore(_signum: int, _frame: Any) -> None:
+    """A Python-level "ignore": a signal already pending when the handler changes runs
+    this, where ``SIG_IGN`` would make CPython print "Signal 15 ignored due to race
+    condition" with a traceback (SIGINT then SIGTERM within one executor wait)."""
 
 
 def stop_on_signals(node: Node) -> None:
@@ -79,9 +87,7 @@ def stop_on_signals(node: Node) -> None:
     stop = node.stop_requested
 
     def request_stop(_signum: int, _frame: Any) -> None:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        stop.set()
+        stop.set()          # later signals land here again: a no-op
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, request_stop)
