@@ -1,0 +1,108 @@
+"""The immutable spatial multibody model (seed 002 §III, seed 004 §5): a tree of
+rigid links joined by 1-DOF joints, plus loop-closing joints.
+
+Conventions (GTSAM's, so the factors use ``gtsam.Pose3`` directly):
+
+* Links are numbered ``0..nb-1``; link 0 is the root (the URDF root link, fixed to
+  the world). Movable joint ``j`` (``0..n-1``) moves link ``child[j]`` relative to
+  link ``parent[j]``; ``q[j]`` is its coordinate. Joints are topologically ordered
+  (a joint's parent link is the root or the child of an earlier joint).
+* ``T_home[j]`` (4x4) is the URDF joint origin: the child link frame in the parent
+  link frame at ``q[j] = 0``. The child frame at ``q`` is
+  ``T_home[j] @ exp(screw_j q_j)`` with ``screw_j`` the unit joint twist in the child
+  frame: ``[axis; 0]`` (revolute, continuous) or ``[0; axis]`` (prismatic).
+* Twists and wrenches are 6-vectors ``[angular; linear]`` in the link frame
+  (GTSAM's Pose3 tangent order; Pinocchio's Motion/Force order is
+  ``[linear; angular]``: swap the halves when comparing).
+* Each link's body frame is its URDF link frame; ``mass``, ``com`` (in that frame)
+  and ``inertia`` (3x3 about the centre of mass, axes of that frame). Fixed joints
+  are merged into their parent link (inertia combined, the merged link kept as a
+  named frame in ``frames``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ['JOINT_TYPES', 'LoopJoint', 'SpatialModel']
+
+JOINT_TYPES = ('revolute', 'prismatic')
+"""Movable joint types after loading (``continuous`` is a revolute without limits)."""
+
+
+@dataclass(frozen=True)
+class LoopJoint:
+    """A loop-closing joint (seed 002 §VII): ``child`` link joined to ``parent`` link.
+
+    The joint frame is ``T_parent`` in the parent link and ``T_child`` in the child
+    link; they coincide up to the joint's motion along ``axis`` (joint frame).
+    ``actuated``: a motor acts across it (redundant actuation).
+    """
+
+    name: str
+    type: str                 # 'revolute' | 'prismatic' | 'spherical' | 'fixed'
+    parent: int
+    T_parent: np.ndarray      # (4, 4)
+    child: int
+    T_child: np.ndarray       # (4, 4)
+    axis: np.ndarray          # (3,) unit, joint frame
+    actuated: bool = False
+
+
+@dataclass(frozen=True)
+class SpatialModel:
+    """A spatial multibody model: built once (``load_spatial``), never mutated."""
+
+    source: str
+    link_names: tuple[str, ...]          # (nb,)
+    joint_names: tuple[str, ...]         # (n,)
+    joint_type: tuple[str, ...]          # (n,) in JOINT_TYPES
+    parent: np.ndarray                   # (n,) int: parent link of joint j
+    child: np.ndarray                    # (n,) int: child link of joint j
+    T_home: np.ndarray                   # (n, 4, 4)
+    axis: np.ndarray                     # (n, 3) unit, child frame
+    mass: np.ndarray                     # (nb,)
+    com: np.ndarray                      # (nb, 3)
+    inertia: np.ndarray                  # (nb, 3, 3) about the com
+    gravity: np.ndarray                  # (3,) in the root frame, e.g. (0, 0, -9.81)
+    lower: np.ndarray                    # (n,) position limits (-inf: none)
+    upper: np.ndarray                    # (n,)
+    velocity_limit: np.ndarray           # (n,) (inf: none)
+    effort_limit: np.ndarray             # (n,) (inf: none)
+    actuated: np.ndarray                 # (n,) bool
+    q0: np.ndarray                       # (n,) start / assembly guess
+    loops: tuple[LoopJoint, ...] = ()
+    frames: dict = field(default_factory=dict)   # name -> (link index, (4, 4) pose in it)
+
+    @property
+    def n(self) -> int:
+        """Number of tree joint coordinates."""
+        return len(self.joint_names)
+
+    @property
+    def nb(self) -> int:
+        """Number of links, root included."""
+        return len(self.link_names)
+
+    @property
+    def screw(self) -> np.ndarray:
+        """(n, 6) unit joint twists ``[angular; linear]`` in the child frames."""
+        s = np.zeros((self.n, 6))
+        rev = np.array([t == 'revolute' for t in self.joint_type])
+        s[rev, :3] = self.axis[rev]
+        s[~rev, 3:] = self.axis[~rev]
+        return s
+
+    def spatial_inertia(self) -> np.ndarray:
+        """(nb, 6, 6) link spatial inertias in the link frames, ``[angular; linear]``
+        order (seed 002 Eq. 6's ``G``): ``[[I_c + m [c]ᵀ[c], m [c]], [m [c]ᵀ, m 1]]``."""
+        G = np.zeros((self.nb, 6, 6))
+        for b in range(self.nb):
+            m, c = self.mass[b], self.com[b]
+            C = np.array([[0, -c[2], c[1]], [c[2], 0, -c[0]], [-c[1], c[0], 0]])
+            G[b, :3, :3] = self.inertia[b] + m * C.T @ C
+            G[b, :3, 3:] = m * C
+            G[b, 3:, :3] = m * C.T
+            G[b, 3:, 3:] = m * np.eye(3)
+        return G
