@@ -364,17 +364,11 @@ class EstimatorDriver:
                        f'clock jumped back by {(self._last_clock - now_ns) / NS:.3f} s')
         self._last_clock = now_ns
         T = now_ns - self.delay_ns
-        if self.live and self._max_stamp is not None:
-            quiet = time.monotonic_ns() - self._push_wall
-            if quiet < self.silence_ns:
-                # readings are flowing (perhaps a backlog): ticks stay within half a window
-                # of the newest one, so the readings still on their way are not too old
-                T = min(T, self._max_stamp + self.lag_ns // 2)
-            if quiet > self.lag_ns and self._queue:
-                # nothing arrived for a window of wall time (a bag or simulator paused or
-                # ended, its clock stopped): no reading is still on its way, so the queued
-                # ones are run now instead of waiting for a clock that may never move on
-                T = max(T, min(now_ns, self._max_stamp))
+        if (self.live and self._max_stamp is not None
+                and time.monotonic_ns() - self._push_wall < self.silence_ns):
+            # readings are flowing (perhaps a backlog): ticks stay within half a window of
+            # the newest one, so the readings still on their way are not too old on arrival
+            T = min(T, self._max_stamp + self.lag_ns // 2)
         self.behind = False
         if self.live and self.last_tick is not None:
             return self._advance_live(T, inclusive)

@@ -211,6 +211,7 @@ class EstimatorNode(Node):
                               for s in system.mech.sensors}
         self._sensor_inputs = [(self.sub_joints, self._joints_in)] + [
             (self._imu_subs[n], h) for n, h in self._imu_handlers.items()]
+        self._sim_time = bool(self.get_parameter('use_sim_time').value)
         self._drain_max = 64          # messages per callback: the sim clock stays fresh
         self.sub_ref = self.create_subscription(cv.message_class('JointTrajectory'),
                                                 v['reference_topic'], self._on_reference, 10)
@@ -285,6 +286,10 @@ class EstimatorNode(Node):
             queued |= h(m)
         if queued:
             self._wake()
+            if self._sim_time and self.retry_timer.is_canceled():
+                # a simulated clock may have stopped (a bag or simulator ended or paused)
+                # after its last tick: the steady one-shot runs the readings just queued
+                self.retry_timer.reset()
 
     def _on_reference(self, msg: Any) -> None:
         self.driver.reference_message(msg, self._now_ns())
