@@ -18,7 +18,7 @@ Factors:
     f_didyn (28)           -> :func:`inverse_dynamics_error` (Q a variable)
     f_iidyn (29)           -> :func:`inverse_dynamics_indep_error`
     f_ipc, f_ivc, f_iac (30-32) -> :func:`ipc_error`, :func:`ivc_error`, :func:`iac_error`
-    f_eq                   -> :func:`equality_factor` (GTSAM's BetweenFactorVector, zero)
+    f_eq                   -> not needed: consecutive stacked states share the integrator factor
 
 For speed (each Python callback costs tens of microseconds) the problems use
 *stacked* variables ``x = [q, q̇, q̈]`` with :func:`stacked_state_error`
@@ -39,11 +39,11 @@ from .dynamics import System, forward_accel
 from .kinematics import selector
 
 __all__ = [
-    'ErrorFn', 'custom_factor', 'prior_factor', 'equality_factor', 'euler_error',
+    'ErrorFn', 'custom_factor', 'prior_factor', 'euler_error',
     'trapezoidal_error', 'position_constraint_error', 'velocity_constraint_error',
     'forward_dynamics_error', 'forward_dynamics_indep_error', 'inverse_dynamics_error',
     'inverse_dynamics_indep_error', 'ipc_error', 'ivc_error', 'iac_error',
-    'StackedLayout', 'stacked_state_error', 'stacked_trapezoidal_error', 'stacked_euler_error',
+    'stacked_state_error', 'stacked_trapezoidal_error', 'stacked_euler_error',
     'stacked_integrator_jacobians',
     'stacked_indep_state_error', 'basis_matrix', 'sigmas',
 ]
@@ -78,12 +78,6 @@ def prior_factor(key: int, value: np.ndarray, noise: gtsam.noiseModel.Base
                  ) -> gtsam.PriorFactorVector:
     """f_prior, Eq. 21: e = x − x0 (GTSAM's built-in factor)."""
     return gtsam.PriorFactorVector(key, np.asarray(value, dtype=float), noise)
-
-
-def equality_factor(key0: int, key1: int, dim: int, noise: gtsam.noiseModel.Base
-                    ) -> gtsam.BetweenFactorVector:
-    """f_eq, soft equality between consecutive states: e = x1 − x0 (built-in)."""
-    return gtsam.BetweenFactorVector(key0, key1, np.zeros(dim), noise)
 
 
 # -- integrators -----------------------------------------------------------------
@@ -213,23 +207,6 @@ def inverse_dynamics_indep_error(sys: System, idx: Sequence[int], tau: np.ndarra
 
 
 # -- stacked variables [q, q̇, q̈] ------------------------------------------------
-class StackedLayout:
-    """Slices of q, q̇, q̈ inside a stacked state vector of size 3n."""
-
-    def __init__(self, n: int) -> None:
-        self.n = n
-        self.q = slice(0, n)
-        self.qd = slice(n, 2 * n)
-        self.qdd = slice(2 * n, 3 * n)
-        self.dim = 3 * n
-
-    def split(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        return x[self.q], x[self.qd], x[self.qdd]
-
-    def stack(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray:
-        return np.concatenate((q, qd, qdd))
-
-
 def stacked_state_error(sys: System, tau: np.ndarray | None, xs: Sequence[np.ndarray],
                         want: bool):
     """f_dpc + f_dvc + f_ddyn (Eqs. 24-26) on one stacked state x = [q, q̇, q̈].

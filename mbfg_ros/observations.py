@@ -43,15 +43,13 @@ import numpy as np
 from .factors import custom_factor
 from .sensors import SensorModel, wrap_angle
 
-__all__ = ['Observation', 'KINDS', 'interpolation_weights', 'observation_error',
+__all__ = ['Observation', 'interpolation_weights', 'observation_error',
            'observation_factor', 'interval_error', 'interval_factor', 'observation_sigmas']
-
-KINDS = ('joint_pos', 'joint_vel', 'gyro', 'accel', 'orient')
-"""Kinds of reading: ``index`` is the joint index (joint_*) or the IMU index."""
 
 
 class Observation(NamedTuple):
-    """One reading: ``kind`` (see :data:`KINDS`), joint/IMU ``index``, value ``z``
+    """One reading: ``kind`` (``joint_pos``, ``joint_vel``, ``gyro``, ``accel`` or
+    ``orient``), ``index`` (the joint index for joint_*, else the IMU's), value ``z``
     (1 or 2 entries), standard deviations ``sigma`` (same size), and ``s``: where
     it was taken in the interval (t_{k−1}, t_k] of a two-key factor, as a fraction
     of the interval (1 = at t_k; one-key factors ignore it)."""

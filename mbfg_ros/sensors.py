@@ -36,10 +36,7 @@ from .measurements import ImuMeasurement, JointMeasurement
 from .model import GROUND, Imu, Mechanism
 
 __all__ = ['SensorModel', 'Model', 'wrap_angle', 'joint_positions', 'joint_velocities',
-           'imu_reading', 'SensorConfig', 'simulate_measurements', 'ANGULAR_KINDS']
-
-ANGULAR_KINDS = frozenset({'joint_pos_rev', 'orient'})
-"""Kinds whose residual is an angle (wrapped to (−π, π])."""
+           'imu_reading', 'SensorConfig', 'simulate_measurements']
 
 
 def wrap_angle(a: np.ndarray | float) -> np.ndarray | float:
