@@ -39,7 +39,8 @@ from .constraints import ConstraintTerms, Constraints
 from .errors import MechanismError
 from .forces import Forces, mass_matrix
 from .kinematics import choose_independent, independent_rows, r_s_matrices, solve_position
-from .model import Mechanism, load_mechanism
+from .mechanism_yaml import load_mechanism
+from .model import Mechanism
 
 __all__ = ['System', 'build_system', 'load_system', 'Accel', 'forward_accel',
            'accel_independent_eq15', 'assembly_warning', 'ASSEMBLY_TOLERANCE']

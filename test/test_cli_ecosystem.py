@@ -18,7 +18,7 @@ from mbfg_ros.cli.replay import main as replay_main
 from mbfg_ros.cli.simulate import main as simulate_main
 from mbfg_ros.cli.statics import main as statics_main
 from mbfg_ros.dynamics import load_system
-from mbfg_ros.model import load_mechanism
+from mbfg_ros.mechanism_yaml import load_mechanism
 
 from test_ros_support import fourbar_path
 
@@ -176,7 +176,7 @@ def test_the_complete_example_yaml_loads_and_uses_every_key(tmp_path):
     assert sys_.dof >= 1 and not sys_.assembly_moves
     assert simulate_main([str(example), '--duration', '0.01', '--quiet']) == 0
     # every key the parser allows (ctx.mapping(..., {keys}) and the top-level set)
-    src = (ROOT / 'mbfg_ros' / 'model.py').read_text()
+    src = (ROOT / 'mbfg_ros' / 'mechanism_yaml.py').read_text()
     keys = set(ast.literal_eval(re.search(r'_TOP_KEYS = (\{.*?\})', src, re.S).group(1)))
     for found in re.findall(r"ctx\.mapping\([^{)]*(\{[^}]*\})", src):
         keys |= set(ast.literal_eval(found))

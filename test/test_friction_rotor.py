@@ -18,7 +18,8 @@ from mbfg_ros.errors import MechanismError
 from mbfg_ros.friction import friction_torque
 from mbfg_ros.inverse_direct import DirectInverseDynamics
 from mbfg_ros.kinematics import solve_velocity
-from mbfg_ros.model import Friction, parse_mechanism
+from mbfg_ros.mechanism_yaml import parse_mechanism
+from mbfg_ros.model import Friction
 
 SYS = load_system(CONFIG / 'dfki_double_pendulum.yaml')
 

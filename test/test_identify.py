@@ -18,7 +18,8 @@ from mbfg_ros.forces import body_mass_matrix
 from mbfg_ros.identify import (IdentifyConfig, _body_unit_matrices, apply_parameters, identify,
                                identify_states, parameters, regressor)
 from mbfg_ros.measured import load_joint_csv, measured_inverse, torque_fit
-from mbfg_ros.model import Body, load_mechanism
+from mbfg_ros.mechanism_yaml import load_mechanism
+from mbfg_ros.model import Body
 
 YAML = CONFIG / 'dfki_double_pendulum.yaml'
 SYS = load_system(YAML)

@@ -17,7 +17,7 @@ from mbfg_ros.dynamics import build_system, load_system
 from mbfg_ros.errors import MbfgError, TrajectoryError
 from mbfg_ros.measured import (DerivativeOptions, load_joint_bag, load_joint_csv,
                                measured_inverse, torque_fit)
-from mbfg_ros.model import parse_mechanism
+from mbfg_ros.mechanism_yaml import parse_mechanism
 from mbfg_ros.ros import conversions as cv
 
 YAML = CONFIG / 'dfki_double_pendulum.yaml'

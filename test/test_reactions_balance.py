@@ -248,7 +248,7 @@ def test_a_massless_link_is_a_two_force_member_carrying_its_distance_tension():
     """A four-bar whose coupler has no mass: its pins push along it, equal and opposite,
     and the distance constraint's tension (seed 003 Eq. 6.61) is that force."""
     from mbfg_ros.dynamics import build_system, forward_accel
-    from mbfg_ros.model import parse_mechanism
+    from mbfg_ros.mechanism_yaml import parse_mechanism
     text = (CONFIG / 'fourbar.yaml').read_text().replace(
         '    length: 2*L\n    mass: 2.0\n    I0: (1/3)*mass*length^2',
         '    length: 2*L\n    mass: 0.0\n    I0: 0.0')
@@ -277,7 +277,7 @@ def test_every_element_kind_at_once_balances_in_motion():
     absolute angle, a slider, point and body forces, a torque, springs, a rotational
     spring, a point mass, a coordinate motor on an angle and a joint motor."""
     from mbfg_ros.dynamics import build_system, forward_accel
-    from mbfg_ros.model import parse_mechanism
+    from mbfg_ros.mechanism_yaml import parse_mechanism
     from test_yaml_names import BY_INDEX
     text = BY_INDEX + ('actuators:\n  - {name: m_angle, coordinate: elbow_angle}\n'
                        '  - {name: m_joint, joint: elbow_joint}\n')

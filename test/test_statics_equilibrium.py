@@ -261,7 +261,7 @@ def test_statics_cli_reports_a_missing_file_on_one_line(tmp_path, capsys):
 
 def test_a_mechanism_without_potential_is_neutral_everywhere():
     from mbfg_ros.dynamics import build_system
-    from mbfg_ros.model import parse_mechanism
+    from mbfg_ros.mechanism_yaml import parse_mechanism
     text = (CONFIG / 'five_bar.yaml').read_text() + '\ngravity: [0, 0]\n'
     sys = build_system(parse_mechanism(text, source='weightless five-bar'))
     eq = static_equilibrium(sys)

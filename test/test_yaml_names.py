@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from mbfg_ros.errors import MechanismError
-from mbfg_ros.model import GROUND, parse_mechanism
+from mbfg_ros.mechanism_yaml import parse_mechanism
+from mbfg_ros.model import GROUND
 
 BY_INDEX = """
 points:
