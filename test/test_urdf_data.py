@@ -13,7 +13,7 @@ from urdf_parser_py.urdf import URDF
 
 URDF_DIR = Path(__file__).resolve().parent / 'data' / 'urdf'
 
-GOOD = {'ur5.urdf': 6, 'puma560.urdf': 6}
+GOOD = {'ur5.urdf': 6, 'puma560.urdf': 6, 'double_pendulum.urdf': 2}
 """Good URDFs and their nq (every joint is 1-DOF, so nq == nv)."""
 
 
@@ -96,3 +96,30 @@ def test_ur5_base_to_tool0_matches_dh():
         pin.framesForwardKinematics(model, data, q)
         T = (data.oMf[base].inverse() * data.oMf[tool0]).homogeneous
         np.testing.assert_allclose(T, dh_chain(q, d, a, alpha), rtol=0, atol=1e-12)
+
+
+def test_double_pendulum_matches_dfki_model():
+    p = yaml.safe_load((URDF_DIR.parent / 'dfki' / 'design_A.0_model_2.0_model_parameters.yml')
+                       .read_text())
+    m1, m2, l1, r1, r2, I1, I2, g = (p[k] for k in ('m1', 'm2', 'l1', 'r1', 'r2', 'I1', 'I2', 'g'))
+    model = load('double_pendulum.urdf')
+    model.gravity.linear = np.array([0.0, 0.0, -g])
+    data = model.createData()
+    tip = model.getFrameId('tip')
+    rng = np.random.default_rng(3)
+    for _ in range(10):
+        q = rng.uniform(-np.pi, np.pi, 2)
+        c2 = np.cos(q[1])
+        M = np.array([[I1 + I2 + m2 * l1**2 + 2 * m2 * l1 * r2 * c2, I2 + m2 * l1 * r2 * c2],
+                      [I2 + m2 * l1 * r2 * c2, I2]])
+        Mp = pin.crba(model, data, q)
+        np.testing.assert_allclose(np.triu(Mp) + np.triu(Mp, 1).T, M, rtol=0, atol=1e-12)
+        # DFKI: G(q) (on the right-hand side) = -g [(m1 r1 + m2 l1) s1 + m2 r2 s12, m2 r2 s12]
+        s1, s12 = np.sin(q[0]), np.sin(q[0] + q[1])
+        G = -g * np.array([(m1 * r1 + m2 * l1) * s1 + m2 * r2 * s12, m2 * r2 * s12])
+        np.testing.assert_allclose(pin.computeGeneralizedGravity(model, data, q), -G,
+                                   rtol=0, atol=1e-12)
+        pin.framesForwardKinematics(model, data, q)
+        x = l1 * s1 + 0.2 * s12
+        z = -l1 * np.cos(q[0]) - 0.2 * np.cos(q[0] + q[1])
+        np.testing.assert_allclose(data.oMf[tip].translation, [x, 0.0, z], rtol=0, atol=1e-12)
