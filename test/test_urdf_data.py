@@ -13,7 +13,8 @@ from urdf_parser_py.urdf import URDF
 
 URDF_DIR = Path(__file__).resolve().parent / 'data' / 'urdf'
 
-GOOD = {'ur5.urdf': 6, 'puma560.urdf': 6, 'double_pendulum.urdf': 2}
+GOOD = {'ur5.urdf': 6, 'puma560.urdf': 6, 'double_pendulum.urdf': 2,
+        'fourbar.urdf': 3}
 """Good URDFs and their nq (every joint is 1-DOF, so nq == nv)."""
 
 
@@ -123,3 +124,37 @@ def test_double_pendulum_matches_dfki_model():
         x = l1 * s1 + 0.2 * s12
         z = -l1 * np.cos(q[0]) - 0.2 * np.cos(q[0] + q[1])
         np.testing.assert_allclose(data.oMf[tip].translation, [x, 0.0, z], rtol=0, atol=1e-12)
+
+
+def _se3(origin: dict) -> pin.SE3:
+    return pin.SE3(pin.rpy.rpyToMatrix(np.array(origin['rpy'], dtype=float)),
+                   np.array(origin['xyz'], dtype=float))
+
+
+@pytest.mark.parametrize('stem', ['fourbar'])
+def test_loop_overlay_closes_at_q0(stem):
+    overlay = yaml.safe_load((URDF_DIR / f'{stem}_loops.yaml').read_text())
+    model = load(f'{stem}.urdf')
+    data = model.createData()
+    assert overlay['gravity'] == [0, -9.81, 0]
+    names = list(model.names)[1:]
+    assert set(overlay['actuators']) <= set(names)
+    assert set(overlay['q0']) == set(names)
+    q0 = np.array([overlay['q0'][n] for n in names])
+    pin.framesForwardKinematics(model, data, q0)
+    for loop in overlay['loops']:
+        assert loop['type'] == 'revolute'
+        oMp = data.oMf[model.getFrameId(loop['parent'], pin.BODY)] * _se3(loop['origin_parent'])
+        oMc = data.oMf[model.getFrameId(loop['child'], pin.BODY)] * _se3(loop['origin_child'])
+        np.testing.assert_allclose(oMp.translation, oMc.translation, rtol=0, atol=1e-9)
+        axis = np.array(loop['axis'], dtype=float)
+        np.testing.assert_allclose(oMp.rotation @ axis, oMc.rotation @ axis, rtol=0, atol=1e-9)
+        # a planar mechanism: every joint axis is world z, the motion stays in z = 0
+        np.testing.assert_allclose(oMp.rotation @ axis, [0, 0, 1], rtol=0, atol=1e-12)
+        assert abs(oMp.translation[2]) < 1e-12
+    # away from q0 the loop opens
+    pin.framesForwardKinematics(model, data, q0 + 0.1)
+    loop = overlay['loops'][0]
+    oMp = data.oMf[model.getFrameId(loop['parent'], pin.BODY)] * _se3(loop['origin_parent'])
+    oMc = data.oMf[model.getFrameId(loop['child'], pin.BODY)] * _se3(loop['origin_child'])
+    assert np.linalg.norm(oMp.translation - oMc.translation) > 1e-3
