@@ -14,7 +14,7 @@ from urdf_parser_py.urdf import URDF
 URDF_DIR = Path(__file__).resolve().parent / 'data' / 'urdf'
 
 GOOD = {'ur5.urdf': 6, 'puma560.urdf': 6, 'double_pendulum.urdf': 2,
-        'fourbar.urdf': 3}
+        'fourbar.urdf': 3, 'five_bar.urdf': 4}
 """Good URDFs and their nq (every joint is 1-DOF, so nq == nv)."""
 
 
@@ -131,7 +131,7 @@ def _se3(origin: dict) -> pin.SE3:
                    np.array(origin['xyz'], dtype=float))
 
 
-@pytest.mark.parametrize('stem', ['fourbar'])
+@pytest.mark.parametrize('stem', ['fourbar', 'five_bar'])
 def test_loop_overlay_closes_at_q0(stem):
     overlay = yaml.safe_load((URDF_DIR / f'{stem}_loops.yaml').read_text())
     model = load(f'{stem}.urdf')
@@ -158,3 +158,20 @@ def test_loop_overlay_closes_at_q0(stem):
     oMp = data.oMf[model.getFrameId(loop['parent'], pin.BODY)] * _se3(loop['origin_parent'])
     oMc = data.oMf[model.getFrameId(loop['child'], pin.BODY)] * _se3(loop['origin_child'])
     assert np.linalg.norm(oMp.translation - oMc.translation) > 1e-3
+
+
+@pytest.mark.parametrize('stem, frames', [
+    ('fourbar', {'crank': (0, 0), 'coupler': (1, 0), 'rocker': (4, 0), 'coupler_imu': (1, 1)}),
+    ('five_bar', {'left_crank': (0, 0), 'left_coupler': (0, 1), 'right_crank': (2, 0),
+                  'right_coupler': (2, 1), 'end_point': (1, 1 + np.sqrt(3))}),
+])
+def test_planar_points_at_q0(stem, frames):
+    # the planar YAML's points (config/fourbar.yaml, config/five_bar.yaml) at its initial pose
+    overlay = yaml.safe_load((URDF_DIR / f'{stem}_loops.yaml').read_text())
+    model = load(f'{stem}.urdf')
+    data = model.createData()
+    q0 = np.array([overlay['q0'][n] for n in list(model.names)[1:]])
+    pin.framesForwardKinematics(model, data, q0)
+    for name, xy in frames.items():
+        np.testing.assert_allclose(data.oMf[model.getFrameId(name)].translation, [*xy, 0.0],
+                                   rtol=0, atol=1e-12)
