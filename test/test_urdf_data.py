@@ -13,19 +13,21 @@ from urdf_parser_py.urdf import URDF
 
 URDF_DIR = Path(__file__).resolve().parent / 'data' / 'urdf'
 
-GOOD = {'ur5.urdf': 6, 'puma560.urdf': 6, 'double_pendulum.urdf': 2,
+GOOD = {'ur5.urdf': 6, 'puma560.urdf': 6, 'panda_like.urdf': 9, 'double_pendulum.urdf': 2,
         'fourbar.urdf': 3, 'five_bar.urdf': 4}
-"""Good URDFs and their nq (every joint is 1-DOF, so nq == nv)."""
+"""Good URDFs and their number of joint coordinates (every movable joint is 1-DOF). Pinocchio's
+nv equals it; its nq counts 2 (cos, sin) for a continuous joint (panda_like's joint 7)."""
+CONTINUOUS = {'panda_like.urdf': 1}
 
 
 def load(name: str) -> pin.Model:
     return pin.buildModelFromUrdf(str(URDF_DIR / name))
 
 
-def random_q(model: pin.Model, rng: np.random.Generator) -> np.ndarray:
-    lo = np.where(np.isfinite(model.lowerPositionLimit), model.lowerPositionLimit, -np.pi)
-    hi = np.where(np.isfinite(model.upperPositionLimit), model.upperPositionLimit, np.pi)
-    return rng.uniform(np.maximum(lo, -10.0), np.minimum(hi, 10.0))
+def random_q(model: pin.Model) -> np.ndarray:
+    lo = np.clip(model.lowerPositionLimit, -10.0, 10.0)
+    hi = np.clip(model.upperPositionLimit, -10.0, 10.0)
+    return pin.randomConfiguration(model, lo, hi)
 
 
 def dh(theta: float, d: float, a: float, alpha: float) -> np.ndarray:
@@ -51,11 +53,12 @@ def test_parses_from_bytes(name):
 @pytest.mark.parametrize('name', sorted(GOOD))
 def test_pinocchio_loads_with_spd_mass_matrix(name):
     model = load(name)
-    assert model.nq == model.nv == GOOD[name]
+    assert model.nv == GOOD[name]
+    assert model.nq == GOOD[name] + CONTINUOUS.get(name, 0)
     data = model.createData()
-    rng = np.random.default_rng(7)
+    pin.seed(7)
     for _ in range(20):
-        M = pin.crba(model, data, random_q(model, rng))
+        M = pin.crba(model, data, random_q(model))
         M = np.triu(M) + np.triu(M, 1).T
         assert np.linalg.eigvalsh(M).min() > 0.0
 
@@ -175,3 +178,31 @@ def test_planar_points_at_q0(stem, frames):
     for name, xy in frames.items():
         np.testing.assert_allclose(data.oMf[model.getFrameId(name)].translation, [*xy, 0.0],
                                    rtol=0, atol=1e-12)
+
+
+def test_panda_like_matches_modified_dh_and_branches():
+    mdh = [(0, 0.333, 0), (0, 0, -np.pi / 2), (0, 0.316, np.pi / 2), (0.0825, 0, np.pi / 2),
+           (-0.0825, 0.384, -np.pi / 2), (0, 0, np.pi / 2), (0.088, 0, np.pi / 2)]
+    model = load('panda_like.urdf')
+    data = model.createData()
+    robot = URDF.from_xml_string((URDF_DIR / 'panda_like.urdf').read_bytes())
+    types = {j.name: j.type for j in robot.joints}
+    assert types['panda_joint7'] == 'continuous'
+    assert types['panda_finger_joint1'] == types['panda_finger_joint2'] == 'prismatic'
+    assert all(j.mimic is None for j in robot.joints)
+    # both fingers hang off the same (merged) link: the tree branches
+    f1, f2 = model.getJointId('panda_finger_joint1'), model.getJointId('panda_finger_joint2')
+    assert model.parents[f1] == model.parents[f2] == model.getJointId('panda_joint7')
+    flange = model.getFrameId('panda_link8')
+    pin.seed(4)
+    for _ in range(10):
+        q = random_q(model)
+        pin.framesForwardKinematics(model, data, q)
+        angles = [*q[:6], np.arctan2(q[7], q[6])]   # joint 7 is (cos, sin)
+        T = np.eye(4)
+        for (a, d, alpha), th in zip(mdh, angles):
+            ca, sa, c, s = np.cos(alpha), np.sin(alpha), np.cos(th), np.sin(th)
+            T = T @ np.array([[c, -s, 0, a], [s * ca, c * ca, -sa, -d * sa],
+                              [s * sa, c * sa, ca, d * ca], [0, 0, 0, 1]])
+        T = T @ np.array([[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0.107], [0, 0, 0, 1]])
+        np.testing.assert_allclose(data.oMf[flange].homogeneous, T, rtol=0, atol=1e-12)
