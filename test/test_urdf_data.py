@@ -206,3 +206,22 @@ def test_panda_like_matches_modified_dh_and_branches():
                               [s * sa, c * sa, ca, d * ca], [0, 0, 0, 1]])
         T = T @ np.array([[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0.107], [0, 0, 0, 1]])
         np.testing.assert_allclose(data.oMf[flange].homogeneous, T, rtol=0, atol=1e-12)
+
+
+def _parse(name: str) -> URDF:
+    return URDF.from_xml_string((URDF_DIR / name).read_bytes())
+
+
+def test_bad_urdfs_carry_their_defect():
+    # each parses as XML/URDF, so a loader must reject it for the intended reason
+    assert [j.type for j in _parse('bad_floating.urdf').joints] == ['floating']
+    assert [j.type for j in _parse('bad_planar.urdf').joints] == ['planar']
+    mimic = _parse('bad_mimic.urdf').joint_map['joint2'].mimic
+    assert (mimic.joint, mimic.multiplier, mimic.offset) == ('joint1', 2.0, 0.1)
+    robot = _parse('bad_two_roots.urdf')
+    children = {j.child for j in robot.joints}
+    assert sorted(link.name for link in robot.links if link.name not in children) == [
+        'base_a', 'base_b']
+    robot = _parse('two_parents.urdf')
+    assert sorted(j.name for j in robot.joints if j.child == 'rocker') == [
+        'coupler_rocker', 'rocker_joint']
