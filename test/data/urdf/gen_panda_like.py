@@ -1,26 +1,44 @@
+"""Writes panda_like.urdf: Franka's modified-DH kinematics and limits, franka_description's link
+inertials, a fixed hand and two prismatic fingers; see SOURCE.md.
+
+Modified (Craig) DH: T = Rx(alpha) Tx(a) Tz(d) Rz(q), so joint i's URDF origin is
+xyz = (a, -d sin alpha, d cos alpha), rpy = (alpha, 0, 0), axis z.
+Run: python gen_panda_like.py (rewrites panda_like.urdf next to this file).
+"""
+from pathlib import Path
+
 import numpy as np
-pi=np.pi
-# Franka documentation, modified (Craig) DH: a, d, alpha per joint (and the flange)
-DH=[(0,0.333,0),(0,0,-pi/2),(0,0.316,pi/2),(0.0825,0,pi/2),(-0.0825,0.384,-pi/2),(0,0,pi/2),(0.088,0,pi/2)]
-lim=[(-2.8973,2.8973),(-1.7628,1.7628),(-2.8973,2.8973),(-3.0718,-0.0698),(-2.8973,2.8973),(-0.0175,3.7525),None]
-vel=[2.175,2.175,2.175,2.175,2.61,2.61,2.61]; eff=[87,87,87,87,12,12,12]
-# franka_description inertials (mass, com, ixx ixy ixz iyy iyz izz), link frames = the DH frames
-IN=[(4.970684,(0.003875,0.002081,-0.04762),(0.70337,-0.000139,0.006772,0.70661,0.019169,0.009117)),
-(0.646926,(-0.003141,-0.02872,0.003495),(0.007962,-0.003925,0.010254,0.02811,0.000704,0.025995)),
-(3.228604,(0.027518,0.039252,-0.066502),(0.037242,-0.004761,-0.011396,0.036155,-0.012805,0.01083)),
-(3.587895,(-0.05317,0.104419,0.027454),(0.025853,0.007796,-0.001332,0.019552,0.008641,0.028323)),
-(1.225946,(-0.011953,0.041065,-0.038437),(0.035549,-0.002117,-0.004037,0.029474,0.000229,0.008627)),
-(1.666555,(0.060149,-0.014117,-0.010517),(0.001964,0.000109,-0.001158,0.004354,0.000341,0.005433)),
-(0.735522,(0.010517,-0.004252,0.061597),(0.012516,-0.000428,-0.001196,0.010027,-0.000741,0.004815))]
-for m,c,(xx,xy,xz,yy,yz,zz) in IN:
-    I=np.array([[xx,xy,xz],[xy,yy,yz],[xz,yz,zz]]); e=np.linalg.eigvalsh(I)
-    print(m, e, 'triangle', e[0]+e[1]>=e[2])
-def f(x):
-    x=float(x); return repr(0.0 if abs(x)<1e-15 else x)
-o=[]; w=o.append
-w('<?xml version="1.0"?>')
-w('''<!-- A Franka-Panda-like BRANCHING arm, written for mbfg_ros's spatial tests (see SOURCE.md).
-     Kinematics: Franka's documented modified (Craig) DH parameters, T = Rx(alpha) Tx(a) Tz(d) Rz(q):
+
+PI = np.pi
+MDH = [(0, 0.333, 0), (0, 0, -PI / 2), (0, 0.316, PI / 2), (0.0825, 0, PI / 2),
+       (-0.0825, 0.384, -PI / 2), (0, 0, PI / 2), (0.088, 0, PI / 2)]   # (a, d, alpha)
+LIMITS = [(-2.8973, 2.8973), (-1.7628, 1.7628), (-2.8973, 2.8973), (-3.0718, -0.0698),
+          (-2.8973, 2.8973), (-0.0175, 3.7525), None]                    # joint 7: continuous
+VELOCITY = [2.175, 2.175, 2.175, 2.175, 2.61, 2.61, 2.61]
+EFFORT = [87, 87, 87, 87, 12, 12, 12]
+# franka_description: (mass, com, (ixx, ixy, ixz, iyy, iyz, izz)) of link0..link7 (link = DH frame)
+INERTIALS = [
+    (0.629769, (-0.041018, -0.00014, 0.049974),
+     (0.00315, 8.2904e-07, 0.00015, 0.00388, 8.2299e-06, 0.004285)),
+    (4.970684, (0.003875, 0.002081, -0.04762),
+     (0.70337, -0.000139, 0.006772, 0.70661, 0.019169, 0.009117)),
+    (0.646926, (-0.003141, -0.02872, 0.003495),
+     (0.007962, -0.003925, 0.010254, 0.02811, 0.000704, 0.025995)),
+    (3.228604, (0.027518, 0.039252, -0.066502),
+     (0.037242, -0.004761, -0.011396, 0.036155, -0.012805, 0.01083)),
+    (3.587895, (-0.05317, 0.104419, 0.027454),
+     (0.025853, 0.007796, -0.001332, 0.019552, 0.008641, 0.028323)),
+    (1.225946, (-0.011953, 0.041065, -0.038437),
+     (0.035549, -0.002117, -0.004037, 0.029474, 0.000229, 0.008627)),
+    (1.666555, (0.060149, -0.014117, -0.010517),
+     (0.001964, 0.000109, -0.001158, 0.004354, 0.000341, 0.005433)),
+    (0.735522, (0.010517, -0.004252, 0.061597),
+     (0.012516, -0.000428, -0.001196, 0.010027, -0.000741, 0.004815)),
+]
+
+HEADER = '''<!-- A Franka-Panda-like BRANCHING arm for mbfg_ros's spatial tests (see SOURCE.md;
+     gen_panda_like.py). Kinematics: Franka's documented modified (Craig) DH parameters,
+     T = Rx(alpha) Tx(a) Tz(d) Rz(q):
        joint  a        d      alpha
          1    0        0.333   0
          2    0        0      -pi/2
@@ -37,34 +55,10 @@ w('''<!-- A Franka-Panda-like BRANCHING arm, written for mbfg_ros's spatial test
      (mass, centre of mass and inertia about it, link = DH frame); not identified by us.
      Hand: fixed to the flange turned by -pi/4 about z (as franka_description); 0.73 kg (Franka's
      documented hand mass), its centre of mass and inertia are our plausible box guess.
-     Fingers: each on its own PRISMATIC joint from the hand (0 to 0.04 m, +y and -y), so the tree
-     branches; 0.015 kg each, inertias our guess. No mimic joint (the fingers are independent). -->''')
-w('<robot name="panda_like">')
-def inertial(m,c,I,ind='    '):
-    w(ind+'<inertial>')
-    w(ind+f'  <origin xyz="{f(c[0])} {f(c[1])} {f(c[2])}" rpy="0 0 0"/>')
-    w(ind+f'  <mass value="{f(m)}"/>')
-    w(ind+f'  <inertia ixx="{f(I[0])}" ixy="{f(I[1])}" ixz="{f(I[2])}" iyy="{f(I[3])}" iyz="{f(I[4])}" izz="{f(I[5])}"/>')
-    w(ind+'</inertial>')
-w('  <link name="panda_link0">')
-inertial(0.629769,(-0.041018,-0.00014,0.049974),(0.00315,8.2904e-07,0.00015,0.00388,8.2299e-06,0.004285))
-w('  </link>')
-for i,(a,d,al) in enumerate(DH):
-    typ='revolute' if lim[i] else 'continuous'
-    w(f'  <joint name="panda_joint{i+1}" type="{typ}">')
-    w(f'    <parent link="panda_link{i}"/>')
-    w(f'    <child link="panda_link{i+1}"/>')
-    w(f'    <origin xyz="{f(a)} {f(-d*np.sin(al))} {f(d*np.cos(al))}" rpy="{f(al)} 0 0"/>  <!-- a={a} d={d} alpha={al/pi:g}*pi -->')
-    w('    <axis xyz="0 0 1"/>')
-    if lim[i]:
-        w(f'    <limit lower="{lim[i][0]}" upper="{lim[i][1]}" effort="{eff[i]:.1f}" velocity="{vel[i]}"/>')
-    else:
-        w(f'    <limit effort="{eff[i]:.1f}" velocity="{vel[i]}"/>')
-    w('  </joint>')
-    w(f'  <link name="panda_link{i+1}">')
-    m,c,I=IN[i]; inertial(m,c,I)
-    w('  </link>')
-w('''  <link name="panda_link8"/>  <!-- the flange -->
+     Fingers: each on its own PRISMATIC joint from the hand (0 to 0.04 m, +y and -y), so the
+     tree branches; 0.015 kg each, inertias our guess. No mimic joint (independent fingers). -->'''
+
+HAND = '''  <link name="panda_link8"/>  <!-- the flange -->
   <joint name="panda_joint8" type="fixed">
     <parent link="panda_link7"/>
     <child link="panda_link8"/>
@@ -110,5 +104,46 @@ w('''  <link name="panda_link8"/>  <!-- the flange -->
       <inertia ixx="3.25e-06" ixy="0" ixz="0" iyy="3.625e-06" iyz="0" izz="6.25e-07"/>
     </inertial>
   </link>
-</robot>''')
-open('test/data/urdf/panda_like.urdf','w').write('\n'.join(o)+'\n')
+</robot>'''
+
+
+def f(x) -> str:
+    x = float(x)
+    return repr(0.0 if abs(x) < 1e-15 else x)
+
+
+def inertial(out: list, mass, com, inertia) -> None:
+    ixx, ixy, ixz, iyy, iyz, izz = (f(v) for v in inertia)
+    out += ['    <inertial>',
+            f'      <origin xyz="{f(com[0])} {f(com[1])} {f(com[2])}" rpy="0 0 0"/>',
+            f'      <mass value="{f(mass)}"/>',
+            f'      <inertia ixx="{ixx}" ixy="{ixy}" ixz="{ixz}" iyy="{iyy}" iyz="{iyz}" '
+            f'izz="{izz}"/>',
+            '    </inertial>']
+
+
+def urdf() -> str:
+    out = ['<?xml version="1.0"?>', HEADER, '<robot name="panda_like">',
+           '  <link name="panda_link0">']
+    inertial(out, *INERTIALS[0])
+    out.append('  </link>')
+    for i, (a, d, alpha) in enumerate(MDH):
+        kind = 'revolute' if LIMITS[i] else 'continuous'
+        bounds = f'lower="{LIMITS[i][0]}" upper="{LIMITS[i][1]}" ' if LIMITS[i] else ''
+        out += [f'  <joint name="panda_joint{i + 1}" type="{kind}">',
+                f'    <parent link="panda_link{i}"/>',
+                f'    <child link="panda_link{i + 1}"/>',
+                f'    <origin xyz="{f(a)} {f(-d * np.sin(alpha))} {f(d * np.cos(alpha))}" '
+                f'rpy="{f(alpha)} 0 0"/>  <!-- a={a} d={d} alpha={alpha / PI:g}*pi -->',
+                '    <axis xyz="0 0 1"/>',
+                f'    <limit {bounds}effort="{EFFORT[i]:.1f}" velocity="{VELOCITY[i]}"/>',
+                '  </joint>',
+                f'  <link name="panda_link{i + 1}">']
+        inertial(out, *INERTIALS[i + 1])
+        out.append('  </link>')
+    out.append(HAND)
+    return '\n'.join(out) + '\n'
+
+
+if __name__ == '__main__':
+    (Path(__file__).resolve().parent / 'panda_like.urdf').write_text(urdf())
