@@ -225,3 +225,35 @@ def test_bad_urdfs_carry_their_defect():
     robot = _parse('two_parents.urdf')
     assert sorted(j.name for j in robot.joints if j.child == 'rocker') == [
         'coupler_rocker', 'rocker_joint']
+
+
+@pytest.mark.parametrize('stem, links', [
+    ('fourbar', ['crank', 'coupler', 'rocker']),
+    ('five_bar', ['left_crank', 'left_coupler', 'right_crank', 'right_coupler']),
+])
+def test_planar_bodies_match_the_planar_yaml(stem, links):
+    # the package's own parser reads config/<stem>.yaml (the planar model the URDF mirrors)
+    from mbfg_ros.mechanism_yaml import load_mechanism
+    mech = load_mechanism(URDF_DIR.parents[2] / 'config' / f'{stem}.yaml')
+    overlay = yaml.safe_load((URDF_DIR / f'{stem}_loops.yaml').read_text())
+    assert overlay['gravity'] == [*mech.gravity, 0]
+    robot = _parse(f'{stem}.urdf')
+    model = load(f'{stem}.urdf')
+    data = model.createData()
+    q0 = np.array([overlay['q0'][n] for n in list(model.names)[1:]])
+    pin.framesForwardKinematics(model, data, q0)
+    assert len(links) == len(mech.bodies)
+    for body, name in zip(mech.bodies, links):
+        inertial = robot.link_map[name].inertial
+        assert inertial.mass == pytest.approx(body.mass, rel=1e-15)
+        i_com = body.I0 - body.mass * (body.cog[0] ** 2 + body.cog[1] ** 2)
+        assert inertial.inertia.izz == pytest.approx(i_com, rel=1e-15)
+        # the body frame at the YAML pose: origin at its first point, +x toward its second
+        p0, p1 = (np.array([mech.points[k].x, mech.points[k].y]) for k in body.points[:2])
+        ex = (p1 - p0) / np.linalg.norm(p1 - p0)
+        ey = np.array([-ex[1], ex[0]])
+        cog = p0 + body.cog[0] * ex + body.cog[1] * ey
+        oMl = data.oMf[model.getFrameId(name, pin.BODY)]
+        np.testing.assert_allclose(oMl.act(np.array(inertial.origin.xyz)), [*cog, 0.0],
+                                   rtol=0, atol=1e-12)
+        np.testing.assert_allclose(oMl.rotation[:, 0], [*ex, 0.0], rtol=0, atol=1e-12)
