@@ -189,6 +189,20 @@ class SpatialDynamics:
         Iv = (Iw @ v[:, :, None])[:, :, 0]
         return TreeState(T=T, s=s, Iw=Iw, v=v, adV=adV, sdot=sdot, Iv=Iv, qd=qd)
 
+    def point_motion(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray, link: int,
+                     r: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """World position, velocity and acceleration of point ``r`` (link frame) of ``link``.
+
+        ``ṗ = v + ω × p`` and ``p̈ = a_v + α × p + ω × ṗ`` from the link's spatial velocity
+        and acceleration (seed 004 §5; gravity not included: add it for an accelerometer).
+        """
+        st = self.state(q, qd)
+        a = self.K[link] @ (st.s * np.asarray(qdd, float)[:, None] + st.sdot * st.qd[:, None])
+        p = st.T[link, :3, :3] @ np.asarray(r, float) + st.T[link, :3, 3]
+        w, v = st.v[link, :3], st.v[link, 3:]
+        pd = v + np.cross(w, p)
+        return p, pd, a[3:] + np.cross(a[:3], p) + np.cross(w, pd)
+
     # -- inverse dynamics ---------------------------------------------------------------------
     def _forces(self, st: TreeState, qdd: np.ndarray) -> tuple[np.ndarray, np.ndarray,
                                                               np.ndarray]:

@@ -1,0 +1,147 @@
+"""A URDF robot ready for computation: tree dynamics + loop constraints + actuators.
+
+``SpatialSystem`` is what the spatial problems (inverse and forward dynamics, simulation,
+the CLIs) use. Equations of motion over the tree coordinates ``q`` (seed 003 §3, seed 002
+§VII for the loops)::
+
+    M(q) q̈ + h(q, q̇) = B τ + φ_qᵀ λ,      φ_q q̈ + γ = 0
+
+with ``B`` selecting the actuated joints. Both problems are solved in the null space
+``N`` of ``φ_q`` (SVD, so planar loops written in 3-D, whose rows are dependent, need no
+special case):
+
+* inverse: ``(Nᵀ B) τ = Nᵀ (M q̈ + h)``, least squares; with more actuators than degrees
+  of freedom this is the minimum-norm (minimum-torque, seed 002 §VII) solution;
+* forward: ``q̈ = q̈_p + N z`` with ``q̈_p = −φ_q⁺ γ`` and ``(Nᵀ M N) z = Nᵀ (B τ − h − M q̈_p)``.
+
+Without loops, ``N = 1`` and these are plain RNEA and ``M⁻¹(τ − h)``.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Mapping, Union
+
+import numpy as np
+
+from ..errors import AssemblyError
+from .backend import spatial_dynamics
+from .dynamics import SpatialDynamics
+from .loops import LoopConstraints
+from .model import SpatialModel
+from .pin_backend import PinocchioDynamics
+from .urdf import load_spatial
+
+__all__ = ['SpatialSystem', 'build_spatial_system', 'RANK_TOL']
+
+RANK_TOL = 1e-9
+"""Singular values of φ_q below ``RANK_TOL · max(1, σ_max)`` count as zero."""
+
+
+@dataclass(frozen=True)
+class SpatialSystem:
+    """An immutable spatial mechanism: model, tree dynamics, loop constraints, actuators."""
+
+    model: SpatialModel
+    dyn: Union[SpatialDynamics, PinocchioDynamics]
+    loops: LoopConstraints
+    B: np.ndarray                 # (n, na) actuator selection
+    q0: np.ndarray                # assembled start configuration
+
+    @property
+    def n(self) -> int:
+        return self.model.n
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return self.model.joint_names
+
+    @property
+    def actuator_names(self) -> tuple[str, ...]:
+        return tuple(j for j, a in zip(self.model.joint_names, self.model.actuated) if a)
+
+    @property
+    def dof(self) -> int:
+        return self.n - int(np.linalg.matrix_rank(self.loops.jacobian(self.q0)[0])) \
+            if self.loops.m else self.n
+
+    def null_space(self, q: np.ndarray, qd: np.ndarray | None = None
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(N (n, dof), φ_q⁺ γ (n,), φ_q) at (q, q̇): the constraint-consistent directions."""
+        if not self.loops.m:
+            return np.eye(self.n), np.zeros(self.n), np.zeros((0, self.n))
+        Jc, gamma = self.loops.jacobian(q, qd)
+        U, sv, Vt = np.linalg.svd(Jc)
+        r = int(np.sum(sv > RANK_TOL * max(1.0, sv[0])))
+        N = Vt[r:].T
+        # φ_q⁺ γ from the same SVD
+        pinv_g = Vt[:r].T @ ((U[:, :r].T @ gamma) / sv[:r])
+        return N, pinv_g, Jc
+
+    def inverse(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray:
+        """Actuator torques (na,) that produce (q, q̇, q̈) (seed 003's inverse dynamics)."""
+        r = self.dyn.inverse(q, qd, qdd)
+        if not self.loops.m and self.B.shape[1] == self.n:
+            return r.tau
+        N = self.null_space(q)[0]
+        tau, *_ = np.linalg.lstsq(N.T @ self.B, N.T @ r.tau, rcond=None)
+        return tau
+
+    def forward(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray) -> np.ndarray:
+        """q̈ (n,) under actuator torques ``tau`` (na,) (seed 003's forward dynamics)."""
+        Btau = self.B @ np.asarray(tau, float)
+        if not self.loops.m:
+            return self.dyn.forward(q, qd, Btau).qdd
+        N, pinv_g, _ = self.null_space(q, qd)
+        M = self.dyn.mass_matrix(q)
+        h = self.dyn.bias(q, qd)
+        qdd_p = -pinv_g
+        z = np.linalg.solve(N.T @ M @ N, N.T @ (Btau - h - M @ qdd_p))
+        return qdd_p + N @ z
+
+    def energy(self, q: np.ndarray, qd: np.ndarray) -> float:
+        """Kinetic + gravitational potential energy [J]."""
+        M = self.dyn.mass_matrix(q)
+        T = self.loops.dyn.poses(q)
+        m = self.model
+        com = (T[:, :3, :3] @ m.com[:, :, None])[:, :, 0] + T[:, :3, 3]
+        return float(0.5 * qd @ M @ qd - np.sum(m.mass * (com @ m.gravity)))
+
+    def assemble(self, q_guess: np.ndarray, keep: np.ndarray | None = None,
+                 tol: float = 1e-12, iterations: int = 50) -> np.ndarray:
+        """Close the loops from ``q_guess`` (Gauss-Newton on φ, minimum-norm steps).
+
+        ``keep``: joint indices held at their guessed values (e.g. the actuated ones).
+        """
+        q = np.array(q_guess, float)
+        if not self.loops.m:
+            return q
+        free = np.ones(self.n, bool)
+        if keep is not None:
+            free[np.asarray(keep, int)] = False
+        for _ in range(iterations):
+            phi = self.loops.phi(q)
+            if np.abs(phi).max() < tol:
+                return q
+            Jc = self.loops.jacobian(q)[0][:, free]
+            step, *_ = np.linalg.lstsq(Jc, -phi, rcond=None)
+            q[free] += step
+        raise AssemblyError(f'the loops do not close from q0 (|φ| = {np.abs(phi).max():.3g} '
+                            f'after {iterations} iterations)', source=self.model.source,
+                            path='q0')
+
+
+def build_spatial_system(source: Union[str, bytes, os.PathLike, SpatialModel],
+                         overlay: Union[str, os.PathLike, Mapping, None] = None,
+                         backend: str = 'auto') -> SpatialSystem:
+    """Load (URDF + overlay) or take a ``SpatialModel`` and assemble it at its q0."""
+    model = source if isinstance(source, SpatialModel) else load_spatial(source, overlay)
+    dyn = spatial_dynamics(model, backend)
+    loops = LoopConstraints(model)
+    B = np.eye(model.n)[:, np.asarray(model.actuated, bool)]
+    sys0 = SpatialSystem(model=model, dyn=dyn, loops=loops, B=B, q0=np.asarray(model.q0))
+    q0 = sys0.assemble(model.q0, keep=np.flatnonzero(model.actuated)
+                       if model.actuated.sum() < model.n else None)
+    q0.setflags(write=False)
+    B.setflags(write=False)
+    return SpatialSystem(model=model, dyn=dyn, loops=loops, B=B, q0=q0)
