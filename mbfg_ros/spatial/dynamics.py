@@ -145,6 +145,8 @@ class SpatialDynamics:
         self._m3 = self.mass[:, None, None] * np.eye(3)
         self.a0 = np.concatenate([np.zeros(3), -np.asarray(model.gravity, float)])
         self._eye = np.arange(n)
+        self._I4 = np.eye(4)
+        self._parents = [int(p) for p in model.parent]
 
     # -- kinematics -------------------------------------------------------------------------
     def poses(self, q: np.ndarray) -> np.ndarray:
@@ -158,9 +160,9 @@ class SpatialDynamics:
         c[:, 0, 3] = q * self._pri
         local = (c @ self._basis).reshape(self.n, 4, 4)
         T = np.empty((self.nb, 4, 4))
-        T[0] = np.eye(4)
-        for j, p in enumerate(self.model.parent):
-            T[j + 1] = T[p] @ local[j]
+        T[0] = self._I4
+        for j, p in enumerate(self._parents):
+            np.matmul(T[p], local[j], out=T[j + 1])
         return T
 
     def state(self, q: np.ndarray, qd: np.ndarray) -> TreeState:
