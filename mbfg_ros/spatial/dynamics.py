@@ -227,21 +227,25 @@ class SpatialDynamics:
         n = self.n
         return IDResult(tau=tau, dtau_dq=J[:, :n], dtau_dqd=J[:, n:2 * n], M=J[:, 2 * n:])
 
-    def _jacobians(self, st: TreeState, qdd: np.ndarray, a: np.ndarray, Ia: np.ndarray,
-                   fhat: np.ndarray) -> np.ndarray:
-        """(n, 3n) [∂τ/∂q | ∂τ/∂q̇ | ∂τ/∂q̈] by forward-mode differentiation of the sums.
+    def motion_derivatives(self, st: TreeState, qdd: np.ndarray
+                           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(U, ∂v, ∂a): derivatives of every link's spatial velocity and acceleration.
 
-        Columns are directions. Moving q_k turns everything below joint k about s_k:
-        ∂s_j/∂q_k = ad(s_k) s_j = U[j,:,k], ∂I_i/∂q_k = −ad(s_k)ᵀ I_i − I_i ad(s_k).
+        ``dv[i, :, c]`` and ``da[i, :, c]`` (nb, 6, 3n) are ∂v_i and ∂a_i along direction
+        ``c`` of ``[q | q̇ | q̈]`` (seed 004 Eqs. 6.1-6.2 differentiated); ``U[j, :, k] =
+        ∂s_j/∂q_k``. Moving q_k turns everything below joint k about s_k, so
+        ``∂s_j/∂q_k = ad(s_k) s_j`` for the joints j below k.
         """
         n, nb = self.n, self.nb
-        s, Iw, adV, sdot, qd = st.s, st.Iw, st.adV, st.sdot, st.qd
+        s, adV, sdot, qd = st.s, st.adV, st.sdot, st.qd
         sT = s.T                                               # (6, n)
         adS = ad_matrix(s)                                     # (n, 6, 6)
         U = -(adS @ sT) * self._Dcol                           # (n, 6, n)
+        dv = np.zeros((nb, 6, 3 * n))
         # ∂v_i/∂q_k = K[i,k] ad(s_k)(v_i − v_c(k)) = K[i,k] (ṡ_k − ad(v_i) s_k)
         dv_q = (sdot.T - adV @ sT) * self._Kcol                # (nb, 6, n)
-        dv_qd = sT * self._Kcol
+        dv[:, :, :n] = dv_q
+        dv[:, :, n:2 * n] = sT * self._Kcol
         # w_j = s_j q̈_j + ṡ_j q̇_j and its derivatives; ∂v_c(j) = dv_q[j + 1]
         dw = np.zeros((n, 6, 3 * n))
         dw[:, :, :n] = U * qdd[:, None, None] + qd[:, None, None] * (
@@ -250,11 +254,21 @@ class SpatialDynamics:
         dw[self._eye, :, n + self._eye] += sdot
         dw[self._eye, :, 2 * n + self._eye] = s
         da = (self.K @ dw.reshape(n, -1)).reshape(nb, 6, 3 * n)
+        return U, dv, da
+
+    def _jacobians(self, st: TreeState, qdd: np.ndarray, a: np.ndarray, Ia: np.ndarray,
+                   fhat: np.ndarray) -> np.ndarray:
+        """(n, 3n) [∂τ/∂q | ∂τ/∂q̇ | ∂τ/∂q̈] by forward-mode differentiation of the sums.
+
+        Columns are directions; ∂I_i/∂q_k = −ad(s_k)ᵀ I_i − I_i ad(s_k) below joint k.
+        """
+        n, nb = self.n, self.nb
+        s, Iw, adV = st.s, st.Iw, st.adV
+        sT = s.T
+        U, dv, da = self.motion_derivatives(st, qdd)
         # f_i = I_i a_i − ad(v_i)ᵀ I_i v_i
         C = (st.Iv @ _COAD).reshape(nb, 6, 6) + adV.transpose(0, 2, 1) @ Iw
-        df = Iw @ da
-        df[:, :, :n] -= C @ dv_q
-        df[:, :, n:2 * n] -= C @ dv_qd
+        df = Iw @ da - C @ dv
         # ∂Iw terms: −K[i,k] (B(Iw a) − Iw ad(a) − ad(v)ᵀ (B(Iw v) − Iw ad(v))) s_k
         Q = ((Ia @ _COAD).reshape(nb, 6, 6) - Iw @ ad_matrix(a)
              - adV.transpose(0, 2, 1) @ ((st.Iv @ _COAD).reshape(nb, 6, 6) - Iw @ adV))

@@ -1,0 +1,108 @@
+"""3-axis IMU on any link of a spatial tree: readings against Pinocchio's frame kinematics,
+Jacobians against finite differences."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mbfg_ros.spatial.dynamics import SpatialDynamics
+from mbfg_ros.spatial.sensors import ImuModel, quaternion_from_matrix
+from mbfg_ros.spatial.urdf import load_spatial, origin_matrix
+from spatial_random import PinReference, random_urdf
+
+DATA = Path(__file__).parent / 'data' / 'urdf'
+
+
+def _cases():
+    rng = np.random.default_rng(8)
+    return [('ur5', (DATA / 'ur5.urdf').read_text()), ('tree7', random_urdf(rng, 7))]
+
+
+@pytest.mark.parametrize('name,urdf', _cases(), ids=['ur5', 'tree7'])
+def test_imu_readings_equal_pinocchio_frame_kinematics(name, urdf):
+    import pinocchio as pin
+    model = load_spatial(urdf)
+    dyn = SpatialDynamics(model)
+    ref = PinReference(urdf, model.joint_names)
+    pm, pd = ref.model, ref.data
+    rng = np.random.default_rng(1)
+    for link in range(1, model.nb):
+        T_mount = origin_matrix(rng.normal(size=3) * 0.1, rng.uniform(-1, 1, 3))
+        imu = ImuModel(dyn, link, T_mount)
+        # the same frame in Pinocchio: on the joint that moves this link
+        jid = pm.getJointId(model.joint_names[link - 1])
+        fid = pm.addFrame(pin.Frame(f'imu{link}', jid, 0, pin.SE3(T_mount[:3, :3], T_mount[:3, 3]),
+                                    pin.FrameType.OP_FRAME))
+        pd = pm.createData()
+        for _ in range(10):
+            q, qd, qdd = rng.normal(size=(3, model.n))
+            r = imu.measure(q, qd, qdd)
+            pin.forwardKinematics(pm, pd, ref.q(q), ref.P.T @ qd, ref.P.T @ qdd)
+            pin.updateFramePlacements(pm, pd)
+            R = pd.oMf[fid].rotation
+            w = pin.getFrameVelocity(pm, pd, fid, pin.LOCAL).angular
+            acc = pin.getFrameClassicalAcceleration(pm, pd, fid, pin.LOCAL).linear
+            f = acc - R.T @ model.gravity                       # specific force
+            assert np.abs(r.R - R).max() < 1e-12
+            assert np.abs(r.gyro - w).max() < 1e-10
+            assert np.abs(r.accel - f).max() < 1e-9 * max(1.0, np.abs(f).max())
+
+
+@pytest.mark.parametrize('name,urdf', _cases(), ids=['ur5', 'tree7'])
+def test_imu_jacobians_match_finite_differences(name, urdf):
+    model = load_spatial(urdf)
+    dyn = SpatialDynamics(model)
+    rng = np.random.default_rng(2)
+    n = model.n
+    h = 1e-6
+    for link in (1, model.nb - 1, model.nb // 2):
+        imu = ImuModel(dyn, link, origin_matrix(rng.normal(size=3) * 0.1,
+                                                rng.uniform(-1, 1, 3)))
+        x = rng.normal(size=3 * n)
+        r = imu.measure(x[:n], x[n:2 * n], x[2 * n:], jacobians=True)
+        num_g, num_a, num_r = (np.zeros((3, 3 * n)) for _ in range(3))
+        for c in range(3 * n):
+            e = np.zeros(3 * n)
+            e[c] = h
+            hi = imu.measure(*np.split(x + e, 3))
+            lo = imu.measure(*np.split(x - e, 3))
+            num_g[:, c] = (hi.gyro - lo.gyro) / (2 * h)
+            num_a[:, c] = (hi.accel - lo.accel) / (2 * h)
+            D = r.R.T @ (hi.R - lo.R) / (2 * h)                 # ≈ [δθ]×
+            num_r[:, c] = [D[2, 1], D[0, 2], D[1, 0]]
+        for ana, num in ((r.H_gyro, num_g), (r.H_accel, num_a), (r.H_rot, num_r)):
+            assert np.abs(ana - num).max() < 1e-6 * max(1.0, np.abs(num).max())
+
+
+def test_at_rest_the_accelerometer_reads_gravity_upward_and_quaternions_are_unit():
+    model = load_spatial(DATA / 'ur5.urdf')
+    dyn = SpatialDynamics(model)
+    imu = ImuModel(dyn, model.nb - 1)
+    q = np.random.default_rng(0).normal(size=model.n)
+    z = np.zeros(model.n)
+    r = imu.measure(q, z, z)
+    assert r.R @ r.accel == pytest.approx([0.0, 0.0, 9.81], abs=1e-12)
+    assert np.allclose(r.gyro, 0.0)
+    quat = quaternion_from_matrix(r.R)
+    assert np.linalg.norm(quat) == pytest.approx(1.0) and quat[3] >= 0
+    x, y, zq, w = quat
+    R = np.array([[1 - 2 * (y * y + zq * zq), 2 * (x * y - zq * w), 2 * (x * zq + y * w)],
+                  [2 * (x * y + zq * w), 1 - 2 * (x * x + zq * zq), 2 * (y * zq - x * w)],
+                  [2 * (x * zq - y * w), 2 * (y * zq + x * w), 1 - 2 * (x * x + y * y)]])
+    assert np.abs(R - r.R).max() < 1e-12
+    with pytest.raises(ValueError, match='link index'):
+        ImuModel(dyn, model.nb)
+
+
+def test_quaternion_from_matrix_covers_every_branch():
+    rng = np.random.default_rng(4)
+    for rpy in list(rng.uniform(-np.pi, np.pi, (300, 3))) + [(np.pi, 0, 0), (0, np.pi, 0),
+                                                            (0, 0, np.pi)]:
+        R = origin_matrix(None, rpy)[:3, :3]
+        x, y, z, w = quaternion_from_matrix(R)
+        back = np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+                         [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+                         [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
+        assert np.abs(back - R).max() < 1e-12
