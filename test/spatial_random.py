@@ -16,7 +16,8 @@ def _f(x: np.ndarray) -> str:
 
 
 def random_urdf(rng: np.random.Generator, n: int = 6, branch: bool = True,
-                fixed: bool = True) -> str:
+                fixed: bool = True, kinds: tuple[str, ...] = ('revolute', 'continuous',
+                                                              'prismatic')) -> str:
     """URDF text of a random tree with n movable joints (one fixed joint when ``fixed``)."""
     out = ['<?xml version="1.0" encoding="utf-8"?>', '<robot name="random_tree">']
 
@@ -35,7 +36,9 @@ def random_urdf(rng: np.random.Generator, n: int = 6, branch: bool = True,
     names = ['base']
     for j in range(n):
         parent = names[-1] if not branch or j < 3 else names[rng.integers(0, len(names))]
-        kind = rng.choice(['revolute', 'continuous', 'prismatic'], p=[0.5, 0.2, 0.3])
+        weights = np.array([{'revolute': 0.5, 'continuous': 0.2, 'prismatic': 0.3}[k]
+                            for k in kinds])
+        kind = rng.choice(list(kinds), p=weights / weights.sum())
         if fixed and j == 2:
             out.append(link(f'flange{j}'))
             o, r = rng.normal(size=3) * 0.3, rng.uniform(-1, 1, 3)
