@@ -1,9 +1,11 @@
-"""mbfg-simulate: forward dynamics of a mechanism YAML with the factor graph.
+"""mbfg-simulate: forward dynamics of a mechanism YAML with the factor graph, or of a URDF robot.
 
 Writes t, the coordinates by name (x1, y1, ..., theta...), their rates (x1_dot...)
 and accelerations (x1_ddot...), phi_norm as CSV (one row per step, t = 0
 included), prints a summary (steps, ms per step, max |Φ|, energy drift) and
-optionally plots q, q̇ and |Φ|.
+optionally plots q, q̇ and |Φ|. A URDF robot (CONFIG.urdf, optional --overlay) is
+simulated on its joint coordinates (mbfg_ros.spatial.simulate) with the same outputs,
+columns named after the URDF joints.
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from ..errors import MbfgError
 from ..forward import (COORDINATES, IC_BASES, INTEGRATORS, SOLVERS, ForwardConfig,
                        Trajectory, energy, simulate)
 from .common import Progress, check_writable, load_checked, plain, run_cli, save_figure
+from .spatial import add_urdf_arguments, is_urdf, simulate_urdf
 
 __all__ = ['main', 'write_csv', 'plot_trajectory', 'energy_drift', 'coordinate_units']
 
@@ -26,7 +29,8 @@ PROG = 'mbfg-simulate'
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=PROG, description=plain(__doc__.splitlines()[0]))
-    p.add_argument('config', help='mechanism YAML file (README: "Mechanism YAML")')
+    p.add_argument('config', help='mechanism YAML file (README: "Mechanism YAML"), or a URDF '
+                   'robot (.urdf; with --overlay for loops and actuators)')
     p.add_argument('--duration', type=float, default=5.0, help='simulated time [s] (5)')
     p.add_argument('--dt', type=float, default=1e-3, help='time step [s] (0.001)')
     p.add_argument('--window', type=int, default=2, help='states in the window Nw (2)')
@@ -52,6 +56,9 @@ def _parser() -> argparse.ArgumentParser:
                    '(x1_ddot...), phi_norm')
     p.add_argument('--plot', type=Path, help='PNG file with q, q̇ and |Φ| against t')
     p.add_argument('--quiet', action='store_true', help='no progress bar')
+    add_urdf_arguments(p)
+    p.add_argument('--torque', help='URDF robots: constant actuator torques, '
+                   'joint=value[,joint=value...] [N·m or N] (default: none, a passive fall)')
     return p
 
 
@@ -124,6 +131,12 @@ def _main(argv: list[str] | None) -> int:
         raise MbfgError(f'--dt {args.dt:g} s is longer than --duration {args.duration:g} s: '
                         'there would be no step to take; use a smaller --dt or a longer '
                         '--duration')
+    if is_urdf(args.config):
+        check_writable(args.output, 'CSV')
+        check_writable(args.plot, 'plot')
+        return simulate_urdf(args, PROG)
+    if args.overlay or args.torque:
+        raise MbfgError('--overlay and --torque are for URDF robots (CONFIG ending in .urdf)')
     config = ForwardConfig(dt=args.dt, window=args.window, coordinates=args.coordinates,
                            ic_basis=args.ic_basis,
                            integrator=args.integrator, solver=args.solver)
