@@ -138,3 +138,63 @@ def test_nonlinear_graph_on_a_hand_built_tree():
     assert _rel(inv.tau, tau) < 1e-8
     fwd = solve_nonlinear(dg, q, qd, {}, {j: tau[j] for j in range(m.n)})
     assert _rel(fwd.qdd, qdd) < 1e-8
+
+
+def _perturbed(values, k: int, d: np.ndarray):
+    import gtsam
+    out = gtsam.Values(values)
+    if _is_pose(values, k):
+        out.update(k, values.atPose3(k).retract(d))
+    else:
+        out.update(k, values.atVector(k) + d)
+    return out
+
+
+def _is_pose(values, k: int) -> bool:
+    try:
+        values.atPose3(k)
+    except RuntimeError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize('seed', range(3))
+def test_the_nonlinear_graphs_factor_jacobians_at_random_values(seed):
+    """Every factor of ``nonlinear_graph`` as GTSAM linearises it (the ``CustomFactor``
+    wrappers' key order and the error functions together) against central differences of
+    its whitened error, at random values that satisfy no factor (seed 002 Eqs. 4-7)."""
+    import gtsam
+    from mbfg_ros.spatial.dynamics_graph import nonlinear_graph
+    rng = np.random.default_rng(200 + seed)
+    m = random_model(rng, 5)
+    dg = DynamicsGraph(m)
+    q, qd, qdd, tau = rng.normal(size=(4, m.n))
+    graph, init = nonlinear_graph(dg, q, qd, {0: qdd[0], 2: qdd[2]},
+                                  {j: tau[j] for j in (1, 3, 4)})
+    values = gtsam.Values()
+    for k in init.keys():
+        try:
+            init.atPose3(k)
+            values.insert(k, gtsam.Pose3.Expmap(rng.normal(size=6)))
+        except RuntimeError:
+            values.insert(k, rng.normal(size=init.atVector(k).shape))
+    h = 1e-6
+    for i in range(graph.size()):
+        f = graph.at(i)
+        jf = f.linearize(values)
+        A, col = jf.getA(), 0
+        for k in jf.keys():
+            dim = 6 if _is_pose(values, k) else len(values.atVector(k))
+            num = np.zeros((A.shape[0], dim))
+            for d in range(dim):
+                e = np.zeros(dim)
+                e[d] = h
+                # keep each JacobianFactor alive: getb() of a temporary reads freed memory
+                jf_hi = f.linearize(_perturbed(values, k, e))
+                jf_lo = f.linearize(_perturbed(values, k, -e))
+                hi, lo = jf_hi.getb().copy(), jf_lo.getb().copy()
+                num[:, d] = -(hi - lo) / (2 * h)
+            ana = A[:, col:col + dim]
+            scale = max(1.0, np.abs(num).max())
+            assert np.abs(ana - num).max() < 1e-6 * scale, (i, gtsam.DefaultKeyFormatter(k))
+            col += dim
