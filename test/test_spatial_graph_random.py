@@ -198,3 +198,52 @@ def test_the_nonlinear_graphs_factor_jacobians_at_random_values(seed):
             scale = max(1.0, np.abs(num).max())
             assert np.abs(ana - num).max() < 1e-6 * scale, (i, gtsam.DefaultKeyFormatter(k))
             col += dim
+
+
+def _dag(dg: DynamicsGraph, gfg, ordering: str) -> set[tuple[str, str]]:
+    """The eliminated DAG's edges (frontal → parent) whose conditional block is nonzero.
+
+    GTSAM's QR elimination leaves a zero-row factor on the separator when a variable's
+    factors have no rows to spare, so its conditionals can carry exactly-zero blocks for
+    variables that are structurally, not numerically, parents; those are left out."""
+    import gtsam
+    bn = gfg.eliminateSequential(dg.ordering(gfg, ordering), gtsam.EliminateQR)
+    name = gtsam.DefaultKeyFormatter
+    edges = set()
+    for i in range(bn.size()):
+        c = bn.at(i)
+        keys, S, col = list(c.keys()), c.S(), 0
+        for k in keys[1:]:
+            dim = 6 if name(k)[0] in 'AF' else 1
+            if np.abs(S[:, col:col + dim]).max() > 1e-12:
+                edges.add((name(keys[0]), name(k)))
+            col += dim
+    return edges
+
+
+@pytest.mark.parametrize('n', [3, 6])
+def test_the_rnea_ordering_eliminates_to_algorithm_1(n):
+    """Seed 002 Fig. 5d / Algorithm 1: under τ_n..τ_1, F_1..F_n, A_n..A_1 the inverse
+    dynamics graph of an nR chain eliminates to τ_j ← F_j, F_j ← (A_j, F_{j+1}), F_n ← A_n,
+    A_j ← A_{j-1} (joint j moves link j + 1 here; A of the fixed root is known)."""
+    rng = np.random.default_rng(n)
+    m = random_model(rng, n, branch=False, prismatic=0.0)
+    dg = DynamicsGraph(m)
+    q, qd, qdd = rng.normal(size=(3, n))
+    gfg = dg.linear_graph(q, qd, dict(enumerate(qdd)), {})
+    want = {(f't{j}', f'F{j}') for j in range(n)}
+    want |= {(f'F{j}', f'A{j + 1}') for j in range(n)}
+    want |= {(f'F{j}', f'F{j + 1}') for j in range(n - 1)}
+    want |= {(f'A{c}', f'A{c - 1}') for c in range(2, n + 1)}
+    assert _dag(dg, gfg, 'rnea') == want
+
+
+def test_the_aba_dag_has_fewer_edges_than_the_crba_dag():
+    """Seed 002 §V-A, Fig. 7: forward dynamics eliminated in the ABA order gives a DAG with
+    fewer edges (less computation) than in the CRBA order."""
+    rng = np.random.default_rng(4)
+    m = random_model(rng, 6, branch=False, prismatic=0.0)
+    dg = DynamicsGraph(m)
+    q, qd, tau = rng.normal(size=(3, 6))
+    gfg = dg.linear_graph(q, qd, {}, dict(enumerate(tau)))
+    assert len(_dag(dg, gfg, 'aba')) < len(_dag(dg, gfg, 'crba'))
