@@ -98,3 +98,50 @@ def test_inverse_on_a_urdf_refuses_measured_input_and_wrong_columns(tmp_path, ca
     rc = inverse_main([str(DATA / 'ur5.urdf'), '--measured', str(traj), '--output',
                        str(tmp_path / 'o.csv')])
     assert rc == 2 and '--trajectory' in capsys.readouterr().err
+
+
+def _trajectory_bag(path: Path, joints: list[str], t: np.ndarray, q: np.ndarray,
+                    qd: np.ndarray | None, qdd: np.ndarray | None) -> None:
+    from mbfg_ros.bag import BagWriter, typestore
+    store = typestore()
+    JT = store.types['trajectory_msgs/msg/JointTrajectory']
+    JTP = store.types['trajectory_msgs/msg/JointTrajectoryPoint']
+    Header = store.types['std_msgs/msg/Header']
+    Time = store.types['builtin_interfaces/msg/Time']
+    Duration = store.types['builtin_interfaces/msg/Duration']
+    empty = np.zeros(0)
+    q, qd, qdd = (None if a is None else np.ascontiguousarray(a) for a in (q, qd, qdd))
+    pts = [JTP(positions=q[k].copy(), velocities=qd[k].copy() if qd is not None else empty,
+               accelerations=qdd[k].copy() if qdd is not None else empty, effort=empty,
+               time_from_start=Duration(sec=int(t[k]), nanosec=int(round((t[k] % 1) * 1e9))))
+           for k in range(len(t))]
+    msg = JT(header=Header(stamp=Time(sec=0, nanosec=0), frame_id=''), joint_names=joints,
+             points=pts)
+    with BagWriter(path, store=store) as w:
+        w.write('/arm/joint_trajectory', 'trajectory_msgs/msg/JointTrajectory', 1, msg)
+
+
+def test_inverse_of_a_joint_trajectory_in_a_bag_uses_its_rates(tmp_path, capsys):
+    joints = ['shoulder_pan_joint', 'shoulder_lift_joint', 'elbow_joint', 'wrist_1_joint',
+              'wrist_2_joint', 'wrist_3_joint']
+    t = np.linspace(0.0, 1.0, 11)                       # coarse: a fit could not get q̈ right
+    w = np.arange(1, 7)
+    q = 0.3 * np.sin(np.outer(t, w))
+    qd = 0.3 * w * np.cos(np.outer(t, w))
+    qdd = -0.3 * w * w * np.sin(np.outer(t, w))
+    bag = tmp_path / 'traj_bag'
+    # the message lists the joints in another order than the URDF
+    order = [5, 0, 3, 1, 4, 2]
+    _trajectory_bag(bag, [joints[i] for i in order], t, q[:, order], qd[:, order],
+                    qdd[:, order])
+    out = tmp_path / 'tau.csv'
+    assert inverse_main([str(DATA / 'ur5.urdf'), '--bag', str(bag), '--topic',
+                         '/arm/joint_trajectory', '--output', str(out)]) == 0
+    _, data = _csv(out)
+    pm = pin.buildModelFromUrdf(str(DATA / 'ur5.urdf'))
+    pd = pm.createData()
+    ref = np.array([pin.rnea(pm, pd, q[k], qd[k], qdd[k]) for k in range(len(t))])
+    assert np.abs(data[:, 1:] - ref).max() < 1e-9 * np.abs(ref).max()
+    capsys.readouterr()
+    rc = inverse_main([str(DATA / 'ur5.urdf'), '--bag', str(bag), '--output', str(out)])
+    assert rc == 2 and '/joint_trajectory' in capsys.readouterr().err

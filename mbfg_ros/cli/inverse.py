@@ -66,7 +66,10 @@ def _main(argv: list[str] | None) -> int:
                           'spaces or commas; lines starting with # or %% are comments; time '
                           'strictly increasing, at least 3 samples')
     src.add_argument('--measured', help='measured joint motion: CSV with a header row')
-    src.add_argument('--bag', help='measured joint motion: rosbag2 with sensor_msgs/JointState')
+    src.add_argument('--bag', help='measured joint motion: rosbag2 with sensor_msgs/JointState; '
+                     'for a URDF robot: a rosbag2 with a trajectory_msgs/JointTrajectory on '
+                     '--topic (default /joint_trajectory), its velocities and accelerations '
+                     'used when every point has them')
     p.add_argument('--coordinates', help='prescribed coordinates (indices or names, comma '
                    'separated); default: actuated coordinates')
     p.add_argument('--actuators', help='actuated coordinates (indices or names); default: '

@@ -99,8 +99,9 @@ def simulate_urdf(args: argparse.Namespace, prog: str) -> int:
 def inverse_urdf(args: argparse.Namespace, prog: str) -> int:
     """Inverse dynamics of a prescribed motion of a URDF robot (``spatial.inverse_trajectory``)."""
     from ..spatial.inverse_trajectory import inverse_trajectory
-    if args.trajectory is None:
-        raise MbfgError('a URDF robot takes --trajectory (measured motion: planar YAML only)')
+    if args.trajectory is None and args.bag is None:
+        raise MbfgError('a URDF robot takes --trajectory FILE or --bag BAG with a '
+                        'trajectory_msgs/JointTrajectory (--measured: planar YAML only)')
     system = _system(args)
     if args.coordinates:
         names = [s.strip() for s in args.coordinates.split(',') if s.strip()]
@@ -112,11 +113,18 @@ def inverse_urdf(args: argparse.Namespace, prog: str) -> int:
     else:
         pres = list(np.flatnonzero(system.model.actuated)) if system.model.loops \
             else list(range(system.n))
-    traj = load_trajectory(args.trajectory, columns=len(pres))
     sg = {k: v for k, v in (('window', args.window), ('order', args.order)) if v is not None}
+    if args.bag is not None:
+        from ..spatial.inverse_trajectory import load_joint_trajectory
+        topic = args.topic if args.topic != '/joint_states' else '/joint_trajectory'
+        t, z, zd, zdd = load_joint_trajectory(args.bag, topic, [system.names[i] for i in pres])
+        sg.update(zd=zd, zdd=zdd)
+    else:
+        traj = load_trajectory(args.trajectory, columns=len(pres))
+        t, z = traj.t, traj.z
     bar = Progress(1.0, 'inverse dynamics')
     try:
-        res = inverse_trajectory(system, traj.t, traj.z, pres, progress=bar.update, **sg)
+        res = inverse_trajectory(system, t, z, pres, progress=bar.update, **sg)
     finally:
         bar.close()
     names = list(system.actuator_names)

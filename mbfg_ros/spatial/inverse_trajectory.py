@@ -18,7 +18,7 @@ from ..errors import MbfgError
 from ..trajectory import derivatives
 from .system import SpatialSystem
 
-__all__ = ['SpatialInverseResult', 'inverse_trajectory']
+__all__ = ['SpatialInverseResult', 'inverse_trajectory', 'load_joint_trajectory']
 
 
 class SpatialInverseResult(NamedTuple):
@@ -33,11 +33,14 @@ class SpatialInverseResult(NamedTuple):
 
 def inverse_trajectory(system: SpatialSystem, t: np.ndarray, z: np.ndarray,
                        prescribed: Sequence[int] | None = None, window: int = 31,
-                       order: int = 5, progress: Callable[[float], None] | None = None
+                       order: int = 5, progress: Callable[[float], None] | None = None,
+                       zd: np.ndarray | None = None, zdd: np.ndarray | None = None
                        ) -> SpatialInverseResult:
     """τ along the motion ``z`` (N × len(prescribed)) of the ``prescribed`` joints.
 
     ``prescribed`` defaults to every tree joint (open trees) or the actuated joints (loops).
+    ``zd``, ``zdd``: the rates and accelerations when the motion carries them (a
+    ``JointTrajectory`` with velocities and accelerations); else Savitzky-Golay fits.
     """
     n = system.n
     if prescribed is None:
@@ -51,7 +54,8 @@ def inverse_trajectory(system: SpatialSystem, t: np.ndarray, z: np.ndarray,
     if not system.loops.m and len(pres) != n:
         raise MbfgError(f'an open tree needs every joint prescribed ({n}: '
                         f'{", ".join(system.names)}), got {len(pres)}')
-    zd, zdd = derivatives(np.asarray(t, float), z, window=window, order=order)
+    if zd is None or zdd is None:
+        zd, zdd = derivatives(np.asarray(t, float), z, window=window, order=order)
     free = np.setdiff1d(np.arange(n), pres)
     N = len(t)
     Q, QD, QDD = (np.zeros((N, n)) for _ in range(3))
@@ -73,3 +77,41 @@ def inverse_trajectory(system: SpatialSystem, t: np.ndarray, z: np.ndarray,
         if progress is not None:
             progress((k + 1) / N)
     return SpatialInverseResult(np.asarray(t, float), Q, QD, QDD, TAU)
+
+
+def load_joint_trajectory(path: str, topic: str, joints: Sequence[str]
+                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None,
+                                     np.ndarray | None]:
+    """(t, q, q̇ or None, q̈ or None) of the first ``trajectory_msgs/JointTrajectory`` on
+    ``topic`` of a rosbag2 (what a MoveIt or ``joint_trajectory_controller`` client sends),
+    in the order of ``joints``; t is each point's ``time_from_start``. Rates and
+    accelerations are returned when every point carries them for every joint.
+    """
+    from ..bag import read_messages
+    topic = topic if topic.startswith('/') else '/' + topic
+    for m in read_messages(path, {topic: 'trajectory_msgs/msg/JointTrajectory'}):
+        msg = m.msg
+        names = list(msg.joint_names)
+        missing = [j for j in joints if j not in names]
+        if missing:
+            raise MbfgError(f'{path}: {topic}: the JointTrajectory has no joint '
+                            f'{missing[0]!r} (it names {", ".join(names)})')
+        idx = [names.index(j) for j in joints]
+        pts = list(msg.points)
+        if len(pts) < 3:
+            raise MbfgError(f'{path}: {topic}: {len(pts)} trajectory points, need at least 3')
+        t = np.array([p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec for p in pts])
+        if np.any(np.diff(t) <= 0):
+            raise MbfgError(f'{path}: {topic}: time_from_start is not strictly increasing')
+
+        def field(name: str) -> np.ndarray | None:
+            rows = [getattr(p, name) for p in pts]
+            if any(len(r) != len(names) for r in rows):
+                return None
+            return np.array([[r[i] for i in idx] for r in rows], float)
+        q = field('positions')
+        if q is None:
+            raise MbfgError(f'{path}: {topic}: a trajectory point has no positions for every '
+                            'joint')
+        return t, q, field('velocities'), field('accelerations')
+    raise MbfgError(f'{path}: {topic}: no JointTrajectory message')
