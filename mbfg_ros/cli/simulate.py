@@ -22,7 +22,8 @@ from ..forward import (COORDINATES, IC_BASES, INTEGRATORS, SOLVERS, ForwardConfi
 from .common import Progress, check_writable, load_checked, plain, run_cli, save_figure
 from .spatial import add_urdf_arguments, is_urdf, simulate_urdf
 
-__all__ = ['main', 'write_csv', 'plot_trajectory', 'energy_drift', 'coordinate_units']
+__all__ = ['main', 'write_csv', 'plot_trajectory', 'energy_drift', 'coordinate_units',
+           'report']
 
 PROG = 'mbfg-simulate'
 
@@ -153,20 +154,31 @@ def _main(argv: list[str] | None) -> int:
     steps = len(traj.t) - 1
     E = energy(system, traj.q, traj.qd)
     kinetic = 0.5 * np.einsum('ki,ij,kj->k', traj.qd, system.M, traj.qd)
+    angles = {r.name for r in system.mech.relative}
+    return report(args, traj, system.names, coordinate_units(system.names, angles),
+                  f'{system.mech.name}: {steps} steps of {config.dt:g} s ({config.coordinates} '
+                  f'coordinates, {config.integrator}, window {config.window}, solver '
+                  f'{config.solver})', f'{system.mech.name}: forward dynamics', elapsed, E,
+                  kinetic)
+
+
+def report(args: argparse.Namespace, traj: Trajectory, names: Sequence[str], units: list[str],
+           headline: str, title: str, elapsed: float, E: np.ndarray, kinetic: np.ndarray
+           ) -> int:
+    """The run's summary on the terminal (time per step, max |Φ|, energy drift), then the
+    CSV and plot asked for; shared by the planar and the URDF paths."""
+    steps = len(traj.t) - 1
     drift, rel, scale = energy_drift(E, kinetic)
-    print(f'{system.mech.name}: {steps} steps of {config.dt:g} s ({config.coordinates} '
-          f'coordinates, {config.integrator}, window {config.window}, solver {config.solver})')
+    print(headline)
     print(f'  time per step   {1e3 * elapsed / max(steps, 1):.3f} ms')
     print(f'  max |Phi(q)|    {traj.phi_norm.max():.3e}')
     print(f'  energy drift    {drift:+.3e} J ({rel:+.2e} of the largest kinetic energy, '
           f'{scale:.4g} J; meaningful for conservative mechanisms)')
     if args.output:
-        write_csv(args.output, traj, system.names)
+        write_csv(args.output, traj, names)
         print(f'  wrote {args.output}')
     if args.plot:
-        angles = {r.name for r in system.mech.relative}
-        plot_trajectory(args.plot, traj, system.names, f'{system.mech.name}: forward dynamics',
-                        coordinate_units(system.names, angles))
+        plot_trajectory(args.plot, traj, tuple(names), title, units)
         print(f'  wrote {args.plot}')
     return 0
 

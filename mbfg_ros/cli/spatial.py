@@ -63,7 +63,7 @@ def _torques(system, text: str | None) -> np.ndarray:
 def simulate_urdf(args: argparse.Namespace, prog: str) -> int:
     """Forward dynamics of a URDF robot (``spatial.simulate``); same outputs as the planar."""
     from ..spatial.simulate import simulate_spatial
-    from .simulate import energy_drift, plot_trajectory, write_csv
+    from .simulate import report
     system = _system(args)
     tau = _torques(system, args.torque)
     progress = Progress(args.duration, 'simulating', enabled=not args.quiet)
@@ -78,22 +78,11 @@ def simulate_urdf(args: argparse.Namespace, prog: str) -> int:
     E = np.array([system.energy(q, qd) for q, qd in zip(traj.q, traj.qd)])
     kinetic = np.array([0.5 * qd @ system.dyn.mass_matrix(q) @ qd
                         for q, qd in zip(traj.q, traj.qd)])
-    drift, rel, scale = energy_drift(E, kinetic)
-    print(f'{Path(args.config).name}: {steps} steps of {args.dt:g} s ({system.n} joints, '
-          f'{len(system.model.loops)} loop joints, {args.integrator}, backend '
-          f'{type(system.dyn).__name__})')
-    print(f'  time per step   {1e3 * elapsed / max(steps, 1):.3f} ms')
-    print(f'  max |Phi(q)|    {traj.phi_norm.max():.3e}')
-    print(f'  energy drift    {drift:+.3e} J ({rel:+.2e} of the largest kinetic energy, '
-          f'{scale:.4g} J; meaningful with no torque)')
-    if args.output:
-        write_csv(args.output, traj, system.names)
-        print(f'  wrote {args.output}')
-    if args.plot:
-        plot_trajectory(args.plot, traj, system.names,
-                        f'{Path(args.config).stem}: forward dynamics', _units(system))
-        print(f'  wrote {args.plot}')
-    return 0
+    return report(args, traj, system.names, _units(system),
+                  f'{Path(args.config).name}: {steps} steps of {args.dt:g} s ({system.n} joints, '
+                  f'{len(system.model.loops)} loop joints, {args.integrator}, backend '
+                  f'{type(system.dyn).__name__})', f'{Path(args.config).stem}: forward dynamics',
+                  elapsed, E, kinetic)
 
 
 def inverse_urdf(args: argparse.Namespace, prog: str) -> int:
