@@ -37,7 +37,7 @@ def actuator_efforts(sys: Any, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray
     Jq = sys.constraints.phi_q(q)[sys.rows]
     Q = sys.forces.evaluate(q, qd, None, jacobians=False).Q
     A = np.hstack((B, Jq.T))
-    b = sys.M @ qdd - Q
+    b = sys.mass_matrix(q) @ qdd - Q
     try:
         sol = np.linalg.solve(A.T @ A, A.T @ b)
     except np.linalg.LinAlgError:

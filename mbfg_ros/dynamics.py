@@ -75,6 +75,36 @@ class System:
     def names(self) -> tuple[str, ...]:
         return self.mech.coordinate_names
 
+    # -- the formulation seam (interface.MultibodySystem) ---------------------------------
+    @property
+    def angle_coordinates(self) -> tuple[int, ...]:
+        """Indices of the angle coordinates (the relative coordinates, after the points)."""
+        base = self.mech.n - len(self.mech.relative)
+        return tuple(range(base, self.mech.n))
+
+    def mass_matrix(self, q: np.ndarray | None = None) -> np.ndarray:
+        """M, constant in natural coordinates (seed 000 Eq. 3); ``q`` is not used."""
+        return self.M
+
+    def actuator_matrix(self, q: np.ndarray) -> np.ndarray:
+        """B(q): generalized forces of unit actuator efforts (``mech.actuators`` order)."""
+        return self.forces.actuator_matrix(q)
+
+    def constraint_terms(self, q: np.ndarray, qd: np.ndarray
+                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(Φ, Φq, γ = Φ̇q q̇) over every constraint row (seed 000 Eqs. 24-26)."""
+        t = self.constraints.terms(q, qd)
+        return self.constraints.phi(q), t.phi_q, t.phi_q_dot @ qd
+
+    def accelerations(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray) -> np.ndarray:
+        """q̈ under actuator efforts ``tau`` (:func:`forward_accel`)."""
+        return forward_accel(self, q, qd, tau).qdd
+
+    def torques(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray:
+        """Actuator efforts for (q, q̇, q̈) (:func:`control.actuator_efforts`)."""
+        from .control import actuator_efforts
+        return actuator_efforts(self, q, qd, qdd)
+
 
 def build_system(mech: Mechanism, z_idx: Sequence[int] | None = None) -> System:
     """Assemble a mechanism: solve the position problem from the YAML pose.
@@ -96,8 +126,7 @@ def build_system(mech: Mechanism, z_idx: Sequence[int] | None = None) -> System:
         raise MechanismError(f'the mechanism has no degree of freedom ({mech.n} coordinates, '
                              f'{len(rows)} independent constraints)', source=mech.source,
                              path='planar_bodies')
-    n_pts = mech.n - len(mech.relative)
-    prefer = list(range(n_pts, mech.n))
+    prefer = list(range(mech.n - len(mech.relative), mech.n))   # the angles
     if z_idx is None:
         z_idx = choose_independent(Jq, dof, prefer=prefer)
     z_idx = tuple(int(i) for i in z_idx)
@@ -179,7 +208,7 @@ def forward_accel(sys: System, q: np.ndarray, qd: np.ndarray, tau: np.ndarray | 
     Jq = t.phi_q[rows]
     r = len(rows)
     A = np.zeros((n + r, n + r))
-    A[:n, :n] = sys.M
+    A[:n, :n] = sys.mass_matrix(q)
     A[:n, n:] = Jq.T
     A[n:, :n] = Jq
     Ainv = np.linalg.inv(A)
@@ -205,4 +234,5 @@ def accel_independent_eq15(sys: System, q: np.ndarray, qd: np.ndarray,
     Jq = cons.phi_q(q)
     R, S = r_s_matrices(Jq, z_idx)
     c = -(cons.phi_q_dot(q, qd) @ qd)
-    return np.linalg.solve(R.T @ sys.M @ R, R.T @ (Q - sys.M @ (S @ c)))
+    M = sys.mass_matrix(q)
+    return np.linalg.solve(R.T @ M @ R, R.T @ (Q - M @ (S @ c)))

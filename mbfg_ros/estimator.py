@@ -203,8 +203,9 @@ def coordinate_sigmas(sys: System, cfg: EstimatorConfig) -> tuple[np.ndarray, np
     :raises ValueError: a joint that is unknown or has no angle coordinate.
     """
     mech = sys.mech
-    n, n_pts = sys.n, sys.n - len(mech.relative)
-    angle = np.arange(n) >= n_pts
+    n = sys.n
+    angle = np.zeros(n, bool)
+    angle[list(sys.angle_coordinates)] = True
     sd = np.where(angle, cfg.dynamics_sigma_angle or cfg.dynamics_sigma,
                   cfg.dynamics_sigma_length or cfg.dynamics_sigma).astype(float)
     jerk = np.where(angle, cfg.integrator_jerk_angle or cfg.integrator_jerk,

@@ -282,10 +282,10 @@ class ForwardSimulator:
         self.switches = 0            # changes of independent coordinates (anchored)
         self._idx = list(sys.z_idx)
         self._B = self._g.B
-        n_pts = n - len(sys.mech.relative)
+        angles = set(sys.angle_coordinates)
         self.ic_basis = cfg.ic_basis
         if cfg.ic_basis == 'auto':     # relative angles make good z; points' x, y do not
-            self.ic_basis = ('coordinates' if all(i >= n_pts for i in self._idx)
+            self.ic_basis = ('coordinates' if all(i in angles for i in self._idx)
                              else 'tangent')
         self._n_act = sys.forces.n_act
         # the initial state: priors + state factor, solved by Gauss-Newton
@@ -474,7 +474,7 @@ def energy(sys: System, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
     Q0 = sys.forces.evaluate(sys.q0, np.zeros(sys.n), None, jacobians=False)[0]
     q = np.asarray(q, dtype=float)
     qd = np.asarray(qd, dtype=float)
-    kinetic = 0.5 * np.einsum('...i,ij,...j->...', qd, sys.M, qd)
+    kinetic = 0.5 * np.einsum('...i,ij,...j->...', qd, sys.mass_matrix(q), qd)
     return kinetic - q @ Q0
 
 

@@ -38,6 +38,7 @@ def hybrid_dynamics(sys: System, q: np.ndarray, qd: np.ndarray, idx: Sequence[in
     n, rows = sys.n, np.asarray(sys.rows, dtype=int)
     r, d = len(rows), len(idx)
     t = sys.constraints.terms(q, qd)
+    M = sys.mass_matrix(q)
     Jr = t.phi_q[rows]
     Q = sys.forces.evaluate(q, qd, None, jacobians=False).Q
     if Q_given is not None:
@@ -48,10 +49,10 @@ def hybrid_dynamics(sys: System, q: np.ndarray, qd: np.ndarray, idx: Sequence[in
     g = gtsam.GaussianFactorGraph()
     hard = gtsam.noiseModel.Constrained.All
     if d:
-        g.add(gtsam.JacobianFactor(kq, sys.M, kl, Jr.T, kt, -BI.T, Q, hard(n)))
+        g.add(gtsam.JacobianFactor(kq, M, kl, Jr.T, kt, -BI.T, Q, hard(n)))
         g.add(gtsam.JacobianFactor(kq, BI, np.asarray(acc, dtype=float), hard(d)))
     else:
-        g.add(gtsam.JacobianFactor(kq, sys.M, kl, Jr.T, Q, hard(n)))
+        g.add(gtsam.JacobianFactor(kq, M, kl, Jr.T, Q, hard(n)))
     g.add(gtsam.JacobianFactor(kq, Jr, -(t.phi_q_dot[rows] @ qd), hard(r)))
     sol = g.optimize()
     tau = sol.at(kt) if d else np.zeros(0)

@@ -287,7 +287,7 @@ class BatchModel:
         nr = len(ir)
         F, Fq, Fqd = self.forces(q, qd)
         A = np.zeros((N, n + nr, n + nr))
-        A[:, :n, :n] = self.sys.M
+        A[:, :n, :n] = self.sys.mass_matrix(q)
         A[:, :n, n:] = np.swapaxes(J[:, ir], 1, 2)
         A[:, n:, :n] = J[:, ir]
         Ainv = np.linalg.inv(A)

@@ -341,7 +341,6 @@ class DirectInverseDynamics:
         if r + d != n:
             raise MbfgError(f'{mech.source}: {r} independent constraints + {d} coordinates '
                             f'!= {n} coordinates')
-        self.M = sys.M
         self.Q0 = sys.forces.Q0.copy()
         self.state_forces = sys.forces.state_dependent
         # Buffers.
@@ -370,7 +369,7 @@ class DirectInverseDynamics:
         qdd = X[:, 0]
         Q = self.Q0 if not self.state_forces else \
             self.sys.forces.evaluate(q, qd, None, jacobians=False).Q
-        y = self.M @ qdd - Q
+        y = self.sys.mass_matrix(q) @ qdd - Q
         u, info = lapack.dgetrs(lu, piv, y, trans=1)
         self.lam = -u[:r]
         uz = u[r:]

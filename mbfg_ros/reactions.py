@@ -77,7 +77,7 @@ def constraint_multipliers(sys: System, q: np.ndarray, qd: np.ndarray, qdd: np.n
     if Q_extra is not None:
         Q = Q + Q_extra
     Jq = sys.constraints.phi_q(q)
-    return np.linalg.lstsq(Jq.T, Q - sys.M @ qdd, rcond=None)[0]
+    return np.linalg.lstsq(Jq.T, Q - sys.mass_matrix(q) @ qdd, rcond=None)[0]
 
 
 class Reactions(NamedTuple):
@@ -192,7 +192,7 @@ class JointReactions:
         if Q_extra is not None:
             Q = Q + Q_extra
         Jq = cons.phi_q(q)
-        rhs = Q - sys.M @ qdd
+        rhs = Q - sys.mass_matrix(q) @ qdd
         lam = np.linalg.lstsq(Jq.T, rhs, rcond=None)[0]
         residual = float(np.max(np.abs(Jq.T @ lam - rhs))) if rhs.size else 0.0
 

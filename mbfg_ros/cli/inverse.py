@@ -147,8 +147,8 @@ def plot_inverse(path: Path, mech: Mechanism, res: InverseResult, names: list[st
     panels = 2 if rx else 1
     fig, axes = plt.subplots(panels, 1, figsize=(8, 4 * panels), sharex=True, squeeze=False)
     ax = axes[0][0]
-    units = ['N·m' if mech.coordinate_names[i] in {r.name for r in mech.relative} else 'N'
-             for i in res.actuators]
+    angles = {mech.coordinate_names[i] for i in range(mech.n - len(mech.relative), mech.n)}
+    units = ['N·m' if mech.coordinate_names[i] in angles else 'N' for i in res.actuators]
     for j, n in enumerate(names):
         ax.plot(res.t, res.tau[:, j], label=f'{n} [{units[j]}]')
     titles = [f'{mech.name}: inverse dynamics, actuator efforts (generalized force on '

@@ -153,8 +153,8 @@ def _main(argv: list[str] | None) -> int:
     elapsed = time.perf_counter() - start
     steps = len(traj.t) - 1
     E = energy(system, traj.q, traj.qd)
-    kinetic = 0.5 * np.einsum('ki,ij,kj->k', traj.qd, system.M, traj.qd)
-    angles = {r.name for r in system.mech.relative}
+    kinetic = np.array([0.5 * qd @ system.mass_matrix(q) @ qd for q, qd in zip(traj.q, traj.qd)])
+    angles = {system.names[i] for i in system.angle_coordinates}
     return report(args, traj, system.names, coordinate_units(system.names, angles),
                   f'{system.mech.name}: {steps} steps of {config.dt:g} s ({config.coordinates} '
                   f'coordinates, {config.integrator}, window {config.window}, solver '

@@ -60,6 +60,34 @@ class SpatialSystem:
     def actuator_names(self) -> tuple[str, ...]:
         return tuple(j for j, a in zip(self.model.joint_names, self.model.actuated) if a)
 
+    # -- the formulation seam (interface.MultibodySystem) ---------------------------------
+    @property
+    def angle_coordinates(self) -> tuple[int, ...]:
+        """Indices of the revolute joints (their coordinates are angles)."""
+        return tuple(i for i, k in enumerate(self.model.joint_type) if k == 'revolute')
+
+    def mass_matrix(self, q: np.ndarray) -> np.ndarray:
+        """M(q) of the tree (seed 004 §7)."""
+        return self.dyn.mass_matrix(q)
+
+    def actuator_matrix(self, q: np.ndarray | None = None) -> np.ndarray:
+        """B: joint torques select tree coordinates (constant)."""
+        return self.B
+
+    def constraint_terms(self, q: np.ndarray, qd: np.ndarray
+                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(φ, φ_q, γ) of the loop joints, ``φ_q q̈ + γ = 0`` (empty without loops)."""
+        Jc, gamma = self.loops.jacobian(q, qd)
+        return self.loops.phi(q), Jc, gamma
+
+    def accelerations(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray) -> np.ndarray:
+        """q̈ under actuator torques (:meth:`forward`)."""
+        return self.forward(q, qd, tau)
+
+    def torques(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray:
+        """Actuator torques for (q, q̇, q̈) (:meth:`inverse`)."""
+        return self.inverse(q, qd, qdd)
+
     @property
     def dof(self) -> int:
         return self.n - int(np.linalg.matrix_rank(self.loops.jacobian(self.q0)[0])) \
@@ -101,7 +129,7 @@ class SpatialSystem:
 
     def energy(self, q: np.ndarray, qd: np.ndarray) -> float:
         """Kinetic + gravitational potential energy [J]."""
-        M = self.dyn.mass_matrix(q)
+        M = self.mass_matrix(q)
         T = self.loops.dyn.poses(q)
         m = self.model
         com = (T[:, :3, :3] @ m.com[:, :, None])[:, :, 0] + T[:, :3, 3]

@@ -1,0 +1,51 @@
+"""The formulation seam: what the problems need from a mechanism, planar or spatial.
+
+The planar natural-coordinate model (``dynamics.System``, seed 000/001) and the spatial
+URDF model (``spatial.system.SpatialSystem``, seed 002/004) both implement this small
+protocol, so that code serving both (forward and inverse dynamics, the estimator to come,
+reports) does not reach into either one's internals:
+
+* ``n``, ``names``, ``q0``, ``angle_coordinates``: the coordinates, their names, the
+  assembled start and which coordinates are angles (units, wrapping, plots);
+* ``mass_matrix(q)``: M(q) (constant for natural coordinates, seed 000 Eq. 3; a function
+  of q for joint coordinates, seed 004 §7);
+* ``actuator_matrix(q)``: B(q), generalized forces of unit actuator efforts;
+* ``constraint_terms(q, qd)``: (φ, φ_q, γ) with ``φ_q q̈ + γ = 0`` (seed 000 Eqs. 24-26,
+  seed 002 §VII);
+* ``accelerations(q, qd, tau)``: q̈ (forward dynamics) and ``torques(q, qd, qdd)``: the
+  actuator efforts (inverse dynamics, least squares in the constraint forces).
+"""
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+__all__ = ['MultibodySystem']
+
+
+@runtime_checkable
+class MultibodySystem(Protocol):
+    """A mechanism ready for computation (see the module docstring)."""
+
+    @property
+    def n(self) -> int: ...
+
+    @property
+    def names(self) -> tuple[str, ...]: ...
+
+    @property
+    def angle_coordinates(self) -> tuple[int, ...]: ...
+
+    q0: np.ndarray
+
+    def mass_matrix(self, q: np.ndarray) -> np.ndarray: ...
+
+    def actuator_matrix(self, q: np.ndarray) -> np.ndarray: ...
+
+    def constraint_terms(self, q: np.ndarray, qd: np.ndarray
+                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]: ...
+
+    def accelerations(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray) -> np.ndarray: ...
+
+    def torques(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray: ...
