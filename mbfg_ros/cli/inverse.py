@@ -43,6 +43,7 @@ from ..reactions import Reactions
 from ..trajectory import load_trajectory
 from .common import Progress, check_writable, load_checked, plain, run_cli, save_figure
 from .identify import add_measured_arguments, derivative_options, measured_logs
+from .spatial import add_urdf_arguments, inverse_urdf, is_urdf
 
 __all__ = ['main', 'plot_inverse']
 
@@ -56,7 +57,8 @@ def _indices(mech, text: str, what: str) -> list[int]:
 
 def _main(argv: list[str] | None) -> int:
     p = argparse.ArgumentParser(prog='mbfg-inverse', description=plain(__doc__.split('\n')[0]))
-    p.add_argument('config', help='mechanism YAML')
+    p.add_argument('config', help='mechanism YAML, or a URDF robot (.urdf; --overlay for loops '
+                   'and actuators; --trajectory only)')
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument('--trajectory',
                      help='prescribed motion: a text file, one sample per line: time [s], '
@@ -64,7 +66,10 @@ def _main(argv: list[str] | None) -> int:
                           'spaces or commas; lines starting with # or %% are comments; time '
                           'strictly increasing, at least 3 samples')
     src.add_argument('--measured', help='measured joint motion: CSV with a header row')
-    src.add_argument('--bag', help='measured joint motion: rosbag2 with sensor_msgs/JointState')
+    src.add_argument('--bag', help='measured joint motion: rosbag2 with sensor_msgs/JointState; '
+                     'for a URDF robot: a rosbag2 with a trajectory_msgs/JointTrajectory on '
+                     '--topic (default /joint_trajectory), its velocities and accelerations '
+                     'used when every point has them')
     p.add_argument('--coordinates', help='prescribed coordinates (indices or names, comma '
                    'separated); default: actuated coordinates')
     p.add_argument('--actuators', help='actuated coordinates (indices or names); default: '
@@ -76,9 +81,14 @@ def _main(argv: list[str] | None) -> int:
     p.add_argument('--reactions', action='store_true', help='add joint reaction columns')
     p.add_argument('--batch', action='store_true', help='solve only the final graph '
                    '(same answer, faster) instead of the four stages')
+    add_urdf_arguments(p)
     args = p.parse_args(argv)
     check_writable(args.output, 'CSV')
     check_writable(args.plot, 'plot')
+    if is_urdf(args.config):
+        return inverse_urdf(args, 'mbfg-inverse')
+    if args.overlay:
+        raise MbfgError('--overlay is for URDF robots (CONFIG ending in .urdf)')
     sys_ = load_checked(args.config, 'mbfg-inverse')
     mech = sys_.mech
     if args.trajectory is None:

@@ -1,9 +1,11 @@
-"""mbfg-simulate: forward dynamics of a mechanism YAML with the factor graph.
+"""mbfg-simulate: forward dynamics of a mechanism YAML with the factor graph, or of a URDF robot.
 
 Writes t, the coordinates by name (x1, y1, ..., theta...), their rates (x1_dot...)
 and accelerations (x1_ddot...), phi_norm as CSV (one row per step, t = 0
 included), prints a summary (steps, ms per step, max |Φ|, energy drift) and
-optionally plots q, q̇ and |Φ|.
+optionally plots q, q̇ and |Φ|. A URDF robot (CONFIG.urdf, optional --overlay) is
+simulated on its joint coordinates (mbfg_ros.spatial.simulate) with the same outputs,
+columns named after the URDF joints.
 """
 from __future__ import annotations
 
@@ -18,15 +20,18 @@ from ..errors import MbfgError
 from ..forward import (COORDINATES, IC_BASES, INTEGRATORS, SOLVERS, ForwardConfig,
                        Trajectory, energy, simulate)
 from .common import Progress, check_writable, load_checked, plain, run_cli, save_figure
+from .spatial import add_urdf_arguments, is_urdf, simulate_urdf
 
-__all__ = ['main', 'write_csv', 'plot_trajectory', 'energy_drift', 'coordinate_units']
+__all__ = ['main', 'write_csv', 'plot_trajectory', 'energy_drift', 'coordinate_units',
+           'report']
 
 PROG = 'mbfg-simulate'
 
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=PROG, description=plain(__doc__.splitlines()[0]))
-    p.add_argument('config', help='mechanism YAML file (README: "Mechanism YAML")')
+    p.add_argument('config', help='mechanism YAML file (README: "Mechanism YAML"), or a URDF '
+                   'robot (.urdf; with --overlay for loops and actuators)')
     p.add_argument('--duration', type=float, default=5.0, help='simulated time [s] (5)')
     p.add_argument('--dt', type=float, default=1e-3, help='time step [s] (0.001)')
     p.add_argument('--window', type=int, default=2, help='states in the window Nw (2)')
@@ -52,6 +57,9 @@ def _parser() -> argparse.ArgumentParser:
                    '(x1_ddot...), phi_norm')
     p.add_argument('--plot', type=Path, help='PNG file with q, q̇ and |Φ| against t')
     p.add_argument('--quiet', action='store_true', help='no progress bar')
+    add_urdf_arguments(p)
+    p.add_argument('--torque', help='URDF robots: constant actuator torques, '
+                   'joint=value[,joint=value...] [N·m or N] (default: none, a passive fall)')
     return p
 
 
@@ -124,6 +132,12 @@ def _main(argv: list[str] | None) -> int:
         raise MbfgError(f'--dt {args.dt:g} s is longer than --duration {args.duration:g} s: '
                         'there would be no step to take; use a smaller --dt or a longer '
                         '--duration')
+    if is_urdf(args.config):
+        check_writable(args.output, 'CSV')
+        check_writable(args.plot, 'plot')
+        return simulate_urdf(args, PROG)
+    if args.overlay or args.torque:
+        raise MbfgError('--overlay and --torque are for URDF robots (CONFIG ending in .urdf)')
     config = ForwardConfig(dt=args.dt, window=args.window, coordinates=args.coordinates,
                            ic_basis=args.ic_basis,
                            integrator=args.integrator, solver=args.solver)
@@ -140,20 +154,31 @@ def _main(argv: list[str] | None) -> int:
     steps = len(traj.t) - 1
     E = energy(system, traj.q, traj.qd)
     kinetic = 0.5 * np.einsum('ki,ij,kj->k', traj.qd, system.M, traj.qd)
+    angles = {r.name for r in system.mech.relative}
+    return report(args, traj, system.names, coordinate_units(system.names, angles),
+                  f'{system.mech.name}: {steps} steps of {config.dt:g} s ({config.coordinates} '
+                  f'coordinates, {config.integrator}, window {config.window}, solver '
+                  f'{config.solver})', f'{system.mech.name}: forward dynamics', elapsed, E,
+                  kinetic)
+
+
+def report(args: argparse.Namespace, traj: Trajectory, names: Sequence[str], units: list[str],
+           headline: str, title: str, elapsed: float, E: np.ndarray, kinetic: np.ndarray
+           ) -> int:
+    """The run's summary on the terminal (time per step, max |Φ|, energy drift), then the
+    CSV and plot asked for; shared by the planar and the URDF paths."""
+    steps = len(traj.t) - 1
     drift, rel, scale = energy_drift(E, kinetic)
-    print(f'{system.mech.name}: {steps} steps of {config.dt:g} s ({config.coordinates} '
-          f'coordinates, {config.integrator}, window {config.window}, solver {config.solver})')
+    print(headline)
     print(f'  time per step   {1e3 * elapsed / max(steps, 1):.3f} ms')
     print(f'  max |Phi(q)|    {traj.phi_norm.max():.3e}')
     print(f'  energy drift    {drift:+.3e} J ({rel:+.2e} of the largest kinetic energy, '
           f'{scale:.4g} J; meaningful for conservative mechanisms)')
     if args.output:
-        write_csv(args.output, traj, system.names)
+        write_csv(args.output, traj, names)
         print(f'  wrote {args.output}')
     if args.plot:
-        angles = {r.name for r in system.mech.relative}
-        plot_trajectory(args.plot, traj, system.names, f'{system.mech.name}: forward dynamics',
-                        coordinate_units(system.names, angles))
+        plot_trajectory(args.plot, traj, tuple(names), title, units)
         print(f'  wrote {args.plot}')
     return 0
 

@@ -443,40 +443,40 @@ def _pose_factor(p: int, c: int, j: int, Th: gtsam.Pose3, S: np.ndarray,
                                                 v.atVector(key(_Q, j))[0], Th, S, H))
 
 
-def _twist_factor(p: int, c: int, j: int, Ti: np.ndarray, S: np.ndarray,
-                  noise: gtsam.noiseModel.Base) -> gtsam.CustomFactor:
+def _recursion_factor(kind: str, p: int, tail: list[int], error, noise: gtsam.noiseModel.Base
+                      ) -> gtsam.CustomFactor:
+    """A factor whose first argument is the parent link's ``kind`` vector (twist or accel):
+    a variable, or the fixed root's zero (then that key and its Jacobian are left out)."""
     zero = np.zeros(6)
-    keys = ([key(_V, p)] if p else []) + [key(_V, c), key(_Q, j), key(_QD, j)]
+    keys = ([key(kind, p)] if p else []) + tail
 
     def err(v, H):
-        Vp = v.atVector(key(_V, p)) if p else zero
-        full = [None] * 4 if H is not None else None
-        e = gf.twist_error(Vp, v.atVector(key(_V, c)), v.atVector(key(_Q, j))[0],
-                           v.atVector(key(_QD, j))[0], Ti, S, full)
+        head = v.atVector(key(kind, p)) if p else zero
+        args = [v.atVector(k) for k in tail]
+        full = [None] * (len(tail) + 1) if H is not None else None
+        e = error(head, args, full)
         if H is not None:
             for i, h in enumerate(full if p else full[1:]):
                 H[i] = h
         return e
     return gf.custom(noise, keys, err)
+
+
+def _twist_factor(p: int, c: int, j: int, Ti: np.ndarray, S: np.ndarray,
+                  noise: gtsam.noiseModel.Base) -> gtsam.CustomFactor:
+    """Eq. 4 over (V_p, V_c, θ, θ̇)."""
+    return _recursion_factor(_V, p, [key(_V, c), key(_Q, j), key(_QD, j)],
+                             lambda Vp, a, H: gf.twist_error(Vp, a[0], a[1][0], a[2][0], Ti, S,
+                                                             H), noise)
 
 
 def _accel_factor(p: int, c: int, j: int, Ti: np.ndarray, S: np.ndarray,
                   noise: gtsam.noiseModel.Base) -> gtsam.CustomFactor:
-    zero = np.zeros(6)
-    keys = ([key(_A, p)] if p else []) + [key(_A, c), key(_V, c), key(_Q, j), key(_QD, j),
-                                          key(_QDD, j)]
-
-    def err(v, H):
-        Ap = v.atVector(key(_A, p)) if p else zero
-        full = [None] * 6 if H is not None else None
-        e = gf.accel_error(Ap, v.atVector(key(_A, c)), v.atVector(key(_V, c)),
-                           v.atVector(key(_Q, j))[0], v.atVector(key(_QD, j))[0],
-                           v.atVector(key(_QDD, j))[0], Ti, S, full)
-        if H is not None:
-            for i, h in enumerate(full if p else full[1:]):
-                H[i] = h
-        return e
-    return gf.custom(noise, keys, err)
+    """Eq. 5 over (A_p, A_c, V_c, θ, θ̇, θ̈)."""
+    return _recursion_factor(_A, p, [key(_A, c), key(_V, c), key(_Q, j), key(_QD, j),
+                                     key(_QDD, j)],
+                             lambda Ap, a, H: gf.accel_error(Ap, a[0], a[1], a[2][0], a[3][0],
+                                                             a[4][0], Ti, S, H), noise)
 
 
 def _wrench_factor(dg: DynamicsGraph, c: int, noise: gtsam.noiseModel.Base

@@ -1,0 +1,141 @@
+"""The URDF branch of ``mbfg-simulate`` and ``mbfg-inverse`` (README: "Spatial robots")."""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import MbfgError
+from ..trajectory import load_trajectory
+from .common import Progress, save_figure
+
+__all__ = ['is_urdf', 'add_urdf_arguments', 'simulate_urdf', 'inverse_urdf']
+
+
+def is_urdf(path: str | Path) -> bool:
+    """A ``.urdf`` file (the planar path takes YAML)."""
+    return str(path).lower().endswith('.urdf')
+
+
+def add_urdf_arguments(p: argparse.ArgumentParser) -> None:
+    """--overlay and --backend, shared by both commands."""
+    g = p.add_argument_group('URDF robots (CONFIG ending in .urdf)')
+    g.add_argument('--overlay', help='YAML overlay for a URDF: loops, actuators, gravity, q0, '
+                   'limits (README: "Spatial robots (URDF)")')
+    g.add_argument('--backend', choices=('auto', 'numpy', 'pinocchio'), default='auto',
+                   help='tree dynamics: Pinocchio when installed (auto), or the package\'s '
+                        'own numpy recursion')
+
+
+def _system(args: argparse.Namespace):
+    from ..spatial.system import build_spatial_system
+    return build_spatial_system(args.config, args.overlay, args.backend)
+
+
+def _units(system) -> list[str]:
+    return ['rad' if k == 'revolute' else 'm' for k in system.model.joint_type]
+
+
+def _torques(system, text: str | None) -> np.ndarray:
+    """``--torque joint=value,...`` → actuator torques (0 for the others)."""
+    tau = np.zeros(system.B.shape[1])
+    if not text:
+        return tau
+    names = list(system.actuator_names)
+    for item in text.split(','):
+        name, sep, value = item.partition('=')
+        name = name.strip()
+        if not sep:
+            raise MbfgError(f'--torque: expected joint=value, got {item!r}')
+        if name not in names:
+            raise MbfgError(f'--torque: {name!r} is not an actuated joint (actuators: '
+                            f'{", ".join(names)})')
+        try:
+            tau[names.index(name)] = float(value)
+        except ValueError:
+            raise MbfgError(f'--torque: {name}: not a number: {value!r}') from None
+    return tau
+
+
+def simulate_urdf(args: argparse.Namespace, prog: str) -> int:
+    """Forward dynamics of a URDF robot (``spatial.simulate``); same outputs as the planar."""
+    from ..spatial.simulate import simulate_spatial
+    from .simulate import report
+    system = _system(args)
+    tau = _torques(system, args.torque)
+    progress = Progress(args.duration, 'simulating', enabled=not args.quiet)
+    start = time.perf_counter()
+    try:
+        traj = simulate_spatial(system, args.duration, args.dt, args.integrator, tau,
+                                progress=progress.update)
+    finally:
+        progress.close()
+    elapsed = time.perf_counter() - start
+    steps = len(traj.t) - 1
+    E = np.array([system.energy(q, qd) for q, qd in zip(traj.q, traj.qd)])
+    kinetic = np.array([0.5 * qd @ system.dyn.mass_matrix(q) @ qd
+                        for q, qd in zip(traj.q, traj.qd)])
+    return report(args, traj, system.names, _units(system),
+                  f'{Path(args.config).name}: {steps} steps of {args.dt:g} s ({system.n} joints, '
+                  f'{len(system.model.loops)} loop joints, {args.integrator}, backend '
+                  f'{type(system.dyn).__name__})', f'{Path(args.config).stem}: forward dynamics',
+                  elapsed, E, kinetic)
+
+
+def inverse_urdf(args: argparse.Namespace, prog: str) -> int:
+    """Inverse dynamics of a prescribed motion of a URDF robot (``spatial.inverse_trajectory``)."""
+    from ..spatial.inverse_trajectory import inverse_trajectory
+    if args.trajectory is None and args.bag is None:
+        raise MbfgError('a URDF robot takes --trajectory FILE or --bag BAG with a '
+                        'trajectory_msgs/JointTrajectory (--measured: planar YAML only)')
+    system = _system(args)
+    if args.coordinates:
+        names = [s.strip() for s in args.coordinates.split(',') if s.strip()]
+        bad = [s for s in names if s not in system.names]
+        if bad:
+            raise MbfgError(f'--coordinates: unknown joint {bad[0]!r} (joints: '
+                            f'{", ".join(system.names)})')
+        pres = [system.names.index(s) for s in names]
+    else:
+        pres = list(np.flatnonzero(system.model.actuated)) if system.model.loops \
+            else list(range(system.n))
+    sg = {k: v for k, v in (('window', args.window), ('order', args.order)) if v is not None}
+    if args.bag is not None:
+        from ..spatial.inverse_trajectory import load_joint_trajectory
+        topic = args.topic if args.topic != '/joint_states' else '/joint_trajectory'
+        t, z, zd, zdd = load_joint_trajectory(args.bag, topic, [system.names[i] for i in pres])
+        sg.update(zd=zd, zdd=zdd)
+    else:
+        traj = load_trajectory(args.trajectory, columns=len(pres))
+        t, z = traj.t, traj.z
+    bar = Progress(1.0, 'inverse dynamics')
+    try:
+        res = inverse_trajectory(system, t, z, pres, progress=bar.update, **sg)
+    finally:
+        bar.close()
+    names = list(system.actuator_names)
+    out = Path(args.output)
+    header = ['t'] + [f'tau_{n}' for n in names]
+    np.savetxt(out, np.column_stack([res.t, res.tau]), delimiter=',', header=','.join(header),
+               comments='', fmt='%.10g')
+    if args.plot:
+        import matplotlib
+        matplotlib.use('Agg')
+        import matplotlib.pyplot as plt
+        fig, ax = plt.subplots(figsize=(8, 4))
+        units = {j: u for j, u in zip(system.names, _units(system))}
+        for k, n in enumerate(names):
+            ax.plot(res.t, res.tau[:, k], label=f'{n} [{"N·m" if units[n] == "rad" else "N"}]')
+        ax.set_title(f'{Path(args.config).stem}: inverse dynamics, joint torques', fontsize=9)
+        ax.set_xlabel('t [s]')
+        ax.set_ylabel('torque [N·m or N]')
+        ax.legend(fontsize=8)
+        ax.grid(True)
+        fig.tight_layout()
+        save_figure(fig, args.plot, dpi=120)
+        print(f'wrote {args.plot}', file=sys.stderr)
+    print(f'wrote {out} ({len(res.t)} rows)', file=sys.stderr)
+    return 0
