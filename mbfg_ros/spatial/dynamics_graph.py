@@ -171,8 +171,20 @@ class DynamicsGraph:
         return _LoopTerms(self, T, V, planar)
 
     # -- solving ------------------------------------------------------------------------------
-    def ordering(self, gfg: gtsam.GaussianFactorGraph, name: str) -> gtsam.Ordering:
-        """The elimination ordering ``name`` (one of ``ORDERINGS``) for ``gfg``."""
+    def ordering(self, gfg: gtsam.GaussianFactorGraph, name: str | Sequence[int]
+                 ) -> gtsam.Ordering:
+        """The elimination ordering ``name`` (one of ``ORDERINGS``) for ``gfg``, or ``name``
+        itself when it is a sequence of every key of ``gfg`` (e.g. seed 002 Table III's MD
+        and CUSTOM orders, written with ``key``)."""
+        if not isinstance(name, str):
+            seq = [int(k) for k in name]
+            if len(seq) != len(set(seq)) or set(seq) != set(gfg.keyVector()):
+                raise ValueError('ordering: an explicit ordering lists every unknown of the '
+                                 'graph once')
+            o = gtsam.Ordering()
+            for k in seq:
+                o.push_back(k)
+            return o
         if name == 'colamd':
             return gtsam.Ordering.ColamdGaussianFactorGraph(gfg)
         if name == 'metis':
@@ -195,7 +207,7 @@ class DynamicsGraph:
             o.push_back(k)
         return o
 
-    def solve(self, gfg: gtsam.GaussianFactorGraph, ordering: str = 'colamd',
+    def solve(self, gfg: gtsam.GaussianFactorGraph, ordering: str | Sequence[int] = 'colamd',
               qdd_known: Mapping[int, float] | None = None,
               tau_known: Mapping[int, float] | None = None) -> GraphSolution:
         """Eliminate ``gfg`` under ``ordering`` and back-substitute (seed 002 §IV-C).
@@ -219,7 +231,7 @@ class DynamicsGraph:
 
     # -- the three problems ---------------------------------------------------------------------
     def inverse(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray,
-                ordering: str = 'colamd') -> GraphSolution:
+                ordering: str | Sequence[int] = 'colamd') -> GraphSolution:
         """Inverse dynamics (seed 002 §IV): θ̈ known → τ and joint wrenches."""
         known = {j: float(x) for j, x in enumerate(qdd)}
         tau_known = {j: 0.0 for j in range(self.n)
@@ -228,13 +240,14 @@ class DynamicsGraph:
                           tau_known)
 
     def forward(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray,
-                ordering: str = 'colamd') -> GraphSolution:
+                ordering: str | Sequence[int] = 'colamd') -> GraphSolution:
         """Forward dynamics (seed 002 §V): τ known → θ̈."""
         known = {j: float(x) for j, x in enumerate(tau)}
         return self.solve(self.linear_graph(q, qd, {}, known), ordering, {}, known)
 
     def hybrid(self, q: np.ndarray, qd: np.ndarray, qdd_known: Mapping[int, float],
-               tau_known: Mapping[int, float], ordering: str = 'colamd') -> GraphSolution:
+               tau_known: Mapping[int, float], ordering: str | Sequence[int] = 'colamd'
+               ) -> GraphSolution:
         """Hybrid dynamics (seed 002 §VI): per joint, θ̈ or τ known."""
         return self.solve(self.linear_graph(q, qd, qdd_known, tau_known), ordering,
                           qdd_known, tau_known)
