@@ -200,7 +200,7 @@ def test_the_nonlinear_graphs_factor_jacobians_at_random_values(seed):
             col += dim
 
 
-def _dag(dg: DynamicsGraph, gfg, ordering: str) -> set[tuple[str, str]]:
+def _dag(dg: DynamicsGraph, gfg, ordering) -> set[tuple[str, str]]:
     """The eliminated DAG's edges (frontal → parent) whose conditional block is nonzero.
 
     GTSAM's QR elimination leaves a zero-row factor on the separator when a variable's
@@ -247,3 +247,32 @@ def test_the_aba_dag_has_fewer_edges_than_the_crba_dag():
     q, qd, tau = rng.normal(size=(3, 6))
     gfg = dg.linear_graph(q, qd, {}, dict(enumerate(tau)))
     assert len(_dag(dg, gfg, 'aba')) < len(_dag(dg, gfg, 'crba'))
+
+
+def test_seed_table3_md_and_custom_orders():
+    """Seed 002 Table III (1-based there; joint j moves link j + 1 here): with θ̈1, τ2, τ3
+    known, the MD order t1, a2, a3, V̇3, F1, V̇1, F2, V̇2, F3 and the CUSTOM order
+    t1, a2, a3, F1, V̇1, V̇3, F3, V̇2, F2 both solve the hybrid problem, their DAGs have the
+    same number of edges, and CUSTOM's ends on the clique {F2, V̇2}."""
+    from mbfg_ros.spatial.dynamics_graph import key
+    rng = np.random.default_rng(12)
+    m = random_model(rng, 3, branch=False, prismatic=0.0)
+    pm = pinocchio_model(m)
+    pd = pm.createData()
+    dg = DynamicsGraph(m)
+    q, qd, qdd = rng.normal(size=(3, 3))
+    tau = pin.rnea(pm, pd, q, qd, qdd).copy()
+    qk, tk = {0: qdd[0]}, {1: tau[1], 2: tau[2]}
+    gfg = dg.linear_graph(q, qd, qk, tk)
+    orders = {'MD': ['t0', 'a1', 'a2', 'A3', 'F0', 'A1', 'F1', 'A2', 'F2'],
+              'CUSTOM': ['t0', 'a1', 'a2', 'F0', 'A1', 'A3', 'F2', 'A2', 'F1']}
+    edges = {}
+    for name, seq in orders.items():
+        keys = [key(s[0], int(s[1:])) for s in seq]
+        h = dg.hybrid(q, qd, qk, tk, keys)
+        assert _rel(h.tau, tau) < TOL and _rel(h.qdd, qdd) < TOL, name
+        edges[name] = _dag(dg, gfg, keys)
+    assert len(edges['MD']) == len(edges['CUSTOM']) == 13
+    assert ('A2', 'F1') in edges['CUSTOM']          # the root clique {F2, V̇2}, 1-based
+    with pytest.raises(ValueError, match='every unknown'):
+        dg.hybrid(q, qd, qk, tk, [key('t', 0)])

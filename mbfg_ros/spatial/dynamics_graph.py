@@ -23,13 +23,14 @@ Closed loops (§VII): each loop joint adds two wrench variables (on each side), 
 wrench-equivalence factor, its acceleration constraint and, for a passive joint, a zero
 torque; a planar mechanism (every joint axis parallel) adds the planar-loop wrench
 factor; redundant motors get the min-torque prior (unit weight; the dynamics factors are
-hard, σ = ``HARD_SIGMA``). ``nonlinear_graph`` builds the full graph with the pose and twist
+then exact constraints, GTSAM's constrained noise model σ = 0, eliminated by its
+constrained QR). ``nonlinear_graph`` builds the full graph with the pose and twist
 factors (Eq. 4) as ``CustomFactor``s for a Levenberg-Marquardt solve of the same problem.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 import gtsam
 import numpy as np
@@ -37,12 +38,9 @@ import numpy as np
 from . import graph_factors as gf
 from .model import SpatialModel
 
-__all__ = ['ORDERINGS', 'HARD_SIGMA', 'DynamicsGraph', 'GraphSolution']
+__all__ = ['ORDERINGS', 'DynamicsGraph', 'GraphSolution']
 
 ORDERINGS = ('colamd', 'metis', 'rnea', 'crba', 'aba')
-HARD_SIGMA = 1e-8
-"""σ of the dynamics factors when redundant motors make the min-torque prior (σ = 1) part
-of the least-squares problem; without it every factor is exactly satisfied."""
 
 _A, _F, _QDD, _TAU, _WC, _WP, _QDDL = 'A', 'F', 'a', 't', 'W', 'w', 'l'
 
@@ -111,9 +109,8 @@ class DynamicsGraph:
                                  'θ̈ or τ')
         T, V = self.kinematics(q, qd)
         redundant = bool(self.loops) and self._redundant(tau_known, qdd_known)
-        sig = HARD_SIGMA if redundant else 1.0
-        hard6 = gtsam.noiseModel.Isotropic.Sigma(6, sig)
-        hard1 = gtsam.noiseModel.Isotropic.Sigma(1, sig)
+        hard = _hard_noise(redundant)
+        hard6, hard1 = hard(6), hard(1)
         gfg = gtsam.GaussianFactorGraph()
         zero6 = np.zeros(6)
         for j in range(n):
@@ -152,7 +149,7 @@ class DynamicsGraph:
                 keys.append(k_)
                 blocks.append(b_)
             gfg.add(_jf(keys, blocks, -e, hard6))
-        for f in loop_terms.factors(hard6, sig):
+        for f in loop_terms.factors(hard):
             gfg.add(f)
         if redundant:
             unit = gtsam.noiseModel.Unit.Create(1)
@@ -174,8 +171,20 @@ class DynamicsGraph:
         return _LoopTerms(self, T, V, planar)
 
     # -- solving ------------------------------------------------------------------------------
-    def ordering(self, gfg: gtsam.GaussianFactorGraph, name: str) -> gtsam.Ordering:
-        """The elimination ordering ``name`` (one of ``ORDERINGS``) for ``gfg``."""
+    def ordering(self, gfg: gtsam.GaussianFactorGraph, name: str | Sequence[int]
+                 ) -> gtsam.Ordering:
+        """The elimination ordering ``name`` (one of ``ORDERINGS``) for ``gfg``, or ``name``
+        itself when it is a sequence of every key of ``gfg`` (e.g. seed 002 Table III's MD
+        and CUSTOM orders, written with ``key``)."""
+        if not isinstance(name, str):
+            seq = [int(k) for k in name]
+            if len(seq) != len(set(seq)) or set(seq) != set(gfg.keyVector()):
+                raise ValueError('ordering: an explicit ordering lists every unknown of the '
+                                 'graph once')
+            o = gtsam.Ordering()
+            for k in seq:
+                o.push_back(k)
+            return o
         if name == 'colamd':
             return gtsam.Ordering.ColamdGaussianFactorGraph(gfg)
         if name == 'metis':
@@ -198,7 +207,7 @@ class DynamicsGraph:
             o.push_back(k)
         return o
 
-    def solve(self, gfg: gtsam.GaussianFactorGraph, ordering: str = 'colamd',
+    def solve(self, gfg: gtsam.GaussianFactorGraph, ordering: str | Sequence[int] = 'colamd',
               qdd_known: Mapping[int, float] | None = None,
               tau_known: Mapping[int, float] | None = None) -> GraphSolution:
         """Eliminate ``gfg`` under ``ordering`` and back-substitute (seed 002 §IV-C).
@@ -222,7 +231,7 @@ class DynamicsGraph:
 
     # -- the three problems ---------------------------------------------------------------------
     def inverse(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray,
-                ordering: str = 'colamd') -> GraphSolution:
+                ordering: str | Sequence[int] = 'colamd') -> GraphSolution:
         """Inverse dynamics (seed 002 §IV): θ̈ known → τ and joint wrenches."""
         known = {j: float(x) for j, x in enumerate(qdd)}
         tau_known = {j: 0.0 for j in range(self.n)
@@ -231,16 +240,29 @@ class DynamicsGraph:
                           tau_known)
 
     def forward(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray,
-                ordering: str = 'colamd') -> GraphSolution:
+                ordering: str | Sequence[int] = 'colamd') -> GraphSolution:
         """Forward dynamics (seed 002 §V): τ known → θ̈."""
         known = {j: float(x) for j, x in enumerate(tau)}
         return self.solve(self.linear_graph(q, qd, {}, known), ordering, {}, known)
 
     def hybrid(self, q: np.ndarray, qd: np.ndarray, qdd_known: Mapping[int, float],
-               tau_known: Mapping[int, float], ordering: str = 'colamd') -> GraphSolution:
+               tau_known: Mapping[int, float], ordering: str | Sequence[int] = 'colamd'
+               ) -> GraphSolution:
         """Hybrid dynamics (seed 002 §VI): per joint, θ̈ or τ known."""
         return self.solve(self.linear_graph(q, qd, qdd_known, tau_known), ordering,
                           qdd_known, tau_known)
+
+
+def _hard_noise(redundant: bool) -> Callable[[int], gtsam.noiseModel.Diagonal]:
+    """Noise of the dynamics factors (Eqs. 5-7, §VII's loop factors) of dimension ``d``.
+
+    Alone they are square and exactly solvable: unit σ. With the min-torque prior (σ = 1)
+    they must hold exactly while the prior is minimised: GTSAM's constrained model (σ = 0,
+    constrained QR). A finite hard σ instead trades a σ² bias against a loss of precision
+    ~ eps / σ in QR (σ = 1e-8: 3e-7 of τ on the redundant five-bar; constrained: 2e-14)."""
+    if redundant:
+        return gtsam.noiseModel.Constrained.All
+    return lambda d: gtsam.noiseModel.Isotropic.Sigma(d, 1.0)
 
 
 def _jf(keys: Sequence[int], blocks: Sequence[np.ndarray], b: np.ndarray,
@@ -339,12 +361,8 @@ class _LoopTerms:
             blocks.append(-s[:, None])
         self._factors.append(('hard6', keys, blocks, b))
 
-    def factors(self, hard6: gtsam.noiseModel.Base, sig: float) -> list:
-        out = []
-        for kind, keys, blocks, b in self._factors:
-            noise = hard6 if kind == 'hard6' else gtsam.noiseModel.Isotropic.Sigma(len(b), sig)
-            out.append(_jf(keys, blocks, b, noise))
-        return out
+    def factors(self, hard: Callable[[int], gtsam.noiseModel.Diagonal]) -> list:
+        return [_jf(keys, blocks, b, hard(len(b))) for _kind, keys, blocks, b in self._factors]
 
 
 def _frame_to_z(axis: np.ndarray) -> np.ndarray:
