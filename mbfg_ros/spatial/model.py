@@ -4,9 +4,9 @@ rigid links joined by 1-DOF joints, plus loop-closing joints.
 Conventions (GTSAM's, so the factors use ``gtsam.Pose3`` directly):
 
 * Links are numbered ``0..nb-1``; link 0 is the root (the URDF root link, fixed to
-  the world). Movable joint ``j`` (``0..n-1``) moves link ``child[j]`` relative to
-  link ``parent[j]``; ``q[j]`` is its coordinate. Joints are topologically ordered
-  (a joint's parent link is the root or the child of an earlier joint).
+  the world). Movable joint ``j`` (``0..n-1``) moves link ``child[j] = j + 1`` relative
+  to link ``parent[j] <= j``; ``q[j]`` is its coordinate. Joints are topologically
+  ordered, depth first (checked at construction: every recursion relies on it).
 * ``T_home[j]`` (4x4) is the URDF joint origin: the child link frame in the parent
   link frame at ``q[j] = 0``. The child frame at ``q`` is
   ``T_home[j] @ exp(screw_j q_j)`` with ``screw_j`` the unit joint twist in the child
@@ -74,6 +74,15 @@ class SpatialModel:
     q0: np.ndarray                       # (n,) start / assembly guess
     loops: tuple[LoopJoint, ...] = ()
     frames: dict = field(default_factory=dict)   # name -> (link index, (4, 4) pose in it)
+
+    def __post_init__(self) -> None:
+        # Every recursion relies on this numbering (the loader guarantees it).
+        n = len(self.joint_names)
+        if not np.array_equal(np.asarray(self.child), np.arange(1, n + 1)):
+            raise ValueError('SpatialModel: joint j must move link j + 1 (child = 1..n)')
+        if np.any(np.asarray(self.parent) > np.arange(n)):
+            raise ValueError('SpatialModel: joints must be topologically ordered '
+                             '(parent[j] <= j)')
 
     @property
     def n(self) -> int:
