@@ -25,6 +25,8 @@ variables u = (a, b, θ) with ``u = P q + p0`` and Φ = aᵀ C(θ) b,
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import math
 from typing import Callable, NamedTuple, Sequence
 
@@ -36,7 +38,7 @@ from .dynamics import System
 from .errors import MbfgError
 
 __all__ = ['LeanKinematics', 'KinTerms', 'RowSelection', 'DirectInverseDynamics',
-           'inverse_dynamics_direct']
+           'DirectWorkspace', 'inverse_dynamics_direct']
 
 
 class KinTerms(NamedTuple):
@@ -291,17 +293,32 @@ class RowSelection(NamedTuple):
     P: list                         # P_k (5, n) of each selected angle row
 
 
+@dataclass
+class DirectWorkspace:
+    """Per-run buffers of :class:`DirectInverseDynamics` (Pinocchio's Data): one per thread.
+
+    ``lam`` holds, after a call, the multipliers of the rows ``DirectInverseDynamics.rows``
+    (seed 003 Eq. 6.102).
+    """
+
+    A: np.ndarray          # (n, n) [Φq rows; selector of z], Fortran order for LAPACK
+    rhs: np.ndarray        # (n, d + 1)
+    c: np.ndarray          # (r,)
+    X: np.ndarray          # (n, 2) scratch of the kinematics
+    lam: np.ndarray        # (r,)
+
+
 class DirectInverseDynamics:
     """τ(q, q̇, z̈) for one mechanism, everything precomputed (seed 003 Eq. 6.110).
 
     ``z_idx``: coordinates whose accelerations are prescribed (default: the
     actuated coordinates when they are independent, else ``sys.z_idx``).
     Actuators are ``sys.mech.actuators`` unless ``actuators`` (coordinate
-    indices) is given. ``__call__(q, qd, zdd) -> tau``; ``.lam`` after a call
-    holds the multipliers of the rows ``.rows`` (seed 003 Eq. 6.102).
+    indices) is given. ``__call__(q, qd, zdd, ws=None) -> tau``.
 
-    The instance keeps work buffers (Pinocchio's Data idea): use one
-    instance per thread.
+    The instance holds only what is fixed for the mechanism (Pinocchio's Model); the
+    buffers and the multipliers live in a :class:`DirectWorkspace` (its Data): pass one
+    per thread (``workspace()``), or use the instance's own ``.ws``.
     """
 
     def __init__(self, sys: System, z_idx: Sequence[int] | None = None,
@@ -335,7 +352,7 @@ class DirectInverseDynamics:
         rows = np.asarray(sys.rows, dtype=int)
         mq = self.lean.mq
         self.sel = self.lean.selection(rows)
-        # Order of the multipliers in .lam: distance/slider rows, then angle rows.
+        # Order of the multipliers in ws.lam: distance/slider rows, then angle rows.
         self.rows = np.concatenate((rows[rows < mq], rows[rows >= mq]))
         r = self.r = len(rows)
         if r + d != n:
@@ -343,24 +360,29 @@ class DirectInverseDynamics:
                             f'!= {n} coordinates')
         self.Q0 = sys.forces.Q0.copy()
         self.state_forces = sys.forces.state_dependent
-        # Buffers.
-        self._A = np.zeros((n, n), order='F')
-        self._A[np.arange(r, n), self.z_idx] = 1.0
-        self._rhs = np.zeros((n, d + 1), order='F')
-        self._rhs[r:, 1:] = np.eye(d)
-        self._c = np.zeros(r)
-        self._X = np.zeros((n, 2))
         # How τ follows from u_z = Rᵀ(M q̈ − Q).
         pos = {int(z): k for k, z in enumerate(self.z_idx)}
         self.direct = (not self.joint_act and len(self.act) == d
                        and all(int(a) in pos for a in self.act))
         self._perm = np.array([pos[int(a)] for a in self.act]) if self.direct else None
-        self.lam = np.zeros(r)
+        self.ws = self.workspace()
 
-    def __call__(self, q: np.ndarray, qd: np.ndarray, zdd: np.ndarray) -> np.ndarray:
-        A, rhs, r = self._A, self._rhs, self.r
-        self.lean.jac_and_c(q, qd, self.sel, A, self._c, self._X)
-        rhs[:r, 0] = self._c
+    def workspace(self) -> DirectWorkspace:
+        """Fresh buffers for one thread or run."""
+        n, r, d = self.sys.n, self.r, self.d
+        A = np.zeros((n, n), order='F')
+        A[np.arange(r, n), self.z_idx] = 1.0
+        rhs = np.zeros((n, d + 1), order='F')
+        rhs[r:, 1:] = np.eye(d)
+        return DirectWorkspace(A=A, rhs=rhs, c=np.zeros(r), X=np.zeros((n, 2)),
+                               lam=np.zeros(r))
+
+    def __call__(self, q: np.ndarray, qd: np.ndarray, zdd: np.ndarray,
+                 ws: DirectWorkspace | None = None) -> np.ndarray:
+        ws = self.ws if ws is None else ws
+        A, rhs, r = ws.A, ws.rhs, self.r
+        self.lean.jac_and_c(q, qd, self.sel, A, ws.c, ws.X)
+        rhs[:r, 0] = ws.c
         rhs[r:, 0] = zdd
         lu, piv, X, info = lapack.dgesv(A, rhs)
         if info != 0:
@@ -371,7 +393,7 @@ class DirectInverseDynamics:
             self.sys.forces.evaluate(q, qd, None, jacobians=False).Q
         y = self.sys.mass_matrix(q) @ qdd - Q
         u, info = lapack.dgetrs(lu, piv, y, trans=1)
-        self.lam = -u[:r]
+        ws.lam[:] = -u[:r]
         uz = u[r:]
         if self.direct:
             return uz[self._perm]
@@ -385,11 +407,13 @@ class DirectInverseDynamics:
             return np.linalg.solve(W, uz)
         return W.T @ np.linalg.solve(W @ W.T, uz)   # minimum norm (redundant actuation)
 
-    def accelerations(self, q: np.ndarray, qd: np.ndarray, zdd: np.ndarray) -> np.ndarray:
+    def accelerations(self, q: np.ndarray, qd: np.ndarray, zdd: np.ndarray,
+                      ws: DirectWorkspace | None = None) -> np.ndarray:
         """q̈ of the acceleration problem (seed 000 Eq. 12) at this state."""
-        A, rhs, r = self._A, self._rhs, self.r
-        self.lean.jac_and_c(q, qd, self.sel, A, self._c, self._X)
-        rhs[:r, 0] = self._c
+        ws = self.ws if ws is None else ws
+        A, rhs, r = ws.A, ws.rhs, self.r
+        self.lean.jac_and_c(q, qd, self.sel, A, ws.c, ws.X)
+        rhs[:r, 0] = ws.c
         rhs[r:, 0] = zdd
         return np.linalg.solve(A, rhs[:, 0])
 

@@ -252,3 +252,36 @@ def test_unknown_elimination_is_a_clear_error(fourbar):
     with pytest.raises(MbfgError, match='elimination'):
         inverse_dynamics(fourbar, tr.t[:10], tr.z[:10], [4],
                          config=InverseConfig(elimination='lu'))
+
+
+def test_direct_inverse_dynamics_workspaces_are_independent():
+    """The model is shared, the buffers are per run (Pinocchio's Model/Data): two threads
+    with their own workspaces give the sequential answers and their own multipliers."""
+    import threading
+
+    sys_ = load_system(Path(__file__).resolve().parents[1] / 'config' / 'fourbar.yaml')
+    direct = DirectInverseDynamics(sys_)
+    rng = np.random.default_rng(0)
+    states = []
+    for _ in range(40):
+        q = np.asarray(sys_.q0, float)
+        qd = np.zeros(sys_.n)
+        states.append((q, qd, rng.normal(size=direct.d)))
+    expected = []
+    for q, qd, zdd in states:
+        expected.append((direct(q, qd, zdd).copy(), direct.ws.lam.copy()))
+    results: dict[int, list] = {0: [], 1: []}
+
+    def run(k: int) -> None:
+        ws = direct.workspace()
+        for q, qd, zdd in states[k::2]:
+            results[k].append((direct(q, qd, zdd, ws).copy(), ws.lam.copy()))
+    threads = [threading.Thread(target=run, args=(k,)) for k in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for k in (0, 1):
+        for (tau, lam), (tau_e, lam_e) in zip(results[k], expected[k::2]):
+            assert np.allclose(tau, tau_e, atol=1e-12) and np.allclose(lam, lam_e, atol=1e-12)
+    assert not np.allclose(expected[0][1], expected[1][1])     # the states really differ
