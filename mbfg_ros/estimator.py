@@ -68,6 +68,9 @@ control input, as robot_localization's control stream: each value holds until
 the same as a mechanism without effort readings); a reset forgets them.
 
 Robustness (never raises from ``add``/``tick``): see :class:`Estimator`.
+
+Modules: the parameters and per-coordinate noise are in :mod:`mbfg_ros.estimator_config`,
+the start-up state from the first readings in :mod:`mbfg_ros.estimator_start`.
 """
 from __future__ import annotations
 
@@ -76,7 +79,7 @@ import functools
 import math
 import time
 from collections import deque
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Sequence
 
 import gtsam
@@ -85,98 +88,14 @@ import numpy as np
 from . import factors as F
 from .control import actuator_efforts
 from .dynamics import System, forward_accel
+from .estimator_config import LIVE_FIELDS, EstimatorConfig, coordinate_sigmas
+from .estimator_start import seed_position, seed_velocity
 from .measurements import Estimate, ImuMeasurement, JointMeasurement
 from .observations import Observation, interval_factor, observation_factor
 from .sensors import SensorModel, wrap_angle
 
-__all__ = ['EstimatorConfig', 'Estimator', 'LIVE_FIELDS']
+__all__ = ['EstimatorConfig', 'Estimator', 'LIVE_FIELDS', 'coordinate_sigmas']
 
-
-@dataclass(frozen=True)
-class EstimatorConfig:
-    """Estimator parameters (robot_localization's names where they exist).
-
-    Noise σ's are used when a message carries no variance. ``encoder_sigma``
-    is in rad for revolute joints and m for prismatic ones. ``command_joints``,
-    ``kp``, ``kd`` are read by the ROS node's torque controller, not here.
-    """
-
-    frequency: float = 500.0            # tick rate, Hz (nominal dt)
-    lag_duration: float = 0.05          # smoother window, s
-    sensor_timeout: float = 0.1         # s without readings -> status 'stale'
-    encoder_sigma: float = 1.0e-3       # rad (revolute) or m (prismatic); a coarse encoder:
-    #                                     quantisation alone is resolution/√12 = 4.4e-4 rad at
-    #                                     12 bit, 1.1e-4 at 14 bit, 2.8e-5 at 16 bit: set yours
-    encoder_rate_sigma: float = 0.05    # rad/s or m/s
-    gyro_sigma: float = 0.01            # rad/s
-    accel_sigma: float = 0.05           # m/s²
-    orientation_sigma: float = 0.01     # rad
-    dynamics_sigma: float = 0.5         # q̈ − q̈(q, q̇, τ), units of q̈ (default of the two below)
-    dynamics_sigma_length: float = 0.0  # m/s² on point coordinates; 0: dynamics_sigma
-    dynamics_sigma_angle: float = 0.0   # rad/s² on angle coordinates; 0: dynamics_sigma
-    joint_dynamics_sigma: tuple[tuple[str, float], ...] = ()   # (joint, rad/s²) on its angle
-    constraint_sigma: float = 1.0e-6    # Φ (m) and Φq q̇ (m/s)
-    integrator_sigma: float = 1.0e-6    # trapezoidal residuals at dt -> 0
-    integrator_jerk: float = 1000.0     # bound on |q⃛| for the truncation error dt³/12·|q⃛|
-    integrator_jerk_length: float = 0.0  # m/s³ on point coordinates; 0: integrator_jerk
-    integrator_jerk_angle: float = 0.0   # rad/s³ on angle coordinates; 0: integrator_jerk
-    init_sigma_q: float = 0.01          # prior at start-up
-    init_sigma_qd: float = 1.0          # prior on q̇ when no rate reading seeds it
-    init_sigma_qdd: float = 100.0
-    command_joints: tuple[str, ...] = ()
-    kp: float = 0.0
-    kd: float = 0.0
-    covariance_every: int = 10          # marginal covariance every k ticks
-    joint_rejection_threshold: float = 10.0  # Mahalanobis distance of an outlier; 0: no gate
-    imu_rejection_threshold: float = 10.0    # the same for gyroscope/accelerometer/orientation
-    outlier_reset_time: float = 0.2     # s of one sensor's readings all rejected -> re-init
-    backwards_tolerance: float = 0.5    # s a stamp may go back before a reset (bag loop)
-    max_tick_gap: float = 0.5           # s between ticks before a re-initialisation
-    max_pending: int = 10000            # buffered readings (bursts) before dropping oldest
-    relinearize_threshold: float = 0.0  # ISAM2; 0: linearise once (see class docstring)
-    relinearize_skip: int = 10
-
-    def __post_init__(self) -> None:
-        positive = ('frequency', 'lag_duration', 'sensor_timeout', 'encoder_sigma',
-                    'encoder_rate_sigma', 'gyro_sigma', 'accel_sigma', 'orientation_sigma',
-                    'dynamics_sigma', 'constraint_sigma', 'integrator_sigma', 'integrator_jerk',
-                    'init_sigma_q',
-                    'init_sigma_qd', 'init_sigma_qdd', 'backwards_tolerance', 'max_tick_gap',
-                    'outlier_reset_time')
-        for name in positive:
-            value = getattr(self, name)
-            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
-                raise ValueError(f'EstimatorConfig.{name} must be a positive number, '
-                                 f'got {value!r}')
-        if self.lag_duration < 2.0 / self.frequency:
-            raise ValueError(f'EstimatorConfig.lag_duration ({self.lag_duration} s) must '
-                             f'cover at least two ticks (2/frequency = '
-                             f'{2.0 / self.frequency} s)')
-        for name in ('joint_rejection_threshold', 'imu_rejection_threshold'):
-            value = getattr(self, name)
-            if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
-                raise ValueError(f'EstimatorConfig.{name} must be >= 0 (0: no gate), '
-                                 f'got {value!r}')
-        for name in ('dynamics_sigma_length', 'dynamics_sigma_angle', 'integrator_jerk_length',
-                     'integrator_jerk_angle'):
-            value = getattr(self, name)
-            if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
-                raise ValueError(f'EstimatorConfig.{name} must be >= 0 (0: the common value), '
-                                 f'got {value!r}')
-        for item in self.joint_dynamics_sigma:
-            if not (len(item) == 2 and isinstance(item[0], str)
-                    and isinstance(item[1], (int, float)) and math.isfinite(item[1])
-                    and item[1] > 0):
-                raise ValueError('EstimatorConfig.joint_dynamics_sigma: expected (joint name, '
-                                 f'positive sigma) pairs, got {item!r}')
-        if int(self.covariance_every) < 1 or int(self.max_pending) < 1:
-            raise ValueError('EstimatorConfig.covariance_every and max_pending must be >= 1')
-
-
-LIVE_FIELDS = ('encoder_sigma', 'encoder_rate_sigma', 'gyro_sigma', 'accel_sigma',
-               'orientation_sigma', 'dynamics_sigma', 'dynamics_sigma_length',
-               'dynamics_sigma_angle')
-"""The :class:`EstimatorConfig` fields :meth:`Estimator.reconfigure` changes while running."""
 
 _KINDS = ('joint_pos', 'joint_vel', 'gyro', 'accel', 'orient')
 RESET_REASONS = ('backwards', 'clock_jump', 'tick_gap', 'failure', 'init_failure',
@@ -190,36 +109,6 @@ _COUNTERS = ('ticks', 'initialisations', 'resets', 'late', 'dropped_nonfinite',
              'dropped_reset', 'dropped_bad_torque', 'backwards', 'tick_not_advancing',
              'stale_ticks', 'rejected_outlier', 'used_effort', 'effort_expired'
              ) + tuple(f'used_{k}' for k in _KINDS) + tuple(f'reset:{r}' for r in RESET_REASONS)
-
-
-def coordinate_sigmas(sys: System, cfg: EstimatorConfig) -> tuple[np.ndarray, np.ndarray]:
-    """Per coordinate of q: the dynamics σ (units of q̈) and the integrator's jerk bound.
-
-    Point coordinates are lengths (m/s², m/s³), relative coordinates angles
-    (rad/s², rad/s³); each kind takes its own value when given (> 0), else the
-    common ``dynamics_sigma`` / ``integrator_jerk``. ``joint_dynamics_sigma``
-    overrides the angle coordinate equal to a named joint's angle.
-
-    :raises ValueError: a joint that is unknown or has no angle coordinate.
-    """
-    mech = sys.mech
-    n = sys.n
-    angle = np.zeros(n, bool)
-    angle[list(sys.angle_coordinates)] = True
-    sd = np.where(angle, cfg.dynamics_sigma_angle or cfg.dynamics_sigma,
-                  cfg.dynamics_sigma_length or cfg.dynamics_sigma).astype(float)
-    jerk = np.where(angle, cfg.integrator_jerk_angle or cfg.integrator_jerk,
-                    cfg.integrator_jerk_length or cfg.integrator_jerk).astype(float)
-    known = {j.name: j for j in mech.joints}
-    for name, sigma in cfg.joint_dynamics_sigma:
-        j = known.get(name)
-        c = mech.angle_coordinate(j.bodies) if j is not None and j.type == 'revolute' else None
-        if c is None:
-            raise ValueError(f'EstimatorConfig.joint_dynamics_sigma: {name!r} is not a revolute '
-                             'joint whose angle is a coordinate of q (joints: '
-                             f'{", ".join(sorted(known)) or "none"})')
-        sd[c] = sigma
-    return sd, jerk
 
 
 class _Diverged(Exception):
@@ -616,9 +505,9 @@ class Estimator:
         for p in sorted(ready, key=lambda p: p.t):
             latest[(p.ob.kind, p.ob.index)] = p.ob
         try:
-            q = self._seed_position([o for o in latest.values()
+            q = seed_position(self.sys, self.sm, [o for o in latest.values()
                                      if o.kind in ('joint_pos', 'orient')])
-            qd, measured = self._seed_velocity(q, [o for o in latest.values()
+            qd, measured = seed_velocity(self.sys, self.sm, q, [o for o in latest.values()
                                                    if o.kind in ('joint_vel', 'gyro')])
             qdd = forward_accel(self.sys, q, qd, self.applied_torque(t)).qdd
         except Exception:
@@ -653,90 +542,6 @@ class Estimator:
         self._t_init = t
         self._t_last = t
         return self._finish(t, key, x, start)
-
-    def _seed_position(self, obs: list[Observation]) -> np.ndarray:
-        """Gauss-Newton on [Φ(q); h(q) − z] from the YAML pose, by continuation.
-
-        The targets move from their values at the assembled YAML pose to the
-        readings in steps of ≤ 0.2 rad, so the iteration stays on the YAML
-        pose's assembly branch. Runs once, before any graph exists (a few
-        lines; the factor-graph form is the smoother's first update).
-        """
-        cons = self.sys.constraints
-        q = self.sys.q0.copy()
-        if not obs:
-            return q
-        zeros = np.zeros(self.n)
-
-        def h_and_H(q):
-            hs, Hs, ang = [], [], []
-            for o in obs:
-                if o.kind == 'joint_pos':
-                    m = self.sm.joint(o.index, q, zeros, True)[0]
-                    ang.append(self.sm.joint_is_angular(o.index))
-                else:
-                    m = self.sm.imu(o.index, q, zeros, zeros, True)[2]
-                    ang.append(True)
-                hs.append(m.h[0])
-                Hs.append(m.Hq[0])
-            return np.array(hs), np.array(Hs), np.array(ang)
-
-        z = np.array([o.z[0] for o in obs])
-
-        def follow(q: np.ndarray, use: np.ndarray) -> np.ndarray:
-            h0, _, ang = h_and_H(q)
-            diff = np.where(use, np.where(ang, wrap_angle(z - h0), z - h0), 0.0)
-            steps = max(1, int(math.ceil(float(np.max(np.abs(diff))) / 0.2)))
-            for s in range(1, steps + 1):
-                target = h0 + diff * s / steps
-                for _ in range(8):         # consistent readings converge in 3-5; garbage must
-                    h, H, _ = h_and_H(q)      # not make a start-up cost tens of milliseconds
-                    r = np.concatenate((cons.phi(q), np.where(ang, wrap_angle(h - target),
-                                                              h - target)[use]))
-                    J = np.vstack((cons.phi_q(q), H[use]))
-                    dq = np.linalg.lstsq(J, -r, rcond=None)[0]
-                    q = q + dq
-                    if np.max(np.abs(dq)) < 1e-12:
-                        break
-            return q
-
-        def misfit(q: np.ndarray) -> float:
-            h, _, ang = h_and_H(q)
-            r = np.where(ang, wrap_angle(h - z), h - z)
-            return float(np.max(np.abs(np.concatenate((cons.phi(q), r)))))
-
-        every = np.ones(len(obs), dtype=bool)
-        q = follow(q, every)
-        if len(obs) > 1 and not misfit(q) < 0.05:
-            # readings of a closed loop, all moved at once along straight lines, may pull the
-            # iteration to a compromise pose (an angle going the short way round while the
-            # loop must go the long way): follow them one at a time instead, each continuation
-            # staying on the branch the previous ones reached
-            q2 = self.sys.q0.copy()
-            for i in range(len(obs)):
-                q2 = follow(q2, np.arange(len(obs)) <= i)
-            if np.all(np.isfinite(q2)) and misfit(q2) < misfit(q):
-                q = q2
-        if not np.all(np.isfinite(q)):
-            raise FloatingPointError('start-up position diverged')
-        return q
-
-    def _seed_velocity(self, q: np.ndarray, obs: list[Observation]) -> tuple[np.ndarray, bool]:
-        """Least squares [Φq; H] q̇ = [0; ż] from rate readings, or zero without any."""
-        if not obs:
-            return np.zeros(self.n), False
-        zeros = np.zeros(self.n)
-        rows, rhs = [], []
-        for o in obs:
-            if o.kind == 'joint_vel':
-                m = self.sm.joint(o.index, q, zeros, True)[1]
-            else:
-                m = self.sm.imu(o.index, q, zeros, zeros, True)[0]
-            rows.append(m.Hqd[0])
-            rhs.append(o.z[0])
-        A = np.vstack((self.sys.constraints.phi_q(q), np.array(rows)))
-        b = np.concatenate((np.zeros(self.sys.m), rhs))
-        return np.linalg.lstsq(A, b, rcond=None)[0], True
 
     # -- per tick ---------------------------------------------------------------------
     def _state_factor(self, key: int, t: float) -> gtsam.CustomFactor:

@@ -1,0 +1,101 @@
+"""The estimator's start-up state from the first readings (seed 000 §5.1's position and
+velocity problems with the readings as targets): positions by Gauss-Newton with
+continuation from the YAML pose, rates by least squares. Runs once per (re-)start, before
+any graph exists."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .dynamics import System
+from .observations import Observation
+from .sensors import SensorModel, wrap_angle
+
+__all__ = ['seed_position', 'seed_velocity']
+
+
+def seed_position(sys: System, sm: SensorModel, obs: list[Observation]) -> np.ndarray:
+    """Gauss-Newton on [Φ(q); h(q) − z] from the YAML pose, by continuation.
+
+    The targets move from their values at the assembled YAML pose to the
+    readings in steps of ≤ 0.2 rad, so the iteration stays on the YAML
+    pose's assembly branch. Runs once, before any graph exists (a few
+    lines; the factor-graph form is the smoother's first update).
+    """
+    cons = sys.constraints
+    q = sys.q0.copy()
+    if not obs:
+        return q
+    zeros = np.zeros(sys.n)
+
+    def h_and_H(q):
+        hs, Hs, ang = [], [], []
+        for o in obs:
+            if o.kind == 'joint_pos':
+                m = sm.joint(o.index, q, zeros, True)[0]
+                ang.append(sm.joint_is_angular(o.index))
+            else:
+                m = sm.imu(o.index, q, zeros, zeros, True)[2]
+                ang.append(True)
+            hs.append(m.h[0])
+            Hs.append(m.Hq[0])
+        return np.array(hs), np.array(Hs), np.array(ang)
+
+    z = np.array([o.z[0] for o in obs])
+
+    def follow(q: np.ndarray, use: np.ndarray) -> np.ndarray:
+        h0, _, ang = h_and_H(q)
+        diff = np.where(use, np.where(ang, wrap_angle(z - h0), z - h0), 0.0)
+        steps = max(1, int(math.ceil(float(np.max(np.abs(diff))) / 0.2)))
+        for s in range(1, steps + 1):
+            target = h0 + diff * s / steps
+            for _ in range(8):         # consistent readings converge in 3-5; garbage must
+                h, H, _ = h_and_H(q)      # not make a start-up cost tens of milliseconds
+                r = np.concatenate((cons.phi(q), np.where(ang, wrap_angle(h - target),
+                                                          h - target)[use]))
+                J = np.vstack((cons.phi_q(q), H[use]))
+                dq = np.linalg.lstsq(J, -r, rcond=None)[0]
+                q = q + dq
+                if np.max(np.abs(dq)) < 1e-12:
+                    break
+        return q
+
+    def misfit(q: np.ndarray) -> float:
+        h, _, ang = h_and_H(q)
+        r = np.where(ang, wrap_angle(h - z), h - z)
+        return float(np.max(np.abs(np.concatenate((cons.phi(q), r)))))
+
+    every = np.ones(len(obs), dtype=bool)
+    q = follow(q, every)
+    if len(obs) > 1 and not misfit(q) < 0.05:
+        # readings of a closed loop, all moved at once along straight lines, may pull the
+        # iteration to a compromise pose (an angle going the short way round while the
+        # loop must go the long way): follow them one at a time instead, each continuation
+        # staying on the branch the previous ones reached
+        q2 = sys.q0.copy()
+        for i in range(len(obs)):
+            q2 = follow(q2, np.arange(len(obs)) <= i)
+        if np.all(np.isfinite(q2)) and misfit(q2) < misfit(q):
+            q = q2
+    if not np.all(np.isfinite(q)):
+        raise FloatingPointError('start-up position diverged')
+    return q
+
+def seed_velocity(sys: System, sm: SensorModel, q: np.ndarray, obs: list[Observation]
+                  ) -> tuple[np.ndarray, bool]:
+    """Least squares [Φq; H] q̇ = [0; ż] from rate readings, or zero without any."""
+    if not obs:
+        return np.zeros(sys.n), False
+    zeros = np.zeros(sys.n)
+    rows, rhs = [], []
+    for o in obs:
+        if o.kind == 'joint_vel':
+            m = sm.joint(o.index, q, zeros, True)[1]
+        else:
+            m = sm.imu(o.index, q, zeros, zeros, True)[0]
+        rows.append(m.Hqd[0])
+        rhs.append(o.z[0])
+    A = np.vstack((sys.constraints.phi_q(q), np.array(rows)))
+    b = np.concatenate((np.zeros(sys.m), rhs))
+    return np.linalg.lstsq(A, b, rcond=None)[0], True
