@@ -91,8 +91,8 @@ def make_data(rate: float, duration: float, path: Path, seed: int = 0,
     kind = np.array([0 if hasattr(m, 'names') else 1 for m in meas])
     stamp = np.array([m.t for m in meas])
     enc = np.array([m.position[0] if k == 0 else np.nan for m, k in zip(meas, kind)])
-    gyro = np.array([m.gyro_z if k == 1 else np.nan for m, k in zip(meas, kind)])
-    acc = np.array([m.accel if k == 1 else (np.nan, np.nan) for m, k in zip(meas, kind)])
+    gyro = np.array([m.gyro[2] if k == 1 else np.nan for m, k in zip(meas, kind)])
+    acc = np.array([m.accel[:2] if k == 1 else (np.nan, np.nan) for m, k in zip(meas, kind)])
     np.savez(path, t=t, q=q, qd=qd, kind=kind, stamp=stamp, enc=enc, gyro=gyro, acc=acc)
 
 

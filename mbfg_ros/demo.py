@@ -64,8 +64,8 @@ def write_simulation_bag(path: Path, system, traj, measurements, truth_rate: flo
         t_ns = int(round((rec.t + T0) * NS))
         if hasattr(rec, 'sensor'):
             rows.append((t_ns, imu_topic[rec.sensor], cv.TYPES['Imu'],
-                         cv.imu_msg(kit, t_ns, frame[rec.sensor], rec.gyro_z, rec.accel,
-                                    rec.angle)))
+                         cv.imu_msg(kit, t_ns, frame[rec.sensor], rec.gyro, rec.accel,
+                                    rec.orientation)))
         else:
             rows.append((t_ns, '/joint_states', cv.TYPES['JointState'],
                          cv.joint_state_msg(kit, t_ns, rec.names, rec.position, rec.velocity,

@@ -90,7 +90,7 @@ from .control import actuator_efforts
 from .dynamics import System, forward_accel
 from .estimator_config import LIVE_FIELDS, EstimatorConfig, coordinate_sigmas
 from .estimator_start import seed_position, seed_velocity
-from .measurements import Estimate, ImuMeasurement, JointMeasurement
+from .measurements import Estimate, ImuMeasurement, JointMeasurement, quaternion_yaw
 from .observations import Observation, interval_factor, observation_factor
 from .sensors import SensorModel, wrap_angle
 
@@ -404,24 +404,30 @@ class Estimator:
                 self._counters['dropped_unknown_sensor'] += 1
             return []
         out = []
-        if m.gyro_z is not None:
-            g = self._values([m.gyro_z], 1, 'gyro')
-            if g is not None and np.isfinite(g[0]):
-                s = self._sigma(m.gyro_var, cfg.gyro_sigma)
-                out.append(Observation('gyro', k, g, np.array([s])))
-        if m.accel is not None:
-            a = self._values(m.accel, 2, 'accel')
-            if a is not None and np.all(np.isfinite(a)):
-                var = None if m.accel_var is None else np.asarray(m.accel_var, float).reshape(-1)
-                s = np.array([self._sigma(None if var is None or var.size != 2 else var[i],
-                                          cfg.accel_sigma) for i in range(2)])
-                out.append(Observation('accel', k, a, s))
-        if m.angle is not None:
-            o = self._values([m.angle], 1, 'angle')
-            if o is not None and np.isfinite(o[0]):
-                s = self._sigma(m.angle_var, cfg.orientation_sigma)
-                out.append(Observation('orient', k, o, np.array([s])))
+        # A planar mechanism reads the z rate, the in-plane specific force and the yaw
+        # of the 3-axis IMU record (the plane's normal is z).
+        g = self._values(m.gyro, 3, 'gyro')
+        if g is not None and np.isfinite(g[2]):
+            s = self._sigma(self._var(m.gyro_var, 2), cfg.gyro_sigma)
+            out.append(Observation('gyro', k, g[2:], np.array([s])))
+        a = self._values(m.accel, 3, 'accel')
+        if a is not None and np.all(np.isfinite(a[:2])):
+            s = np.array([self._sigma(self._var(m.accel_var, i), cfg.accel_sigma)
+                          for i in range(2)])
+            out.append(Observation('accel', k, a[:2], s))
+        quat = self._values(m.orientation, 4, 'orientation')
+        if quat is not None and np.all(np.isfinite(quat)):
+            s = self._sigma(self._var(m.orientation_var, 2), cfg.orientation_sigma)
+            out.append(Observation('orient', k, np.array([quaternion_yaw(quat)]), np.array([s])))
         return out
+
+    @staticmethod
+    def _var(var, i: int) -> float | None:
+        """Component ``i`` of a variance vector, or None (not given, or of another length)."""
+        if var is None:
+            return None
+        v = np.asarray(var, float).reshape(-1)
+        return float(v[i]) if v.size == 3 else None
 
     # -- state -------------------------------------------------------------------
     def _clear(self) -> None:

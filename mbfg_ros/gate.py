@@ -69,16 +69,16 @@ class LimitGate:
         if rng is None:
             return rec, 0
         gyro_range, accel_range = rng
-        gyro, accel = rec.gyro_z, rec.accel
+        gyro, accel = rec.gyro, rec.accel
         bad = 0
-        if gyro is not None and abs(gyro) > gyro_range:
+        if gyro is not None and np.any(np.abs(gyro) > gyro_range):
             gyro, bad = None, bad + 1
         if accel is not None and np.any(np.abs(accel) > accel_range):
             accel, bad = None, bad + 1
         if not bad:
             return rec, 0
-        if gyro is None and accel is None and rec.angle is None:
+        if gyro is None and accel is None and rec.orientation is None:
             return None, bad
-        return replace(rec, gyro_z=gyro, accel=accel,
+        return replace(rec, gyro=gyro, accel=accel,
                        gyro_var=rec.gyro_var if gyro is not None else None,
                        accel_var=rec.accel_var if accel is not None else None), bad

@@ -6,11 +6,13 @@ the replay tool and the benchmarks build them directly. Times are seconds
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ['JointMeasurement', 'ImuMeasurement', 'Estimate']
+__all__ = ['JointMeasurement', 'ImuMeasurement', 'Estimate', 'quaternion_yaw',
+           'quaternion_from_yaw']
 
 
 @dataclass(frozen=True)
@@ -32,23 +34,36 @@ class JointMeasurement:
 
 @dataclass(frozen=True)
 class ImuMeasurement:
-    """One Imu message for the YAML sensor ``sensor``.
+    """One Imu message for the sensor ``sensor``, in ``sensor_msgs/Imu``'s own terms: a
+    3-axis IMU and a quaternion, whatever the mechanism's dimension.
 
-    ``gyro_z`` angular rate about the plane normal (rad/s), ``accel`` the
-    specific force (x, y) in the sensor frame (m/s², gravity included),
-    ``angle`` the body's planar orientation from the quaternion or None when
-    the message says it has none (orientation_covariance[0] == -1).
-    Variances come from the message covariances, or None for the defaults.
+    ``gyro`` (3,) angular velocity (rad/s) and ``accel`` (3,) specific force (m/s²,
+    gravity included), both in the sensor frame; ``orientation`` (4,) the sensor frame's
+    quaternion ``(x, y, z, w)`` in the world, or None when the message says it has none
+    (orientation_covariance[0] == -1). Variances (3,) are the covariance diagonals, or
+    None for the configured defaults. A planar mechanism reads ``gyro[2]``, ``accel[:2]``
+    and the quaternion's yaw (:func:`quaternion_yaw`).
     """
 
     t: float
     sensor: str
-    gyro_z: float | None
+    gyro: np.ndarray | None
     accel: np.ndarray | None
-    angle: float | None = None
-    gyro_var: float | None = None
+    orientation: np.ndarray | None = None
+    gyro_var: np.ndarray | None = None
     accel_var: np.ndarray | None = None
-    angle_var: float | None = None
+    orientation_var: np.ndarray | None = None
+
+
+def quaternion_yaw(quat: np.ndarray) -> float:
+    """Planar angle (rotation about z) of a quaternion ``(x, y, z, w)``."""
+    x, y, z, w = (float(v) for v in quat)
+    return math.atan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z))
+
+
+def quaternion_from_yaw(angle: float) -> np.ndarray:
+    """The quaternion ``(x, y, z, w)`` of a rotation by ``angle`` about z."""
+    return np.array([0.0, 0.0, math.sin(angle / 2.0), math.cos(angle / 2.0)])
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ import numpy as np
 from .dynamics import System
 from .extended import Extended, point_columns
 from .forces import body_matrix_A
-from .measurements import ImuMeasurement, JointMeasurement
+from .measurements import ImuMeasurement, JointMeasurement, quaternion_from_yaw
 from .model import GROUND, Imu, Mechanism
 
 __all__ = ['SensorModel', 'Model', 'wrap_angle', 'joint_positions', 'joint_velocities',
@@ -432,12 +432,14 @@ def simulate_measurements(sys: System, t: np.ndarray, q: np.ndarray, qd: np.ndar
         k = model.imu_names.index(nm)
         for i in _sample_indices(t, config.imu_rate):
             g, f, o = model.imu(k, q[i], qd[i], qdd[i])
-            angle = None
+            quat = None
             if config.orientation_sigma is not None:
-                angle = float(wrap_angle(o.h[0] + rng.normal(0.0, config.orientation_sigma)))
-            out.append((float(t[i]), 1, ImuMeasurement(
-                float(t[i]), mech.sensors[k].name,
-                float(g.h[0] + rng.normal(0.0, config.gyro_sigma)),
-                f.h + rng.normal(0.0, config.accel_sigma, 2), angle)))
+                quat = quaternion_from_yaw(
+                    float(wrap_angle(o.h[0] + rng.normal(0.0, config.orientation_sigma))))
+            # a planar IMU: rate about the plane normal, specific force in the plane
+            gyro = np.array([0.0, 0.0, g.h[0] + rng.normal(0.0, config.gyro_sigma)])
+            accel = np.append(f.h + rng.normal(0.0, config.accel_sigma, 2), 0.0)
+            out.append((float(t[i]), 1, ImuMeasurement(float(t[i]), mech.sensors[k].name,
+                                                       gyro, accel, quat)))
     out.sort(key=lambda r: (r[0], r[1]))
     return [m for _, _, m in out]

@@ -175,9 +175,10 @@ def test_bad_values_lengths_and_names_are_counted_and_never_raise():
     assert est.add(joint(0.001, pos=(0.0, 1.0))) is False        # 2 values, 1 name
     assert est.add(joint(0.001, names=('crank', 'nope'), pos=(0.0, 1.0))) is True
     assert est.add(joint(0.001, names=('nope',), pos=(1.0,))) is False
-    assert est.add(ImuMeasurement(0.001, 'nope', 0.0, np.zeros(2))) is False
-    assert est.add(ImuMeasurement(0.001, 'coupler_imu', math.nan, np.zeros(3))) is False
-    assert est.add(ImuMeasurement(math.nan, 'coupler_imu', 0.0, np.zeros(2))) is False
+    assert est.add(ImuMeasurement(0.001, 'nope', np.zeros(3), np.zeros(3))) is False
+    assert est.add(ImuMeasurement(0.001, 'coupler_imu', np.full(3, math.nan),
+                                  np.zeros(2))) is False
+    assert est.add(ImuMeasurement(math.nan, 'coupler_imu', np.zeros(3), np.zeros(3))) is False
     assert est.add('not a measurement') is False
     assert est.set_applied_torque([1.0, 2.0], 0.001) is False
     assert est.set_applied_torque([math.inf], 0.001) is False

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from mbfg_ros.bag import typestore
+from mbfg_ros.measurements import quaternion_from_yaw, quaternion_yaw
 from mbfg_ros.ros import conversions as cv
 from mbfg_ros.ros.params import (ESTIMATOR_PARAMS, SIMULATOR_PARAMS, ParameterError,
                                  load_params_file, parse_estimator, parse_simulator)
@@ -69,20 +70,30 @@ def test_zero_stamp_is_rejected_unless_a_receive_time_is_given(kit):
     assert cv.joint_state_to_record(msg, now_ns=5)[0] == 5
 
 
-def test_imu_reads_gyro_z_accel_xy_and_yaw_of_the_quaternion(kit):
-    angle = 2.5
-    msg = cv.imu_msg(kit, 10**9, 'imu', 0.7, [1.5, -9.0], angle=angle, gyro_var=4e-4)
+def test_imu_reads_the_3_axis_gyro_accel_and_the_unit_quaternion(kit):
+    quat = np.array([0.1, -0.2, 0.3, 0.9])
+    msg = cv.imu_msg(kit, 10**9, 'imu', [0.1, -0.2, 0.7], [1.5, -9.0, 0.25], 2.0 * quat,
+                     gyro_var=4e-4)
     t, rec = cv.imu_to_record(msg, 'coupler_imu')
-    assert rec.sensor == 'coupler_imu' and rec.gyro_z == 0.7
-    np.testing.assert_array_equal(rec.accel, [1.5, -9.0])
-    assert math.isclose(rec.angle, angle, abs_tol=1e-12)
-    assert rec.gyro_var == pytest.approx(4e-4) and rec.accel_var is None
+    assert rec.sensor == 'coupler_imu'
+    np.testing.assert_array_equal(rec.gyro, [0.1, -0.2, 0.7])
+    np.testing.assert_array_equal(rec.accel, [1.5, -9.0, 0.25])
+    np.testing.assert_allclose(rec.orientation, quat / np.linalg.norm(quat), atol=1e-12)
+    np.testing.assert_allclose(rec.gyro_var, [4e-4] * 3)
+    assert rec.accel_var is None          # zero covariance: use the configured σ
+
+
+def test_a_planar_reading_keeps_its_yaw_through_the_quaternion(kit):
+    angle = 2.5
+    msg = cv.imu_msg(kit, 10**9, 'imu', [0, 0, 0.7], [1.5, -9.0, 0], quaternion_from_yaw(angle))
+    rec = cv.imu_to_record(msg, 'x')[1]
+    assert math.isclose(quaternion_yaw(rec.orientation), angle, abs_tol=1e-12)
 
 
 def test_imu_orientation_is_ignored_when_its_covariance_says_not_provided(kit):
-    msg = cv.imu_msg(kit, 10**9, 'imu', 0.7, [1.5, -9.0], angle=None)
+    msg = cv.imu_msg(kit, 10**9, 'imu', [0, 0, 0.7], [1.5, -9.0, 0], None)
     assert msg.orientation_covariance[0] == -1.0
-    assert cv.imu_to_record(msg, 'x')[1].angle is None
+    assert cv.imu_to_record(msg, 'x')[1].orientation is None
 
 
 def test_quaternion_yaw_matches_the_rotation_of_the_x_axis():
@@ -91,7 +102,7 @@ def test_quaternion_yaw_matches_the_rotation_of_the_x_axis():
         q = (0.0, 0.0, math.sin(yaw / 2), math.cos(yaw / 2))
         x, y, z, w = q
         rx = (1 - 2 * (y * y + z * z), 2 * (x * y + w * z))     # R e_x
-        assert cv.quaternion_yaw(*q) == pytest.approx(math.atan2(rx[1], rx[0]), abs=1e-12)
+        assert quaternion_yaw(q) == pytest.approx(math.atan2(rx[1], rx[0]), abs=1e-12)
 
 
 def test_reference_samples_interpolate_and_hold_at_the_ends():
@@ -111,9 +122,10 @@ def test_reference_samples_interpolate_and_hold_at_the_ends():
 def test_rclpy_and_rosbags_kits_build_messages_with_the_same_content(kit):
     rk = cv.rclpy_kit()
     for k in (kit, rk):
-        msg = cv.imu_msg(k, 3 * 10**9 + 5, 'f', 0.1, [0.2, 0.3], angle=0.4)
+        msg = cv.imu_msg(k, 3 * 10**9 + 5, 'f', [0, 0, 0.1], [0.2, 0.3, 0],
+                         quaternion_from_yaw(0.4))
         t, rec = cv.imu_to_record(msg, 's')
-        assert t == 3 * 10**9 + 5 and rec.angle == pytest.approx(0.4)
+        assert t == 3 * 10**9 + 5 and quaternion_yaw(rec.orientation) == pytest.approx(0.4)
         d = cv.diagnostics_msg(k, 10, 'n', 'h', 1, 'm', {'a': 1})
         assert d.status[0].values[0].key == 'a'
 

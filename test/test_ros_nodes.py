@@ -180,8 +180,8 @@ def test_live_node_on_sim_time_estimates_well_and_equals_the_replay(tmp_path):
             while i < len(recs) and stamp_of(recs[i]) <= t_ns + lead:
                 r = recs[i]
                 if hasattr(r, 'sensor'):
-                    pub_imu.publish(cv.imu_msg(peer.kit, stamp_of(r), 'coupler_imu', r.gyro_z,
-                                               r.accel, r.angle))
+                    pub_imu.publish(cv.imu_msg(peer.kit, stamp_of(r), 'coupler_imu', r.gyro,
+                                               r.accel, r.orientation))
                 else:
                     pub_js.publish(cv.joint_state_msg(peer.kit, stamp_of(r), r.names,
                                                       r.position, r.velocity, r.effort))
@@ -260,7 +260,7 @@ def _valid_messages(peer, system, t_start, duration=1.0, rate=500.0):
     for r in recs:
         t = t_start + stamp_of(r) - stamp_of(recs[0])
         if hasattr(r, 'sensor'):
-            out.append((t, cv.imu_msg(peer.kit, t, 'coupler_imu', r.gyro_z, r.accel), 'imu'))
+            out.append((t, cv.imu_msg(peer.kit, t, 'coupler_imu', r.gyro, r.accel), 'imu'))
         else:
             out.append((t, cv.joint_state_msg(peer.kit, t, r.names, r.position), 'js'))
     return out, traj
@@ -323,7 +323,8 @@ def test_the_node_survives_bad_input_and_counts_it_in_diagnostics(tmp_path):
         pub_js.publish(cv.joint_state_msg(peer.kit, now() - 3 * NS // 10, names, p))  # too old
         pub_js.publish(cv.joint_state_msg(peer.kit, now(), names, p, (), [1e300, 0.0]))
         pub_js.publish(cv.joint_state_msg(peer.kit, now() + 100 * NS, names, p))  # future
-        pub_imu.publish(cv.imu_msg(peer.kit, now(), 'coupler_imu', np.nan, [np.nan, 1.0]))
+        pub_imu.publish(cv.imu_msg(peer.kit, now(), 'coupler_imu', [0.0, 0.0, np.nan],
+                                   [np.nan, 1.0, 0.0]))
         ref = _msg('JointTrajectory')(joint_names=['wheel'])
         pub_ref.publish(ref)                                                     # no points
         wanted = ('input.nonfinite_values', 'input.dropped.length_mismatch',
@@ -376,7 +377,7 @@ def test_a_burst_ten_times_faster_than_real_time_merges_ticks_and_keeps_every_re
              '/diagnostics': 'DiagnosticArray'}).values()
         diags, joints = peer.inbox['/diagnostics'], peer.inbox['/estimator_node/joint_states']
         t0 = stamp_of(recs[0])
-        msgs = [(stamp_of(r), cv.imu_msg(peer.kit, stamp_of(r), 'coupler_imu', r.gyro_z,
+        msgs = [(stamp_of(r), cv.imu_msg(peer.kit, stamp_of(r), 'coupler_imu', r.gyro,
                                          r.accel) if hasattr(r, 'sensor') else
                  cv.joint_state_msg(peer.kit, stamp_of(r), r.names, r.position))
                 for r in recs]
@@ -471,7 +472,7 @@ def fuzz_pool(kit, now, rng, names):
         return m
 
     def imu(stamp, g=0.0, a=(0.0, 9.81), cov=0.0, quat=None, frame='coupler_imu'):
-        m = cv.imu_msg(kit, max(stamp, 0), frame, g, a)
+        m = cv.imu_msg(kit, max(stamp, 0), frame, (0.0, 0.0, g), (*a, 0.0)[:3])
         m.angular_velocity_covariance = np.full(9, cov)
         if quat is not None:
             m.orientation.x, m.orientation.y, m.orientation.z, m.orientation.w = quat

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import functools
 import importlib
-import math
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
 
@@ -157,50 +156,46 @@ def _provided(cov: Sequence[float]) -> bool:
     return not (c.size > 0 and c[0] == -1.0)
 
 
-def quaternion_yaw(x: float, y: float, z: float, w: float) -> float:
-    """Planar angle (rotation about z) of a quaternion."""
-    return math.atan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z))
-
-
 def imu_to_record(msg: Any, sensor: str, now_ns: int | None = None
                   ) -> tuple[int, ImuMeasurement]:
     """Imu -> (stamp ns, record) for the YAML sensor ``sensor``.
 
-    angular_velocity.z -> gyro, linear_acceleration x, y -> accelerometer
-    (specific force in the sensor frame), orientation -> angle (yaw) only when
-    orientation_covariance[0] != -1. A part whose covariance[0] is -1 or whose
-    values are not finite is left out.
+    angular_velocity -> gyro (3,), linear_acceleration -> accelerometer (3,,
+    specific force in the sensor frame), orientation -> the unit quaternion only
+    when orientation_covariance[0] != -1. A part whose covariance[0] is -1 or
+    whose values are not all finite is left out; variances are the covariance
+    diagonals (None when not all positive).
 
     :raises InputRejected: nothing usable in the message.
     """
     t = _message_stamp(msg, now_ns)
-    gyro = float(msg.angular_velocity.z) if _provided(msg.angular_velocity_covariance) else None
-    if gyro is not None and not math.isfinite(gyro):
-        gyro = None
-    accel = None
-    if _provided(msg.linear_acceleration_covariance):
-        a = np.array([msg.linear_acceleration.x, msg.linear_acceleration.y], dtype=float)
-        accel = a if np.all(np.isfinite(a)) else None
-    angle = None
+
+    def vector(v: Any, cov: Sequence[float]) -> np.ndarray | None:
+        if not _provided(cov):
+            return None
+        a = np.array([v.x, v.y, v.z], dtype=float)
+        return a if np.all(np.isfinite(a)) else None
+
+    def variances(cov: Sequence[float]) -> np.ndarray | None:
+        vs = [_variance(cov, i) for i in (0, 4, 8)]
+        return None if any(v is None for v in vs) else np.array(vs)
+
+    gyro = vector(msg.angular_velocity, msg.angular_velocity_covariance)
+    accel = vector(msg.linear_acceleration, msg.linear_acceleration_covariance)
+    quat = None
     if _provided(msg.orientation_covariance):
         o = msg.orientation
-        quat = np.array([o.x, o.y, o.z, o.w], dtype=float)
-        norm = float(np.linalg.norm(quat)) if np.all(np.isfinite(quat)) else 0.0
+        q = np.array([o.x, o.y, o.z, o.w], dtype=float)
+        norm = float(np.linalg.norm(q)) if np.all(np.isfinite(q)) else 0.0
         if norm > 1e-6:
-            angle = quaternion_yaw(*(quat / norm))
-    if gyro is None and accel is None and angle is None:
+            quat = q / norm
+    if gyro is None and accel is None and quat is None:
         raise InputRejected('no_usable_values', f'Imu for {sensor!r} has no finite field')
-    acc_cov = msg.linear_acceleration_covariance
-    accel_var = None
-    if accel is not None:
-        vx, vy = _variance(acc_cov, 0), _variance(acc_cov, 4)
-        if vx is not None and vy is not None:
-            accel_var = np.array([vx, vy])
     rec = ImuMeasurement(
-        t / NS, sensor, gyro, accel, angle,
-        gyro_var=_variance(msg.angular_velocity_covariance, 8) if gyro is not None else None,
-        accel_var=accel_var,
-        angle_var=_variance(msg.orientation_covariance, 8) if angle is not None else None)
+        t / NS, sensor, gyro, accel, quat,
+        gyro_var=variances(msg.angular_velocity_covariance) if gyro is not None else None,
+        accel_var=variances(msg.linear_acceleration_covariance) if accel is not None else None,
+        orientation_var=variances(msg.orientation_covariance) if quat is not None else None)
     return t, rec
 
 
@@ -323,27 +318,28 @@ def float_array_msg(kit: MessageKit, data: Sequence[float]) -> Any:
     return kit.make(TYPES['Float64MultiArray'], layout=layout, data=kit.floats(data))
 
 
-def imu_msg(kit: MessageKit, t_ns: int, frame_id: str, gyro_z: float, accel: Sequence[float],
-            angle: float | None = None, gyro_var: float = 0.0, accel_var: float = 0.0,
-            angle_var: float = 0.0) -> Any:
-    """A planar sensor_msgs/Imu (orientation_covariance[0] = -1 when ``angle`` is None)."""
+def imu_msg(kit: MessageKit, t_ns: int, frame_id: str, gyro: Sequence[float],
+            accel: Sequence[float], orientation: Sequence[float] | None = None,
+            gyro_var: float = 0.0, accel_var: float = 0.0, orientation_var: float = 0.0) -> Any:
+    """A sensor_msgs/Imu from 3-vectors and a quaternion ``(x, y, z, w)``
+    (orientation_covariance[0] = -1 when ``orientation`` is None)."""
     def vec(x: float, y: float, z: float) -> Any:
         return kit.make('geometry_msgs/msg/Vector3', x=float(x), y=float(y), z=float(z))
 
     def diag(v: float) -> Any:
         return kit.fixed(np.diag([v, v, v]).reshape(-1))
 
-    if angle is None:
+    if orientation is None:
         quat = kit.make('geometry_msgs/msg/Quaternion', x=0.0, y=0.0, z=0.0, w=1.0)
         o_cov = kit.fixed(np.r_[-1.0, np.zeros(8)])
     else:
-        quat = kit.make('geometry_msgs/msg/Quaternion', x=0.0, y=0.0,
-                        z=math.sin(angle / 2), w=math.cos(angle / 2))
-        o_cov = diag(angle_var)
+        x, y, z, w = (float(v) for v in orientation)
+        quat = kit.make('geometry_msgs/msg/Quaternion', x=x, y=y, z=z, w=w)
+        o_cov = diag(orientation_var)
     return kit.make(TYPES['Imu'], header=_header(kit, t_ns, frame_id), orientation=quat,
-                    orientation_covariance=o_cov, angular_velocity=vec(0.0, 0.0, gyro_z),
+                    orientation_covariance=o_cov, angular_velocity=vec(*gyro),
                     angular_velocity_covariance=diag(gyro_var),
-                    linear_acceleration=vec(accel[0], accel[1], 0.0),
+                    linear_acceleration=vec(*accel),
                     linear_acceleration_covariance=diag(accel_var))
 
 

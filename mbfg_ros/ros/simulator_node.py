@@ -247,7 +247,7 @@ class SimulatorNode(Node):
 
 
 def _imu(kit: Any, t_ns: int, frame: str, rec: Any, cfg: Any) -> Any:
-    return cv.imu_msg(kit, t_ns, frame, rec.gyro_z, rec.accel, rec.angle,
+    return cv.imu_msg(kit, t_ns, frame, rec.gyro, rec.accel, rec.orientation,
                       gyro_var=cfg.gyro_sigma ** 2, accel_var=cfg.accel_sigma ** 2)
 
 
