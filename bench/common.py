@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from mbfg_ros.dynamics import System, forward_accel
+from mbfg_ros.planar.dynamics import System, forward_accel
 
 __all__ = ['truth']
 

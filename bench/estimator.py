@@ -2,7 +2,7 @@
 """Benchmark of the online estimator on the four-bar released from rest (fourbars1.yaml).
 
 Truth: scipy ``solve_ivp`` DOP853 (rtol 1e-10) on the dependent-coordinate
-ODE q̈ = q̈(q, q̇) of :func:`mbfg_ros.dynamics.forward_accel` (seed 000 Eq. 5)
+ODE q̈ = q̈(q, q̇) of :func:`mbfg_ros.planar.dynamics.forward_accel` (seed 000 Eq. 5)
 with Baumgarte stabilisation (α = β = 10 /s), sampled at the sensor times.
 Sensors (standard scenario): crank encoder at 500 Hz quantised to 4096
 counts per turn plus 0.05° noise; gyroscope (0.01 rad/s) and accelerometer
@@ -32,9 +32,10 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from common import truth  # noqa: E402
-from mbfg_ros.dynamics import System, build_system, load_system  # noqa: E402
+
 from mbfg_ros.estimator import Estimator, EstimatorConfig  # noqa: E402
-from mbfg_ros.sensors import SensorConfig, SensorModel, simulate_measurements, wrap_angle  # noqa: E402,E501
+from mbfg_ros.planar.dynamics import System, build_system, load_system  # noqa: E402
+from mbfg_ros.planar.sensors import SensorConfig, SensorModel, simulate_measurements, wrap_angle  # noqa: E402,E501
 
 DEFAULT_YAML = REPO / 'config' / 'fourbar.yaml'
 FALLBACK_YAML = REPO / 'test' / 'data' / 'fourbar_estimator.yaml'

@@ -22,8 +22,8 @@ sys.path[:0] = [str(ROOT), str(ROOT / 'test')]
 
 import reference_fourbar as ref  # noqa: E402
 
-from mbfg_ros.dynamics import load_system  # noqa: E402
 from mbfg_ros.forward import SOLVERS, ForwardConfig, ForwardSimulator  # noqa: E402
+from mbfg_ros.planar.dynamics import load_system  # noqa: E402
 
 # seed 000 Table 1: Nw -> (DC RMSE mm, DC ms, IC RMSE mm, IC ms)
 SEED = {2: (3.11773, 1.4, 3.14719, 2.8), 3: (3.11807, 1.6, 3.14719, 3.3),

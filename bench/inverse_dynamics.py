@@ -14,9 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
-from mbfg_ros.dynamics import load_system
 from mbfg_ros.inverse import InverseConfig, inverse_dynamics
 from mbfg_ros.inverse_direct import DirectInverseDynamics
+from mbfg_ros.planar.dynamics import load_system
 from mbfg_ros.trajectory import load_trajectory
 
 ROOT = Path(__file__).resolve().parents[1]

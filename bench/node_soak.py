@@ -19,9 +19,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-
-from node_throughput import (ENC_SIGMA, MECH, NodeRun, cpu_seconds,  # noqa: I001
-                             make_data)
+from node_throughput import ENC_SIGMA, MECH, NodeRun, cpu_seconds, make_data  # noqa: I001
 
 
 def rss_mb(pid: int) -> float:

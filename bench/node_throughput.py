@@ -70,8 +70,8 @@ def make_data(rate: float, duration: float, path: Path, seed: int = 0,
     """Truth and noisy readings at ``rate`` Hz, saved for the generator and the scorer."""
     from common import truth  # bench/common.py
 
-    from mbfg_ros.dynamics import load_system
-    from mbfg_ros.sensors import SensorConfig, simulate_measurements
+    from mbfg_ros.planar.dynamics import load_system
+    from mbfg_ros.planar.sensors import SensorConfig, simulate_measurements
 
     system = load_system(MECH)
     if duration > 30.0:
@@ -235,9 +235,9 @@ class NodeRun:
 # ------------------------------------------------------------------ one row
 
 def run_row(rate: int, busy: bool, duration: float, domain: int, tmp: Path) -> dict:
-    from mbfg_ros.dynamics import load_system
+    from mbfg_ros.planar.dynamics import load_system
+    from mbfg_ros.planar.sensors import SensorModel, wrap_angle
     from mbfg_ros.ros import conversions as cv
-    from mbfg_ros.sensors import SensorModel, wrap_angle
 
     data = tmp / f'data_{rate}.npz'
     if not data.exists():

@@ -19,10 +19,10 @@ from pathlib import Path
 
 import numpy as np
 
-from mbfg_ros.dynamics import build_system, load_system
-from mbfg_ros.friction import rigid_mechanism
 from mbfg_ros.identify import IdentifyConfig, identify
 from mbfg_ros.measured import DerivativeOptions, load_joint_csv, measured_inverse, torque_fit
+from mbfg_ros.planar.dynamics import build_system, load_system
+from mbfg_ros.planar.friction import rigid_mechanism
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = [ROOT / 'test' / 'data' / 'dfki' / f'design_A.0_20220815_sys_id_trajectory_{k}.csv'

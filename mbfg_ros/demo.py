@@ -6,7 +6,7 @@
    any mechanism YAML with named ``joints``) falling under gravity with
    the factor-graph forward dynamics (seed 000 §5.1/5.2).
 2. Sample noisy, quantised encoders and a noisy IMU from it
-   (:func:`~mbfg_ros.sensors.simulate_measurements`) and write them, with the
+   (:func:`~mbfg_ros.planar.sensors.simulate_measurements`) and write them, with the
    true state on ``/simulator_node/ground_truth``, to an MCAP rosbag2 through
    rosbags (no DDS, no ROS installation needed).
 3. Replay the bag through the estimator exactly as ``mbfg-replay`` does.
@@ -30,7 +30,7 @@ import numpy as np
 
 from .bag import BagWriter, typestore
 from .cli.common import Progress, plain, run_cli, speed_phrase
-from .dynamics import load_system
+from .planar.dynamics import load_system
 from .ros import conversions as cv
 
 __all__ = ['main', 'config_path', 'write_simulation_bag', 'accuracy_table']
@@ -95,7 +95,7 @@ def accuracy_table(system, traj, measurements, res) -> list[tuple[str, float, fl
     Raw rate = finite difference of consecutive encoder readings (what a
     controller without an estimator would use).
     """
-    from .sensors import joint_positions, joint_velocities, wrap_angle
+    from .planar.sensors import joint_positions, joint_velocities, wrap_angle
 
     mech = system.mech
     t_true = traj.t + T0
@@ -126,8 +126,8 @@ def accuracy_table(system, traj, measurements, res) -> list[tuple[str, float, fl
 def _main(argv: Sequence[str] | None) -> int:
     from .cli.replay import replay
     from .forward import ForwardConfig, simulate
+    from .planar.sensors import SensorConfig, simulate_measurements
     from .ros.params import load_params_file
-    from .sensors import SensorConfig, simulate_measurements
 
     p = argparse.ArgumentParser(prog='mbfg-demo', description=plain(__doc__.split('\n\n')[0]))
     p.add_argument('--mechanism', default=str(config_path('fourbar.yaml')),

@@ -87,12 +87,12 @@ import numpy as np
 
 from . import factors as F
 from .control import actuator_efforts
-from .dynamics import System, forward_accel
 from .estimator_config import LIVE_FIELDS, EstimatorConfig, coordinate_sigmas
 from .estimator_start import seed_position, seed_velocity
 from .measurements import Estimate, ImuMeasurement, JointMeasurement, quaternion_yaw
 from .observations import Observation, interval_factor, observation_factor
-from .sensors import SensorModel, wrap_angle
+from .planar.dynamics import System, forward_accel
+from .planar.sensors import SensorModel, wrap_angle
 
 __all__ = ['EstimatorConfig', 'Estimator', 'LIVE_FIELDS', 'coordinate_sigmas']
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .dynamics import System
+from .planar.dynamics import System
 
 __all__ = ['EstimatorConfig', 'LIVE_FIELDS', 'coordinate_sigmas']
 

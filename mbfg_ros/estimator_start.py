@@ -8,9 +8,9 @@ import math
 
 import numpy as np
 
-from .dynamics import System
 from .observations import Observation
-from .sensors import SensorModel, wrap_angle
+from .planar.dynamics import System
+from .planar.sensors import SensorModel, wrap_angle
 
 __all__ = ['seed_position', 'seed_velocity']
 

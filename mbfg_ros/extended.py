@@ -11,7 +11,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .model import Mechanism
+from .planar.model import Mechanism
 
 __all__ = ['Extended', 'point_columns']
 

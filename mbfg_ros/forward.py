@@ -55,10 +55,15 @@ import gtsam
 import numpy as np
 import scipy.linalg
 
-from .dynamics import System, forward_accel
 from .errors import MbfgError
-from .factors import (basis_matrix, custom_factor, stacked_indep_state_error,
-                      stacked_integrator_jacobians, stacked_state_error)
+from .factors import (
+    basis_matrix,
+    custom_factor,
+    stacked_indep_state_error,
+    stacked_integrator_jacobians,
+    stacked_state_error,
+)
+from .planar.dynamics import System, forward_accel
 
 __all__ = ['ForwardConfig', 'ForwardSimulator', 'Trajectory', 'simulate', 'energy', 'IC_BASES',
            'SOLVERS', 'COORDINATES', 'INTEGRATORS']

@@ -18,7 +18,7 @@ from dataclasses import replace
 import numpy as np
 
 from .measurements import ImuMeasurement, JointMeasurement
-from .model import Mechanism
+from .planar.model import Mechanism
 
 __all__ = ['LimitGate']
 

@@ -1,7 +1,7 @@
 """Parameter identification: inverse dynamics is linear in the dynamic parameters.
 
 In natural coordinates a body's mass matrix and weight (seed 000 Eq. 4,
-:func:`mbfg_ros.forces.body_mass_matrix`) are linear in its mass m, first
+:func:`mbfg_ros.planar.forces.body_mass_matrix`) are linear in its mass m, first
 moments mx = m·cx, my = m·cy and its inertia I0 about the first point:
 
     M_b = m·Mm + mx·Mx + my·My + I0·MI,   Q_b = m·[g; 0] + mx·[−g; g]/L + my·[−Pᵀg; Pᵀg]/L
@@ -36,11 +36,11 @@ import numpy as np
 import scipy.optimize
 import yaml
 
-from .dynamics import System, build_system
 from .errors import MbfgError
-from .forces import Forces, mass_matrix
 from .measured import DerivativeOptions, JointLog, MeasuredInverse, measured_states, torques
-from .model import Body, Friction, Mechanism
+from .planar.dynamics import System, build_system
+from .planar.forces import Forces, mass_matrix
+from .planar.model import Body, Friction, Mechanism
 
 __all__ = ['Parameter', 'IdentifyConfig', 'Identified', 'parameters', 'regressor', 'identify',
            'identify_states', 'base_columns', 'apply_parameters', 'identified_yaml']
@@ -220,7 +220,7 @@ def regressor(sys: System, params: Sequence[Parameter], q: np.ndarray, qd: np.nd
                     c[carrier] += 1.0
                 c[joint] += mech.actuators[k].gr
                 rotor_c.append((i, c))
-    from .friction import friction_torque
+    from .planar.friction import friction_torque
     n_act = forces.n_act
     W = np.zeros((N, n_act, len(params)))
     tau0 = np.zeros((N, n_act))

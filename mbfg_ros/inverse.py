@@ -70,11 +70,11 @@ from typing import Callable, NamedTuple, Sequence
 import gtsam
 import numpy as np
 
-from .dynamics import System
 from .errors import MbfgError
 from .inverse_direct import DirectInverseDynamics
 from .inverse_kinematics import direct_kinematics
 from .inverse_models import BatchModel, StepModel, step_error
+from .planar.dynamics import System
 from .trajectory import derivatives
 
 __all__ = ['InverseConfig', 'InverseResult', 'inverse_dynamics', 'direct_kinematics',

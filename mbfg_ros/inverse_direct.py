@@ -16,7 +16,7 @@ Then τ = u[r:] when the actuators are the z coordinates, else
 degrees of freedom (redundant actuation, seed 003 §6.2.3).
 
 :class:`LeanKinematics` evaluates Φ, Φq, Φ̇q and the second-order terms
-faster than the general :class:`~mbfg_ros.constraints.Constraints` (which it
+faster than the general :class:`~mbfg_ros.planar.constraints.Constraints` (which it
 reproduces; the tests compare them): distance and slider rows are quadratic
 in q, so Φq is an affine function of q stored as one constant tensor
 (probed from ``Constraints`` once); angle rows are evaluated in their local
@@ -25,17 +25,16 @@ variables u = (a, b, θ) with ``u = P q + p0`` and Φ = aᵀ C(θ) b,
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import math
+from dataclasses import dataclass
 from typing import Callable, NamedTuple, Sequence
 
 import numpy as np
 import scipy.linalg.lapack as lapack
 
-from .constraints import ANGLE_U_MAP, Constraints
-from .dynamics import System
 from .errors import MbfgError
+from .planar.constraints import ANGLE_U_MAP, Constraints
+from .planar.dynamics import System
 
 __all__ = ['LeanKinematics', 'KinTerms', 'RowSelection', 'DirectInverseDynamics',
            'DirectWorkspace', 'inverse_dynamics_direct']

@@ -8,10 +8,10 @@ from typing import Sequence
 
 import numpy as np
 
-from .dynamics import System
 from .errors import AssemblyError, MbfgError
 from .inverse_direct import LeanKinematics
 from .inverse_models import BatchModel
+from .planar.dynamics import System
 from .trajectory import derivatives
 
 __all__ = ['direct_kinematics']

@@ -9,10 +9,9 @@ from typing import Sequence
 
 import numpy as np
 
-from .dynamics import System, forward_accel
-from .inverse_direct import (LeanKinematics, angle_hess,
-                             angle_hess_matrix, angle_local)
-from .kinematics import selector
+from .inverse_direct import LeanKinematics, angle_hess, angle_hess_matrix, angle_local
+from .planar.dynamics import System, forward_accel
+from .planar.kinematics import selector
 
 __all__ = ['StepModel', 'step_error', 'BatchModel']
 

@@ -25,9 +25,9 @@ import numpy as np
 import scipy.signal
 
 from .control import actuator_efforts
-from .dynamics import System
 from .errors import MbfgError, TrajectoryError
 from .inverse import direct_kinematics
+from .planar.dynamics import System
 
 __all__ = ['JointLog', 'DerivativeOptions', 'MeasuredInverse', 'load_joint_csv',
            'load_joint_bag', 'joint_coordinates', 'motion_derivatives', 'measured_inverse',
@@ -282,7 +282,7 @@ def torques(sys: System, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.n
 def _guess(sys: System, z0: np.ndarray, z_idx: Sequence[int]) -> np.ndarray:
     """The assembled pose moved to the first sample's coordinates (keeps the assembly branch
     for open chains whose joint angles are coordinates)."""
-    from .kinematics import solve_position
+    from .planar.kinematics import solve_position
     return solve_position(sys.constraints, sys.q0,
                           {int(c): float(v) for c, v in zip(z_idx, z0)}, source=sys.mech.source)
 

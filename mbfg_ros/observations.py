@@ -4,7 +4,7 @@ An :class:`Observation` is one scalar or vector reading (encoder angle or
 rate, prismatic position, gyroscope, accelerometer, orientation). Its error
 is ``h(q, q̇, q̈) − z`` (wrapped to (−π, π] for angles: encoder,
 orientation) with the model Jacobian ``[H_q, H_q̇, H_q̈]`` of
-:class:`~mbfg_ros.sensors.SensorModel`.
+:class:`~mbfg_ros.planar.sensors.SensorModel`.
 
 * A reading taken at a tick is a factor on that tick's key alone
   (:func:`observation_factor`).
@@ -41,7 +41,7 @@ import gtsam
 import numpy as np
 
 from .factors import custom_factor
-from .sensors import SensorModel, wrap_angle
+from .planar.sensors import SensorModel, wrap_angle
 
 __all__ = ['Observation', 'interpolation_weights', 'observation_error',
            'observation_factor', 'interval_error', 'interval_factor', 'observation_sigmas']

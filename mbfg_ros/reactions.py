@@ -13,7 +13,7 @@ mechanism applies to it at each of its points,
     F_{p,e} = [M_e q̈ − Q_e + Φ_eᵀ λ_e]_p,
 
 with M_e the body's mass matrix (its point masses included), Q_e the loads
-that act on e (:meth:`~mbfg_ros.forces.Forces.element_loads`: gravity,
+that act on e (:meth:`~mbfg_ros.planar.forces.Forces.element_loads`: gravity,
 forces and torques on e, its share of every rotational spring, damper and
 joint motor as a pure couple, and the loads that act at its points) and
 Φ_eᵀ λ_e the forces of the constraints that act on e: its own distance rows,
@@ -58,9 +58,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .dynamics import System
-from .forces import body_mass_matrix
-from .model import GROUND, Slider
+from .planar.dynamics import System
+from .planar.forces import body_mass_matrix
+from .planar.model import GROUND, Slider
 
 __all__ = ['constraint_multipliers', 'Reactions', 'JointReactions', 'joint_reactions',
            'KINDS']

@@ -2,7 +2,7 @@
 
 Equilibrium (§6.1.2, method of the Lagrange multipliers): minimise the total
 potential energy V(q) (gravity, springs, constant external forces and
-torques; :meth:`~mbfg_ros.forces.Forces.potential`) subject to Φ(q) = 0.
+torques; :meth:`~mbfg_ros.planar.forces.Forces.potential`) subject to Φ(q) = 0.
 With Q = −∂V/∂q the generalized force at q̇ = 0 (dampers then exert nothing),
 the stationarity conditions are the KKT system (Eqs. 6.20-6.22)
 
@@ -40,9 +40,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .dynamics import System
 from .errors import AssemblyError, MbfgError
-from .kinematics import solve_position
+from .planar.dynamics import System
+from .planar.kinematics import solve_position
 
 __all__ = ['Equilibrium', 'StaticsError', 'static_equilibrium', 'reduced_stiffness',
            'classify', 'VERDICTS', 'start_pose']
@@ -334,7 +334,7 @@ def static_equilibrium(sys: System, q0: np.ndarray | None = None, tol: float = 1
 def start_pose(sys: System, values: dict[str, float]) -> np.ndarray:
     """An assembled pose with the named coordinates at ``values`` (the rest follow).
 
-    Solved from the YAML pose by continuation (:func:`~mbfg_ros.kinematics.solve_position`),
+    Solved from the YAML pose by continuation (:func:`~mbfg_ros.planar.kinematics.solve_position`),
     so it stays on the YAML's assembly branch.
 
     :raises MechanismError: for an unknown coordinate; AssemblyError if it cannot be assembled.

@@ -20,14 +20,14 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from mbfg_ros.dynamics import load_system  # noqa: E402
+from mbfg_ros.planar.dynamics import load_system  # noqa: E402
 from mbfg_ros.forward import ForwardConfig, simulate  # noqa: E402
 from mbfg_ros.ros.driver import EstimatorDriver  # noqa: E402
 from mbfg_ros.ros.marker_png import render_png  # noqa: E402
 from mbfg_ros.ros.markers import (ESTIMATE_STYLE, TRUTH_STYLE, MarkerGeometry,  # noqa: E402
                                   MarkerPublisher)
 from mbfg_ros.ros.params import parse_estimator  # noqa: E402
-from mbfg_ros.sensors import SensorConfig, simulate_measurements  # noqa: E402
+from mbfg_ros.planar.sensors import SensorConfig, simulate_measurements  # noqa: E402
 
 NS = 1_000_000_000
 

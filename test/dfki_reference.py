@@ -16,7 +16,6 @@ import math
 
 import numpy as np
 import yaml
-
 from conftest import DATA
 
 DFKI = yaml.safe_load((DATA / 'dfki' / 'design_A.0_model_2.0_model_parameters.yml').read_text())

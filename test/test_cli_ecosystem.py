@@ -12,15 +12,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_ros_support import fourbar_path
 
 from mbfg_ros.cli.inverse import main as inverse_main
 from mbfg_ros.cli.replay import main as replay_main
 from mbfg_ros.cli.simulate import main as simulate_main
 from mbfg_ros.cli.statics import main as statics_main
-from mbfg_ros.dynamics import load_system
-from mbfg_ros.mechanism_yaml import load_mechanism
-
-from test_ros_support import fourbar_path
+from mbfg_ros.planar.dynamics import load_system
+from mbfg_ros.planar.mechanism_yaml import load_mechanism
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -82,8 +81,9 @@ def test_csv_headers_name_the_coordinates(tmp_path):
 def small_bag(tmp_path_factory):
     from dataclasses import replace
 
-    from mbfg_ros.demo import write_simulation_bag
     from test_ros_support import T0, fourbar_data
+
+    from mbfg_ros.demo import write_simulation_bag
     system, traj, recs = fourbar_data(duration=0.2)
     bag = tmp_path_factory.mktemp('bag') / 'b'
     write_simulation_bag(bag, system, traj, [replace(r, t=r.t - T0) for r in recs])
@@ -176,7 +176,7 @@ def test_the_complete_example_yaml_loads_and_uses_every_key(tmp_path):
     assert sys_.dof >= 1 and not sys_.assembly_moves
     assert simulate_main([str(example), '--duration', '0.01', '--quiet']) == 0
     # every key the parser allows (ctx.mapping(..., {keys}) and the top-level set)
-    src = (ROOT / 'mbfg_ros' / 'mechanism_yaml.py').read_text()
+    src = (ROOT / 'mbfg_ros' / 'planar' / 'mechanism_yaml.py').read_text()
     keys = set(ast.literal_eval(re.search(r'_TOP_KEYS = (\{.*?\})', src, re.S).group(1)))
     for found in re.findall(r"ctx\.mapping\([^{)]*(\{[^}]*\})", src):
         keys |= set(ast.literal_eval(found))

@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 
 from mbfg_ros.cli.common import speed_phrase
-from mbfg_ros.cli.simulate import energy_drift, main as simulate_main, plot_trajectory
-from mbfg_ros.dynamics import load_system
+from mbfg_ros.cli.simulate import energy_drift, plot_trajectory
+from mbfg_ros.cli.simulate import main as simulate_main
 from mbfg_ros.forward import energy
+from mbfg_ros.planar.dynamics import load_system
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / 'config'

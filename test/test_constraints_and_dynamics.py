@@ -7,10 +7,10 @@ import math
 
 import numpy as np
 import pytest
-
 from conftest import DATA, UPSTREAM_MECHANISMS, numerical_jacobian
-from mbfg_ros.dynamics import accel_independent_eq15, forward_accel, load_system
-from mbfg_ros.kinematics import r_s_matrices, selector, solve_velocity
+
+from mbfg_ros.planar.dynamics import accel_independent_eq15, forward_accel, load_system
+from mbfg_ros.planar.kinematics import r_s_matrices, selector, solve_velocity
 
 MECHS = [*UPSTREAM_MECHANISMS, DATA / 'extensions.yaml', DATA / 'quick_return.yaml']
 SYSTEMS = {p.name: load_system(p) for p in MECHS}
@@ -55,7 +55,7 @@ def test_phi_q_dot_is_the_time_derivative_of_phi_q_along_a_motion():
 
 def test_angle_coordinate_equals_the_geometric_angle_on_the_manifold():
     sys = SYSTEMS['fourbars1-with-rel-angle.yaml']
-    from mbfg_ros.kinematics import solve_position
+    from mbfg_ros.planar.kinematics import solve_position
     for theta in (0.3, 2.0, -2.8):
         q = solve_position(sys.constraints, sys.q0, {4: theta})
         assert math.atan2(q[1], q[0]) == pytest.approx(theta, abs=1e-10)

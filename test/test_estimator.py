@@ -8,17 +8,22 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-
 import reference_fourbar as ref
 from conftest import DATA
+
 from mbfg_ros.control import actuator_efforts
-from mbfg_ros.dynamics import forward_accel, load_system
 from mbfg_ros.estimator import Estimator, EstimatorConfig
 from mbfg_ros.inverse_direct import inverse_dynamics_direct
-from mbfg_ros.kinematics import solve_acceleration, solve_position, solve_velocity
 from mbfg_ros.measurements import ImuMeasurement, JointMeasurement
-from mbfg_ros.sensors import (SensorConfig, SensorModel, joint_velocities, simulate_measurements,
-                              wrap_angle)
+from mbfg_ros.planar.dynamics import forward_accel, load_system
+from mbfg_ros.planar.kinematics import solve_acceleration, solve_position, solve_velocity
+from mbfg_ros.planar.sensors import (
+    SensorConfig,
+    SensorModel,
+    joint_velocities,
+    simulate_measurements,
+    wrap_angle,
+)
 
 SYS = load_system(DATA / 'fourbar_estimator.yaml')
 SM = SensorModel(SYS)

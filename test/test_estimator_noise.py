@@ -6,13 +6,13 @@ import math
 
 import numpy as np
 import pytest
-from scipy.integrate import solve_ivp
-
 from conftest import CONFIG, DATA
 from dfki_reference import DFKI, dfki_terms
-from mbfg_ros.dynamics import load_system
+from scipy.integrate import solve_ivp
+
 from mbfg_ros.estimator import Estimator, EstimatorConfig, coordinate_sigmas
 from mbfg_ros.measurements import JointMeasurement
+from mbfg_ros.planar.dynamics import load_system
 
 DP = load_system(CONFIG / 'dfki_double_pendulum.yaml')       # x1 y1 x2 y2 | 2 angles
 

@@ -4,7 +4,7 @@ import math
 import pytest
 
 from mbfg_ros.errors import ExpressionError
-from mbfg_ros.expr import evaluate
+from mbfg_ros.planar.expr import evaluate
 
 
 @pytest.mark.parametrize('text, expected', [

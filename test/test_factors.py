@@ -4,10 +4,10 @@ import functools
 import gtsam
 import numpy as np
 import pytest
-
 from conftest import CONFIG, DATA
+
 from mbfg_ros import factors as F
-from mbfg_ros.dynamics import load_system
+from mbfg_ros.planar.dynamics import load_system
 
 SYSTEMS = [load_system(CONFIG / 'fourbars1-with-rel-angle.yaml'),
            load_system(CONFIG / 'pick-and-place-robot.yaml'),

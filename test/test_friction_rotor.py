@@ -9,17 +9,17 @@ import re
 
 import numpy as np
 import pytest
-
 from conftest import CONFIG, numerical_jacobian
 from dfki_reference import DFKI, dfki_tau, dfki_terms, natural_state
+
 from mbfg_ros.control import actuator_efforts
-from mbfg_ros.dynamics import build_system, forward_accel, load_system
 from mbfg_ros.errors import MechanismError
-from mbfg_ros.friction import friction_torque
 from mbfg_ros.inverse_direct import DirectInverseDynamics
-from mbfg_ros.kinematics import solve_velocity
-from mbfg_ros.mechanism_yaml import parse_mechanism
-from mbfg_ros.model import Friction
+from mbfg_ros.planar.dynamics import build_system, forward_accel, load_system
+from mbfg_ros.planar.friction import friction_torque
+from mbfg_ros.planar.kinematics import solve_velocity
+from mbfg_ros.planar.mechanism_yaml import parse_mechanism
+from mbfg_ros.planar.model import Friction
 
 SYS = load_system(CONFIG / 'dfki_double_pendulum.yaml')
 

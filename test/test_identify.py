@@ -8,18 +8,25 @@ import re
 import numpy as np
 import pytest
 import yaml
-
 from conftest import CONFIG, DATA
 from dfki_reference import DFKI, dfki_tau, natural_state
+
 from mbfg_ros.cli.identify import main as identify_main
 from mbfg_ros.control import actuator_efforts
-from mbfg_ros.dynamics import build_system, load_system
-from mbfg_ros.forces import body_mass_matrix
-from mbfg_ros.identify import (IdentifyConfig, _body_unit_matrices, apply_parameters, identify,
-                               identify_states, parameters, regressor)
+from mbfg_ros.identify import (
+    IdentifyConfig,
+    _body_unit_matrices,
+    apply_parameters,
+    identify,
+    identify_states,
+    parameters,
+    regressor,
+)
 from mbfg_ros.measured import load_joint_csv, measured_inverse, torque_fit
-from mbfg_ros.mechanism_yaml import load_mechanism
-from mbfg_ros.model import Body
+from mbfg_ros.planar.dynamics import build_system, load_system
+from mbfg_ros.planar.forces import body_mass_matrix
+from mbfg_ros.planar.mechanism_yaml import load_mechanism
+from mbfg_ros.planar.model import Body
 
 YAML = CONFIG / 'dfki_double_pendulum.yaml'
 SYS = load_system(YAML)

@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mbfg_ros.dynamics import load_system
 from mbfg_ros.interface import MultibodySystem
+from mbfg_ros.planar.dynamics import load_system
 from mbfg_ros.spatial.system import build_spatial_system
 
 ROOT = Path(__file__).resolve().parents[1]

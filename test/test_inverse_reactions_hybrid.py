@@ -3,9 +3,9 @@ from pathlib import Path
 
 import numpy as np
 
-from mbfg_ros.dynamics import forward_accel, load_system
 from mbfg_ros.hybrid import hybrid_dynamics
 from mbfg_ros.inverse_direct import DirectInverseDynamics
+from mbfg_ros.planar.dynamics import forward_accel, load_system
 from mbfg_ros.reactions import JointReactions, constraint_multipliers
 
 CONFIG = Path(__file__).resolve().parents[1] / 'config'

@@ -11,10 +11,9 @@ import ast
 import fnmatch
 
 import pytest
+from test_ros_support import REPO
 
 from mbfg_ros.ros.params import ESTIMATOR_PARAMS, SIMULATOR_PARAMS
-
-from test_ros_support import REPO
 
 LAUNCH = REPO / 'launch'
 FILES = sorted(LAUNCH.glob('*.launch.py'))

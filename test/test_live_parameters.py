@@ -3,12 +3,11 @@ reaches the estimator and the command law (the DDS path is in test_ros_services.
 from __future__ import annotations
 
 import pytest
+from test_ros_support import fourbar_data, fourbar_path
 
 from mbfg_ros.estimator import LIVE_FIELDS
 from mbfg_ros.ros.driver import EstimatorDriver
 from mbfg_ros.ros.params import ESTIMATOR_PARAMS, ParameterError, check_live, parse_estimator
-
-from test_ros_support import fourbar_data, fourbar_path
 
 
 def _driver():

@@ -5,11 +5,10 @@ import subprocess
 import sys
 
 import numpy as np
+from test_ros_support import REPO, fourbar_system
 
 from mbfg_ros.ros.marker_png import render_png
 from mbfg_ros.ros.markers import ESTIMATE_STYLE, TRUTH_STYLE, MarkerGeometry, MarkerPublisher
-
-from test_ros_support import REPO, fourbar_system
 
 
 def test_the_png_shows_both_drawings_in_their_colours(tmp_path):

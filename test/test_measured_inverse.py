@@ -8,16 +8,21 @@ import re
 
 import numpy as np
 import pytest
-
 from conftest import CONFIG, DATA
 from dfki_reference import DFKI, dfki_tau
+
 from mbfg_ros.bag import BagWriter, typestore
 from mbfg_ros.cli.inverse import main as inverse_main
-from mbfg_ros.dynamics import build_system, load_system
 from mbfg_ros.errors import MbfgError, TrajectoryError
-from mbfg_ros.measured import (DerivativeOptions, load_joint_bag, load_joint_csv,
-                               measured_inverse, torque_fit)
-from mbfg_ros.mechanism_yaml import parse_mechanism
+from mbfg_ros.measured import (
+    DerivativeOptions,
+    load_joint_bag,
+    load_joint_csv,
+    measured_inverse,
+    torque_fit,
+)
+from mbfg_ros.planar.dynamics import build_system, load_system
+from mbfg_ros.planar.mechanism_yaml import parse_mechanism
 from mbfg_ros.ros import conversions as cv
 
 YAML = CONFIG / 'dfki_double_pendulum.yaml'

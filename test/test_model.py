@@ -4,12 +4,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import CONFIG, DATA, UPSTREAM_MECHANISMS
-from mbfg_ros.dynamics import build_system, load_system
+
 from mbfg_ros.errors import AssemblyError, MechanismError
-from mbfg_ros.mechanism_yaml import load_mechanism, parse_mechanism
-from mbfg_ros.model import GROUND
+from mbfg_ros.planar.dynamics import build_system, load_system
+from mbfg_ros.planar.mechanism_yaml import load_mechanism, parse_mechanism
+from mbfg_ros.planar.model import GROUND
 
 
 @pytest.mark.parametrize('path', UPSTREAM_MECHANISMS, ids=lambda p: p.name)

@@ -6,14 +6,20 @@ import types
 import gtsam
 import numpy as np
 import pytest
-
 from conftest import DATA, numerical_jacobian
-from mbfg_ros import sensors
-from mbfg_ros.dynamics import load_system
-from mbfg_ros.model import Slider
-from mbfg_ros.observations import (Observation, interpolation_weights, interval_error,
-                                   interval_factor, observation_error, observation_factor)
-from mbfg_ros.sensors import SensorModel
+
+from mbfg_ros.observations import (
+    Observation,
+    interpolation_weights,
+    interval_error,
+    interval_factor,
+    observation_error,
+    observation_factor,
+)
+from mbfg_ros.planar import sensors
+from mbfg_ros.planar.dynamics import load_system
+from mbfg_ros.planar.model import Slider
+from mbfg_ros.planar.sensors import SensorModel
 
 FOURBAR = load_system(DATA / 'fourbar_estimator.yaml')
 EXT = load_system(DATA / 'extensions.yaml')

@@ -16,9 +16,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mbfg_ros.dynamics import load_system
 from mbfg_ros.inverse import InverseConfig, inverse_dynamics
-from mbfg_ros.model import GROUND
+from mbfg_ros.planar.dynamics import load_system
+from mbfg_ros.planar.model import GROUND
 from mbfg_ros.reactions import JointReactions
 from mbfg_ros.statics import static_equilibrium
 
@@ -218,7 +218,7 @@ def test_reactions_balance_every_body_at_every_static_equilibrium(name):
 
 def test_joint_motor_torques_and_slider_normal_forces_balance_in_motion():
     """Slider-crank driven by its joint motor (a couple between ground and crank)."""
-    from mbfg_ros.dynamics import forward_accel
+    from mbfg_ros.planar.dynamics import forward_accel
     sys = load_system(CONFIG / 'slider_crank.yaml')
     q = sys.q0
     qd = 2.0 * np.linalg.svd(sys.constraints.phi_q(q))[2][-1]
@@ -247,8 +247,8 @@ def test_inconsistent_loads_show_as_a_residual_not_as_a_reaction():
 def test_a_massless_link_is_a_two_force_member_carrying_its_distance_tension():
     """A four-bar whose coupler has no mass: its pins push along it, equal and opposite,
     and the distance constraint's tension (seed 003 Eq. 6.61) is that force."""
-    from mbfg_ros.dynamics import build_system, forward_accel
-    from mbfg_ros.mechanism_yaml import parse_mechanism
+    from mbfg_ros.planar.dynamics import build_system, forward_accel
+    from mbfg_ros.planar.mechanism_yaml import parse_mechanism
     text = (CONFIG / 'fourbar.yaml').read_text().replace(
         '    length: 2*L\n    mass: 2.0\n    I0: (1/3)*mass*length^2',
         '    length: 2*L\n    mass: 0.0\n    I0: 0.0')
@@ -276,9 +276,10 @@ def test_every_element_kind_at_once_balances_in_motion():
     """Relative angle between two pinned bodies (their vectors share the elbow), an
     absolute angle, a slider, point and body forces, a torque, springs, a rotational
     spring, a point mass, a coordinate motor on an angle and a joint motor."""
-    from mbfg_ros.dynamics import build_system, forward_accel
-    from mbfg_ros.mechanism_yaml import parse_mechanism
     from test_yaml_names import BY_INDEX
+
+    from mbfg_ros.planar.dynamics import build_system, forward_accel
+    from mbfg_ros.planar.mechanism_yaml import parse_mechanism
     text = BY_INDEX + ('actuators:\n  - {name: m_angle, coordinate: elbow_angle}\n'
                        '  - {name: m_joint, joint: elbow_joint}\n')
     text = text.replace('rotational_springs:\n  - {bodies: [ground, 0], k: 4}',
@@ -305,7 +306,7 @@ def test_every_element_kind_at_once_balances_in_motion():
                                   'slider_crank_spring.yaml', 'runaway_slider.yaml'])
 def test_test_mechanisms_balance_in_motion_with_their_motors(name):
     """Mobile slider (quick-return), every extension key, springs on sliders."""
-    from mbfg_ros.dynamics import forward_accel
+    from mbfg_ros.planar.dynamics import forward_accel
     sys = load_system(Path(__file__).resolve().parent / 'data' / name)
     q = sys.q0
     N = np.linalg.svd(sys.constraints.phi_q(q))[2][sys.n - sys.dof:]

@@ -6,14 +6,13 @@ import functools
 
 import numpy as np
 import pytest
+from test_ros_support import REPO, T0, fourbar_data, fourbar_path, fourbar_system
 
 from mbfg_ros.bag import bag_topics, read_messages
 from mbfg_ros.cli.replay import main, replay
 from mbfg_ros.demo import write_simulation_bag
+from mbfg_ros.planar.sensors import joint_positions, wrap_angle
 from mbfg_ros.ros import conversions as cv
-from mbfg_ros.sensors import joint_positions, wrap_angle
-
-from test_ros_support import REPO, T0, fourbar_data, fourbar_path, fourbar_system
 
 PARAMS = {'frequency': 200.0, 'lag_duration': 0.1, 'encoder_sigma': 0.002}
 

@@ -6,14 +6,19 @@ from types import SimpleNamespace as NS
 
 import numpy as np
 import pytest
+from test_ros_support import REPO
 
 from mbfg_ros.bag import typestore
 from mbfg_ros.measurements import quaternion_from_yaw, quaternion_yaw
 from mbfg_ros.ros import conversions as cv
-from mbfg_ros.ros.params import (ESTIMATOR_PARAMS, SIMULATOR_PARAMS, ParameterError,
-                                 load_params_file, parse_estimator, parse_simulator)
-
-from test_ros_support import REPO
+from mbfg_ros.ros.params import (
+    ESTIMATOR_PARAMS,
+    SIMULATOR_PARAMS,
+    ParameterError,
+    load_params_file,
+    parse_estimator,
+    parse_simulator,
+)
 
 
 @pytest.fixture(scope='module')

@@ -14,13 +14,20 @@ import numpy as np
 import pytest
 import rclpy
 import rclpy.executors
+from test_ros_nodes import (  # noqa: F401
+    SENSORS,
+    STATE_AND_DIAGNOSTICS,
+    Peer,
+    _publish_in_real_time,
+    _valid_messages,
+    diag_values,
+    start,
+    stop,
+)
+from test_ros_support import fourbar_data, fourbar_path, unique_domain
 
 from mbfg_ros.ros.estimator_node import make_executor
 from mbfg_ros.ros.params import ParameterError
-
-from test_ros_nodes import (SENSORS, STATE_AND_DIAGNOSTICS, Peer,  # noqa: F401
-                            _publish_in_real_time, _valid_messages, diag_values, start, stop)
-from test_ros_support import fourbar_data, fourbar_path, unique_domain
 
 pytestmark = pytest.mark.ros
 

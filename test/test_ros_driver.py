@@ -3,17 +3,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_ros_support import fourbar_data, fourbar_path, fourbar_system, stamp_of
 
-from mbfg_ros.dynamics import forward_accel
-from mbfg_ros.inverse_direct import inverse_dynamics_direct
-from mbfg_ros.ros.conversions import Reference
 from mbfg_ros.control import CommandLaw
+from mbfg_ros.inverse_direct import inverse_dynamics_direct
 from mbfg_ros.measurements import JointMeasurement
+from mbfg_ros.planar.dynamics import forward_accel
+from mbfg_ros.planar.sensors import SensorModel
+from mbfg_ros.ros.conversions import Reference
 from mbfg_ros.ros.driver import INPUT_KEYS, EstimatorDriver, period_ns, tick_times
 from mbfg_ros.ros.params import ParameterError, parse_estimator
-from mbfg_ros.sensors import SensorModel
-
-from test_ros_support import fourbar_data, fourbar_path, fourbar_system, stamp_of
 
 MS = 1_000_000
 
@@ -196,13 +195,13 @@ def live(**kw):
 
 
 def joint_msg(t_ns, names=('crank',), position=(0.0,), velocity=(), effort=()):
-    from mbfg_ros.ros.conversions import rclpy_kit, joint_state_msg
+    from mbfg_ros.ros.conversions import joint_state_msg, rclpy_kit
     return joint_state_msg(rclpy_kit(), t_ns, names, position, velocity, effort)
 
 
 def crank_error(system, outs, traj):
     """RMS crank-angle error of the estimates against the simulated truth."""
-    from mbfg_ros.sensors import joint_positions, wrap_angle
+    from mbfg_ros.planar.sensors import joint_positions, wrap_angle
     errs = []
     for o in outs:
         if o.estimate is None:
@@ -215,7 +214,7 @@ def crank_error(system, outs, traj):
 
 
 def raw_encoder_error(system, recs):
-    from mbfg_ros.sensors import joint_positions, wrap_angle
+    from mbfg_ros.planar.sensors import joint_positions, wrap_angle
     traj = fourbar_data(duration=1.0, rate=1000.0)[1]
     errs = [wrap_angle(r.position[0] - joint_positions(system, traj.q[int(round(
         (r.t - 1.0) * 1000))])[0]) for r in recs if isinstance(r, JointMeasurement)]

@@ -10,13 +10,19 @@ import time
 
 import numpy as np
 import pytest
+from test_ros_nodes import (  # noqa: F401
+    Peer,
+    _msg,
+    _publish_in_real_time,
+    _valid_messages,
+    _wait_for_node,
+    start,
+    stop,
+)
+from test_ros_support import fourbar_data, fourbar_path, unique_domain
 
 from mbfg_ros.ros import conversions as cv
 from mbfg_ros.ros.markers import MarkerGeometry, marker_array_to_segments
-
-from test_ros_nodes import (Peer, _msg, _publish_in_real_time, _valid_messages,  # noqa: F401
-                            _wait_for_node, start, stop)
-from test_ros_support import fourbar_data, fourbar_path, unique_domain
 
 pytestmark = pytest.mark.ros
 

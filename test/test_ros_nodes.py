@@ -14,20 +14,25 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-
 import rclpy  # noqa: E402  (installed by requirements.txt: a missing rclpy must fail)
-
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
+from test_ros_support import (  # noqa: E402
+    REPO,
+    T0,
+    fourbar_data,
+    fourbar_path,
+    fourbar_system,
+    ros_env,
+    stamp_of,
+    unique_domain,
+)
 
 from mbfg_ros.bag import bag_topics, read_messages  # noqa: E402
 from mbfg_ros.cli.replay import replay  # noqa: E402
 from mbfg_ros.demo import write_simulation_bag  # noqa: E402
+from mbfg_ros.planar.sensors import joint_positions, joint_velocities, wrap_angle  # noqa: E402
 from mbfg_ros.ros import conversions as cv  # noqa: E402
-from mbfg_ros.sensors import joint_positions, joint_velocities, wrap_angle  # noqa: E402
-
-from test_ros_support import (REPO, T0, fourbar_data, fourbar_path,  # noqa: E402
-                              fourbar_system, ros_env, stamp_of, unique_domain)
 
 pytestmark = pytest.mark.ros
 

@@ -9,13 +9,20 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from mbfg_ros.ros import conversions as cv
-from mbfg_ros.sensors import joint_positions, joint_velocities, wrap_angle
-
-from test_ros_nodes import (SENSORS, STATE_AND_DIAGNOSTICS, Peer,  # noqa: F401
-                            _publish_in_real_time, _valid_messages, diag_values, start, stop)
+from test_ros_nodes import (  # noqa: F401
+    SENSORS,
+    STATE_AND_DIAGNOSTICS,
+    Peer,
+    _publish_in_real_time,
+    _valid_messages,
+    diag_values,
+    start,
+    stop,
+)
 from test_ros_support import fourbar_data, fourbar_path, unique_domain
+
+from mbfg_ros.planar.sensors import joint_positions, joint_velocities, wrap_angle
+from mbfg_ros.ros import conversions as cv
 
 pytestmark = pytest.mark.ros
 

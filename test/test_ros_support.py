@@ -22,7 +22,7 @@ def fourbar_path() -> Path:
 
 @functools.lru_cache(maxsize=None)
 def fourbar_system():
-    from mbfg_ros.dynamics import load_system
+    from mbfg_ros.planar.dynamics import load_system
     return load_system(fourbar_path())
 
 
@@ -35,7 +35,7 @@ def fourbar_data(duration: float = 1.0, rate: float = 200.0, seed: int = 3):
     from dataclasses import replace
 
     from mbfg_ros.forward import ForwardConfig, simulate
-    from mbfg_ros.sensors import SensorConfig, simulate_measurements
+    from mbfg_ros.planar.sensors import SensorConfig, simulate_measurements
 
     system = fourbar_system()
     traj = simulate(system, duration, ForwardConfig(dt=1e-3))

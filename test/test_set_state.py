@@ -6,12 +6,11 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from test_ros_support import fourbar_data, fourbar_path
 
+from mbfg_ros.planar.sensors import joint_positions, wrap_angle
 from mbfg_ros.ros.driver import EstimatorDriver
 from mbfg_ros.ros.params import parse_estimator
-from mbfg_ros.sensors import joint_positions, wrap_angle
-
-from test_ros_support import fourbar_data, fourbar_path
 
 NS = 1_000_000_000
 T = 5 * NS

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from spatial_random import PinReference, random_urdf
 
 from mbfg_ros.spatial.backend import spatial_dynamics
 from mbfg_ros.spatial.dynamics import SpatialDynamics
 from mbfg_ros.spatial.pin_backend import PinocchioDynamics
 from mbfg_ros.spatial.urdf import load_spatial
-from spatial_random import PinReference, random_urdf
 
 TOL = 1e-9
 STATES = 100

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from spatial_random import PinReference, random_urdf
 
 from mbfg_ros.spatial.dynamics_graph import ORDERINGS, DynamicsGraph, solve_nonlinear
 from mbfg_ros.spatial.system import build_spatial_system
 from mbfg_ros.spatial.urdf import load_spatial
-from spatial_random import PinReference, random_urdf
 
 DATA = Path(__file__).parent / 'data' / 'urdf'
 TOL = 1e-9

@@ -164,6 +164,7 @@ def test_the_nonlinear_graphs_factor_jacobians_at_random_values(seed):
     wrappers' key order and the error functions together) against central differences of
     its whitened error, at random values that satisfy no factor (seed 002 Eqs. 4-7)."""
     import gtsam
+
     from mbfg_ros.spatial.dynamics_graph import nonlinear_graph
     rng = np.random.default_rng(200 + seed)
     m = random_model(rng, 5)

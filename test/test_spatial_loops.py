@@ -6,13 +6,13 @@ import dataclasses
 
 import numpy as np
 import pytest
+from spatial_random import random_urdf
 
 from mbfg_ros.spatial.dynamics import SpatialDynamics
 from mbfg_ros.spatial.loops import ROWS, LoopConstraints
 from mbfg_ros.spatial.model import LoopJoint
 from mbfg_ros.spatial.system import build_spatial_system
 from mbfg_ros.spatial.urdf import load_spatial
-from spatial_random import random_urdf
 
 
 def _closed_model(kind: str, seed: int):

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from spatial_random import PinReference, random_urdf
 
 from mbfg_ros.spatial.dynamics import SpatialDynamics
 from mbfg_ros.spatial.sensors import ImuModel, quaternion_from_matrix
 from mbfg_ros.spatial.urdf import load_spatial, origin_matrix
-from spatial_random import PinReference, random_urdf
 
 DATA = Path(__file__).parent / 'data' / 'urdf'
 

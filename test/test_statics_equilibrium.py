@@ -15,7 +15,7 @@ import pytest
 from scipy.optimize import brentq
 
 from mbfg_ros.cli.statics import main as statics_main
-from mbfg_ros.dynamics import load_system
+from mbfg_ros.planar.dynamics import load_system
 from mbfg_ros.reactions import JointReactions
 from mbfg_ros.statics import StaticsError, classify, start_pose, static_equilibrium
 
@@ -260,8 +260,8 @@ def test_statics_cli_reports_a_missing_file_on_one_line(tmp_path, capsys):
 
 
 def test_a_mechanism_without_potential_is_neutral_everywhere():
-    from mbfg_ros.dynamics import build_system
-    from mbfg_ros.mechanism_yaml import parse_mechanism
+    from mbfg_ros.planar.dynamics import build_system
+    from mbfg_ros.planar.mechanism_yaml import parse_mechanism
     text = (CONFIG / 'five_bar.yaml').read_text() + '\ngravity: [0, 0]\n'
     sys = build_system(parse_mechanism(text, source='weightless five-bar'))
     eq = static_equilibrium(sys)

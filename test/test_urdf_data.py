@@ -233,7 +233,7 @@ def test_bad_urdfs_carry_their_defect():
 ])
 def test_planar_bodies_match_the_planar_yaml(stem, links):
     # the package's own parser reads config/<stem>.yaml (the planar model the URDF mirrors)
-    from mbfg_ros.mechanism_yaml import load_mechanism
+    from mbfg_ros.planar.mechanism_yaml import load_mechanism
     mech = load_mechanism(URDF_DIR.parents[2] / 'config' / f'{stem}.yaml')
     overlay = yaml.safe_load((URDF_DIR / f'{stem}_loops.yaml').read_text())
     assert overlay['gravity'] == [*mech.gravity, 0]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from mbfg_ros.errors import MechanismError
-from mbfg_ros.mechanism_yaml import parse_mechanism
-from mbfg_ros.model import GROUND
+from mbfg_ros.planar.mechanism_yaml import parse_mechanism
+from mbfg_ros.planar.model import GROUND
 
 BY_INDEX = """
 points:

@@ -132,9 +132,9 @@ class Progress:
 
 
 def load_checked(path: str | Path, prog: str) -> Any:
-    """:func:`~mbfg_ros.dynamics.load_system`, printing ``<prog>: warning: ...`` on stderr
+    """:func:`~mbfg_ros.planar.dynamics.load_system`, printing ``<prog>: warning: ...`` on stderr
     when assembly moved points far from the YAML pose (:func:`assembly_warning`)."""
-    from ..dynamics import assembly_warning, load_system
+    from ..planar.dynamics import assembly_warning, load_system
     system = load_system(path)
     warning = assembly_warning(system)
     if warning:

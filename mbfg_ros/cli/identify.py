@@ -20,10 +20,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..dynamics import load_system
 from ..errors import MbfgError
 from ..identify import IdentifyConfig, identified_yaml, identify
 from ..measured import DerivativeOptions, load_joint_bag, load_joint_csv, torque_fit
+from ..planar.dynamics import load_system
 from .common import plain, run_cli
 
 __all__ = ['main', 'add_measured_arguments', 'measured_logs']

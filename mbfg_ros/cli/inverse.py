@@ -38,7 +38,7 @@ import numpy as np
 from ..errors import MbfgError
 from ..inverse import InverseConfig, InverseResult, inverse_dynamics
 from ..measured import measured_inverse, torque_fit
-from ..model import Mechanism
+from ..planar.model import Mechanism
 from ..reactions import Reactions
 from ..trajectory import load_trajectory
 from .common import Progress, check_writable, load_checked, plain, run_cli, save_figure

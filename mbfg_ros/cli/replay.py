@@ -39,8 +39,15 @@ from ..bag import BagError, BagWriter, bag_topics, read_messages, typestore
 from ..ros import conversions as cv
 from ..ros.driver import EstimatorDriver, TickOutput
 from ..ros.params import ESTIMATOR_PARAMS, load_params_file, parse_estimator
-from .common import (Progress, check_writable, load_checked, plain, run_cli, save_figure,
-                     speed_phrase)
+from .common import (
+    Progress,
+    check_writable,
+    load_checked,
+    plain,
+    run_cli,
+    save_figure,
+    speed_phrase,
+)
 
 __all__ = ['ReplayResult', 'replay', 'main', 'NODE']
 
@@ -301,7 +308,7 @@ def _bag_start(bag: Path) -> int:
 def truth_joint_positions(system: Any, res: ReplayResult) -> tuple[np.ndarray, np.ndarray,
                                                                      np.ndarray]:
     """(t, joint positions, joint velocities) of the ground truth in the bag."""
-    from ..sensors import joint_positions, joint_velocities
+    from ..planar.sensors import joint_positions, joint_velocities
 
     n = system.n
     rows = [(t, q, qd) for t, q, qd in res.truth if q.shape == (n,) and qd.shape == (n,)]
@@ -324,7 +331,7 @@ def plot_replay(res: ReplayResult, system: Any, path: Path) -> list[str]:
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
 
-    from ..sensors import wrap_angle
+    from ..planar.sensors import wrap_angle
 
     names = res.joint_names
     J = len(names)

@@ -17,8 +17,16 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import MbfgError
-from ..forward import (COORDINATES, IC_BASES, INTEGRATORS, SOLVERS, ForwardConfig,
-                       Trajectory, energy, simulate)
+from ..forward import (
+    COORDINATES,
+    IC_BASES,
+    INTEGRATORS,
+    SOLVERS,
+    ForwardConfig,
+    Trajectory,
+    energy,
+    simulate,
+)
 from .common import Progress, check_writable, load_checked, plain, run_cli, save_figure
 from .spatial import add_urdf_arguments, is_urdf, simulate_urdf
 

@@ -28,8 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..dynamics import System
 from ..errors import MbfgError
+from ..planar.dynamics import System
 from ..reactions import JointReactions, Reactions
 from ..statics import Equilibrium, StaticsError, start_pose, static_equilibrium
 from .common import check_writable, load_checked, run_cli, save_figure

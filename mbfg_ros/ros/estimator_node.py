@@ -51,12 +51,11 @@ from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
-from ..dynamics import assembly_warning, load_system
+from ..planar.dynamics import assembly_warning, load_system
 from . import conversions as cv
 from .driver import EstimatorDriver, TickOutput
 from .markers import ESTIMATE_STYLE, MarkerGeometry, MarkerPublisher
-from .params import (ESTIMATOR_PARAMS, ParameterError, check_live, declare, parse_estimator,
-                     read)
+from .params import ESTIMATOR_PARAMS, ParameterError, check_live, declare, parse_estimator, read
 from .runner import run_node, stop_on_signals
 
 __all__ = ['EstimatorNode', 'main', 'SENSOR_QOS', 'OUTPUT_QOS', 'make_executor', 'LOG_EVERY',

@@ -29,8 +29,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..extended import Extended, point_columns
-from ..forces import body_matrix_A
-from ..model import GROUND, Mechanism
+from ..planar.forces import body_matrix_A
+from ..planar.model import GROUND, Mechanism
 
 __all__ = ['MarkerGeometry', 'MarkerStyle', 'MarkerPublisher', 'ESTIMATE_STYLE', 'TRUTH_STYLE',
            'marker_array_to_segments']

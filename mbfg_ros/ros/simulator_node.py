@@ -15,7 +15,7 @@ springs only) and publishes at ``publish_rate``:
                       MarkerArray                  namespaces) at ``markers_rate``, 30 Hz
 ====================  ===========================  ==========================================
 
-Sensor values come from :func:`~mbfg_ros.sensors.simulate_measurements`
+Sensor values come from :func:`~mbfg_ros.planar.sensors.simulate_measurements`
 evaluated on each published sample. ``realtime`` true paces the simulation
 on the node clock (times ``rate_scale``); false runs as fast as possible and
 publishes ``/clock`` (stamps start at 1 s). ``duration`` > 0 ends the node
@@ -38,12 +38,12 @@ from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
-from ..dynamics import assembly_warning, load_system
 from ..errors import MbfgError
+from ..planar.dynamics import assembly_warning, load_system
 from . import conversions as cv
 from .markers import TRUTH_STYLE, MarkerGeometry, MarkerPublisher
-from .runner import run_node, stop_on_signals
 from .params import SIMULATOR_PARAMS, declare, parse_simulator, read
+from .runner import run_node, stop_on_signals
 
 __all__ = ['SimulatorNode', 'main', 'sensor_config', 'START_NS']
 
@@ -57,7 +57,7 @@ PUB_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100,
 
 def sensor_config(values: dict) -> Any:
     """``SensorConfig`` for one sample per call from the simulator parameters."""
-    from ..sensors import SensorConfig
+    from ..planar.sensors import SensorConfig
 
     res = float(values['encoder_resolution'])
     return SensorConfig(encoder_rate=1.0, imu_rate=1.0,
@@ -214,7 +214,7 @@ class SimulatorNode(Node):
             self.bag.write(topic_pub.topic_name, msgtype, t_ns, build(self.bag_kit))
 
     def _publish_sample(self) -> None:
-        from ..sensors import simulate_measurements
+        from ..planar.sensors import simulate_measurements
 
         sim, t_ns = self.sim, self._stamp()
         if self.pub_clock is not None:

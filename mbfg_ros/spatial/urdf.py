@@ -36,7 +36,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..errors import MechanismError
-from ..mechanism_yaml import load_yaml
+from ..planar.mechanism_yaml import load_yaml
 from .model import LoopJoint, SpatialModel
 
 __all__ = ['load_spatial', 'parse_urdf', 'load_overlay', 'rpy_matrix', 'origin_matrix']

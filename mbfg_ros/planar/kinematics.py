@@ -14,8 +14,8 @@ from typing import Mapping, NamedTuple, Sequence
 import numpy as np
 import scipy.linalg
 
+from ..errors import AssemblyError
 from .constraints import Constraints
-from .errors import AssemblyError
 
 __all__ = ['solve_position', 'solve_velocity', 'solve_acceleration', 'independent_rows',
            'choose_independent', 'RS', 'r_s_matrices', 'selector']

@@ -1,4 +1,4 @@
-"""The mechanism YAML parser: text → the immutable :class:`~mbfg_ros.model.Mechanism`.
+"""The mechanism YAML parser: text → the immutable :class:`~mbfg_ros.planar.model.Mechanism`.
 
 Reads the upstream format of seed 000's reference library verbatim
 (``parameters``, ``points``, ``planar_bodies``, ``relative_coordinates``;
@@ -16,11 +16,25 @@ from typing import Any, Mapping, Sequence
 
 import yaml
 
-from .errors import ExpressionError, MechanismError
+from ..errors import ExpressionError, MechanismError
 from .expr import evaluate
-from .model import (GROUND, Actuator, Body, BodyTorque, Friction, Imu, Joint, JointLimits,
-                    Mechanism, Point, PointForce, RelativeCoordinate, RotationalSpring, Slider,
-                    Spring)
+from .model import (
+    GROUND,
+    Actuator,
+    Body,
+    BodyTorque,
+    Friction,
+    Imu,
+    Joint,
+    JointLimits,
+    Mechanism,
+    Point,
+    PointForce,
+    RelativeCoordinate,
+    RotationalSpring,
+    Slider,
+    Spring,
+)
 
 __all__ = ['load_mechanism', 'parse_mechanism', 'load_yaml', 'DuplicateKeyError']
 

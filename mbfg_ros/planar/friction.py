@@ -9,7 +9,7 @@ Here the friction torque resisting a joint rate φ̇ is
 
     F(φ̇) = b φ̇ + (fc + (fs − fc) exp(−(φ̇/v_st)²)) σ(φ̇ / v_s)
 
-with σ = tanh or σ = (2/π)·atan (:class:`~mbfg_ros.model.Friction`); F is zero at
+with σ = tanh or σ = (2/π)·atan (:class:`~mbfg_ros.planar.model.Friction`); F is zero at
 rest, so friction never changes a static equilibrium (it bounds the holding
 torque by fs instead, :func:`holding_band`). A rotor on a joint turns at
 ω_r = ω_carrier + gr·φ̇ = cᵀ q̇; its kinetic energy ½ Ir (cᵀq̇)² adds Ir c cᵀ to

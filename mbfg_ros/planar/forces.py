@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .extended import Extended, point_columns
+from ..extended import Extended, point_columns
 from .friction import friction_torque, rotor_mass_matrix
 from .model import GROUND, Body, Mechanism, RotationalSpring, Spring
 

@@ -38,7 +38,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .extended import Extended
+from ..extended import Extended
 from .model import GROUND, Mechanism
 
 __all__ = ['Constraints', 'ConstraintTerms']

@@ -1,5 +1,5 @@
 """Mechanism model: the immutable planar model types (its YAML parser is
-:mod:`mbfg_ros.mechanism_yaml`).
+:mod:`mbfg_ros.planar.mechanism_yaml`).
 
 Coordinates are natural coordinates (seed 000 §2, App. III): the x, y of each
 non-fixed point in index order, then the relative coordinates.
@@ -15,7 +15,7 @@ from typing import Mapping
 
 import numpy as np
 
-from .errors import MechanismError
+from ..errors import MechanismError
 
 __all__ = ['Point', 'Body', 'RelativeCoordinate', 'Slider', 'PointForce', 'BodyTorque',
            'Spring', 'RotationalSpring', 'Actuator', 'Joint', 'JointLimits', 'Imu', 'Mechanism',

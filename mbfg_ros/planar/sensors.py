@@ -29,10 +29,10 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..extended import Extended, point_columns
+from ..measurements import ImuMeasurement, JointMeasurement, quaternion_from_yaw
 from .dynamics import System
-from .extended import Extended, point_columns
 from .forces import body_matrix_A
-from .measurements import ImuMeasurement, JointMeasurement, quaternion_from_yaw
 from .model import GROUND, Imu, Mechanism
 
 __all__ = ['SensorModel', 'Model', 'wrap_angle', 'joint_positions', 'joint_velocities',
