@@ -376,14 +376,20 @@ class DirectInverseDynamics:
         return DirectWorkspace(A=A, rhs=rhs, c=np.zeros(r), X=np.zeros((n, 2)),
                                lam=np.zeros(r))
 
+    def _fill(self, q: np.ndarray, qd: np.ndarray, zdd: np.ndarray,
+              ws: DirectWorkspace | None) -> DirectWorkspace:
+        """[Φq; B] and [c; z̈] of the acceleration problem (seed 000 Eq. 12) into ``ws``."""
+        ws = self.ws if ws is None else ws
+        self.lean.jac_and_c(q, qd, self.sel, ws.A, ws.c, ws.X)
+        ws.rhs[:self.r, 0] = ws.c
+        ws.rhs[self.r:, 0] = zdd
+        return ws
+
     def __call__(self, q: np.ndarray, qd: np.ndarray, zdd: np.ndarray,
                  ws: DirectWorkspace | None = None) -> np.ndarray:
-        ws = self.ws if ws is None else ws
-        A, rhs, r = ws.A, ws.rhs, self.r
-        self.lean.jac_and_c(q, qd, self.sel, A, ws.c, ws.X)
-        rhs[:r, 0] = ws.c
-        rhs[r:, 0] = zdd
-        lu, piv, X, info = lapack.dgesv(A, rhs)
+        ws = self._fill(q, qd, zdd, ws)
+        r = self.r
+        lu, piv, X, info = lapack.dgesv(ws.A, ws.rhs)
         if info != 0:
             raise MbfgError('direct inverse dynamics: [Phi_q; B] is singular at this '
                             'state (the prescribed coordinates are not independent here)')
@@ -409,12 +415,8 @@ class DirectInverseDynamics:
     def accelerations(self, q: np.ndarray, qd: np.ndarray, zdd: np.ndarray,
                       ws: DirectWorkspace | None = None) -> np.ndarray:
         """q̈ of the acceleration problem (seed 000 Eq. 12) at this state."""
-        ws = self.ws if ws is None else ws
-        A, rhs, r = ws.A, ws.rhs, self.r
-        self.lean.jac_and_c(q, qd, self.sel, A, ws.c, ws.X)
-        rhs[:r, 0] = ws.c
-        rhs[r:, 0] = zdd
-        return np.linalg.solve(A, rhs[:, 0])
+        ws = self._fill(q, qd, zdd, ws)
+        return np.linalg.solve(ws.A, ws.rhs[:, 0])
 
 
 def _independent(sys: System, idx: Sequence[int]) -> bool:
