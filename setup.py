@@ -14,6 +14,9 @@ setup(
         ('share/' + package_name + '/launch', glob('launch/*.launch.py')),
         ('share/' + package_name + '/config',
          glob('config/*.yaml') + glob('config/*.txt') + glob('config/*.md')),
+        ('share/' + package_name + '/config/urdf',
+         glob('config/urdf/*.urdf') + glob('config/urdf/*.yaml') + glob('config/urdf/*.md')
+         + glob('config/urdf/*.py')),
     ],
     install_requires=['setuptools', 'numpy', 'pyyaml'],
     extras_require={'test': ['pytest', 'scipy']},

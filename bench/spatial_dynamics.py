@@ -21,7 +21,7 @@ from mbfg_ros.spatial.dynamics import SpatialDynamics
 from mbfg_ros.spatial.pin_backend import PinocchioDynamics
 from mbfg_ros.spatial.urdf import load_spatial
 
-URDF = Path(__file__).resolve().parents[1] / 'test' / 'data' / 'urdf'
+URDF = Path(__file__).resolve().parents[1] / 'config' / 'urdf'
 ROBOTS = ('ur5', 'puma560', 'panda_like', 'double_pendulum')
 TARGET_ID_J, TARGET_FD_J = 100.0, 150.0
 CALLS = 3000

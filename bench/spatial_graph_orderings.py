@@ -26,7 +26,7 @@ import pinocchio as pin
 from mbfg_ros.spatial.dynamics_graph import DynamicsGraph
 from mbfg_ros.spatial.urdf import load_spatial
 
-URDF = Path(__file__).resolve().parents[1] / 'test' / 'data' / 'urdf'
+URDF = Path(__file__).resolve().parents[1] / 'config' / 'urdf'
 SEED_ID = {'rnea': 26.6, 'RBDL rnea': 20.2, 'colamd': 11.0, 'metis': 11.7}
 SEED_FD = {'crba': 51.8, 'aba': 25.5, 'colamd': 11.2, 'metis': 12.1}
 STATES, REPEAT = 20, 50

@@ -12,7 +12,7 @@ from mbfg_ros.planar.dynamics import load_system
 from mbfg_ros.spatial.system import build_spatial_system
 
 ROOT = Path(__file__).resolve().parents[1]
-URDF = ROOT / 'test' / 'data' / 'urdf'
+URDF = ROOT / 'config' / 'urdf'
 
 
 @pytest.fixture(scope='module')

@@ -219,7 +219,8 @@ def test_every_launch_and_config_file_is_installed(subdir):
         if not path.is_file() or path.name == '.gitkeep' or '__pycache__' in path.parts:
             continue
         dest = installed.get(path.resolve())
-        if dest != f'share/{PKG}/{subdir}':
+        if dest != f'share/{PKG}/{path.parent.relative_to(ROOT).as_posix()}':
             missing.append(str(path.relative_to(ROOT)))
     assert not missing, (
-        f'not installed to share/{PKG}/{subdir} by setup.py data_files: {missing}')
+        f'not installed to share/{PKG}/{subdir} (same subfolder) by setup.py data_files: '
+        f'{missing}')

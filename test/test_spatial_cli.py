@@ -10,7 +10,8 @@ import pytest
 from mbfg_ros.cli.inverse import main as inverse_main
 from mbfg_ros.cli.simulate import main as simulate_main
 
-DATA = Path(__file__).parent / 'data' / 'urdf'
+DATA = Path(__file__).resolve().parents[1] / 'config' / 'urdf'
+BAD = Path(__file__).resolve().parent / 'data' / 'urdf'     # error-test files
 PNG = b'\x89PNG\r\n\x1a\n'
 
 
@@ -81,7 +82,8 @@ def test_inverse_of_a_urdf_trajectory_equals_pinocchio(tmp_path, capsys):
 def test_bad_urdf_input_is_one_line_and_exit_2(tmp_path, capsys, args, words):
     bad = tmp_path / 'bad.yaml'
     bad.write_text('loops: 3\n')
-    argv = [str(DATA / args[0])] + [str(bad) if a == 'BAD' else a for a in args[1:]]
+    robot = (BAD if args[0].startswith('bad_') else DATA) / args[0]
+    argv = [str(robot)] + [str(bad) if a == 'BAD' else a for a in args[1:]]
     rc = simulate_main(argv + ['--duration', '0.01', '--quiet'])
     err = capsys.readouterr().err.strip()
     assert rc == 2 and err.count('\n') == 0 and words in err, err

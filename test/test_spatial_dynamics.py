@@ -23,7 +23,7 @@ TOL = 1e-9
 STATES = 100
 
 
-DATA = Path(__file__).parent / 'data' / 'urdf'
+DATA = Path(__file__).resolve().parents[1] / 'config' / 'urdf'
 
 
 def _cases():

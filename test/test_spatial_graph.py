@@ -12,7 +12,7 @@ from mbfg_ros.spatial.dynamics_graph import ORDERINGS, DynamicsGraph, solve_nonl
 from mbfg_ros.spatial.system import build_spatial_system
 from mbfg_ros.spatial.urdf import load_spatial
 
-DATA = Path(__file__).parent / 'data' / 'urdf'
+DATA = Path(__file__).resolve().parents[1] / 'config' / 'urdf'
 TOL = 1e-9
 
 

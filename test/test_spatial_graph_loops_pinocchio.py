@@ -19,7 +19,7 @@ from mbfg_ros.spatial.system import build_spatial_system
 
 pin = pytest.importorskip('pinocchio')
 
-DATA = Path(__file__).parent / 'data' / 'urdf'
+DATA = Path(__file__).resolve().parents[1] / 'config' / 'urdf'
 TOL = 1e-9
 
 

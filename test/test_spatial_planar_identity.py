@@ -19,7 +19,7 @@ from mbfg_ros.spatial.dynamics import SpatialDynamics
 from mbfg_ros.spatial.system import build_spatial_system
 
 ROOT = Path(__file__).parents[1]
-URDF = Path(__file__).parent / 'data' / 'urdf'
+URDF = Path(__file__).resolve().parents[1] / 'config' / 'urdf'
 
 # planar point -> (spatial link name, point in that link's frame)
 FOURBAR_POINTS = {1: ('coupler', [0.0, 0.0, 0.0]), 2: ('coupler', [2.0, 0.0, 0.0])}

@@ -12,7 +12,7 @@ from mbfg_ros.spatial.dynamics import SpatialDynamics
 from mbfg_ros.spatial.sensors import ImuModel, quaternion_from_matrix
 from mbfg_ros.spatial.urdf import load_spatial, origin_matrix
 
-DATA = Path(__file__).parent / 'data' / 'urdf'
+DATA = Path(__file__).resolve().parents[1] / 'config' / 'urdf'
 
 
 def _cases():

@@ -10,7 +10,8 @@ from mbfg_ros.errors import MechanismError
 from mbfg_ros.spatial.dynamics import SpatialDynamics
 from mbfg_ros.spatial.urdf import load_spatial
 
-DATA = Path(__file__).parent / 'data' / 'urdf'
+DATA = Path(__file__).resolve().parents[1] / 'config' / 'urdf'
+BAD = Path(__file__).resolve().parent / 'data' / 'urdf'     # error-test files
 
 
 def test_file_text_and_bytes_give_the_same_model():
@@ -78,16 +79,16 @@ def test_fixed_joint_merging_preserves_the_total_mass_and_com():
 ])
 def test_unsupported_joints_are_named(fname, joint, words):
     with pytest.raises(MechanismError) as err:
-        load_spatial(DATA / fname)
+        load_spatial(BAD / fname)
     msg = str(err.value)
-    assert msg.startswith(str(DATA / fname)) and words in msg and "joint '" in msg
+    assert msg.startswith(str(BAD / fname)) and words in msg and "joint '" in msg
     if joint:
         assert f"joint '{joint}'" in msg
 
 
 def test_two_roots_and_bad_xml_and_missing_file_are_clear(tmp_path):
     with pytest.raises(MechanismError, match='2 root links'):
-        load_spatial(DATA / 'bad_two_roots.urdf')
+        load_spatial(BAD / 'bad_two_roots.urdf')
     with pytest.raises(MechanismError, match='not a valid URDF'):
         load_spatial('<robot name="x"><link name="a"></robot>')
     with pytest.raises(MechanismError, match='cannot read the URDF') as err:
@@ -104,7 +105,7 @@ def test_two_roots_and_bad_xml_and_missing_file_are_clear(tmp_path):
 
 
 def test_a_link_with_two_parents_closes_a_loop():
-    m = load_spatial(DATA / 'two_parents.urdf')
+    m = load_spatial(BAD / 'two_parents.urdf')
     assert m.joint_names == ('crank_joint', 'coupler_joint', 'rocker_joint')
     (loop,) = m.loops
     assert loop.name == 'coupler_rocker' and loop.type == 'revolute'
