@@ -27,13 +27,20 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable, NamedTuple, Sequence
+from typing import NamedTuple, Sequence
 
 import numpy as np
 import scipy.linalg.lapack as lapack
 
 from .errors import MbfgError
-from .planar.constraints import ANGLE_U_MAP, Constraints
+from .planar.angle_rows import (
+    ANGLE_U_MAP,
+    angle_hess,
+    angle_hess_matrix,
+    angle_local,
+    angle_row_rate,
+)
+from .planar.constraints import Constraints
 from .planar.dynamics import System
 
 __all__ = ['LeanKinematics', 'KinTerms', 'RowSelection', 'DirectInverseDynamics',
@@ -48,68 +55,6 @@ class KinTerms(NamedTuple):
     phi_q_dot: np.ndarray   # (m, n) Φ̇q
     gamma_q: np.ndarray     # (m, n) (Φ̇q q̇)_q
     hess_v: np.ndarray | None   # (m, n) (Φq v)_q for the given v (q̈)
-
-
-def angle_local(u: np.ndarray, ud: np.ndarray, cos: Callable = math.cos,
-                 sin: Callable = math.sin):
-    """Φ, gradient g_u (5,), q̇ᵀΦqq q̇ and its u-gradient for one angle row.
-
-    ``u``, ``ud`` unpack into (ax, ay, bx, by, θ) and their rates: floats for
-    one row (the per-tick path, with ``math.cos``/``math.sin``), or arrays of
-    any common shape for many rows and samples at once (pass ``np.cos``,
-    ``np.sin``; :class:`mbfg_ros.inverse.BatchModel` does).
-    """
-    ax, ay, bx, by, th = u
-    dax, day, dbx, dby, dth = ud
-    c, s = cos(th), sin(th)
-    # C b, Cᵀ a, C' b, C'ᵀ a with C = [[-s, c], [-c, -s]], C' = [[-c, -s], [s, -c]].
-    cb0, cb1 = -s * bx + c * by, -c * bx - s * by
-    ca0, ca1 = -s * ax - c * ay, c * ax - s * ay
-    db0, db1 = -c * bx - s * by, s * bx - c * by
-    da0, da1 = -c * ax + s * ay, -s * ax - c * ay
-    phi = ax * cb0 + ay * cb1
-    dphi_th = ax * db0 + ay * db1
-    g = (cb0, cb1, ca0, ca1, dphi_th)
-    # Rates contracted with C, C'.
-    cdb0, cdb1 = -s * dbx + c * dby, -c * dbx - s * dby      # C ḃ
-    ddb0, ddb1 = -c * dbx - s * dby, s * dbx - c * dby       # C' ḃ
-    dda0, dda1 = -c * dax + s * day, -s * dax - c * day      # C'ᵀ ȧ
-    cda0, cda1 = -s * dax - c * day, c * dax - s * day       # Cᵀ ȧ
-    # Φ̇q row in u: H_u u̇.
-    hd = (cdb0 + dth * db0, cdb1 + dth * db1, cda0 + dth * da0, cda1 + dth * da1,
-          dax * db0 + day * db1 + dbx * da0 + dby * da1 - dth * phi)
-    # q̇ᵀ Φqq q̇ = u̇ᵀ H_u u̇.
-    quad = dax * hd[0] + day * hd[1] + dbx * hd[2] + dby * hd[3] + dth * hd[4]
-    # ∂(u̇ᵀ H_u u̇)/∂u (third derivatives; C'' = −C).
-    t2 = dth * dth
-    gam = (2 * dth * ddb0 - t2 * cb0, 2 * dth * ddb1 - t2 * cb1,
-           2 * dth * dda0 - t2 * ca0, 2 * dth * dda1 - t2 * ca1,
-           2 * (dax * ddb0 + day * ddb1)
-           - 2 * dth * (dax * cb0 + day * cb1 + ax * cdb0 + ay * cdb1) - t2 * dphi_th)
-    return phi, g, hd, quad, gam, (c, s, db0, db1, da0, da1, phi)
-
-
-def angle_hess(cache, v: np.ndarray) -> tuple[float, ...]:
-    """H_u v for one angle row, or many (arrays), from :func:`angle_local`'s cache."""
-    c, s, db0, db1, da0, da1, phi = cache
-    va0, va1, vb0, vb1, vth = v
-    return (-s * vb0 + c * vb1 + vth * db0, -c * vb0 - s * vb1 + vth * db1,
-            -s * va0 - c * va1 + vth * da0, c * va0 - s * va1 + vth * da1,
-            va0 * db0 + va1 * db1 + vb0 * da0 + vb1 * da1 - vth * phi)
-
-
-def angle_hess_matrix(cache) -> np.ndarray:
-    """The 5x5 u-space Hessian H_u of one angle row, or (..., 5, 5) for arrays."""
-    c, s, db0, db1, da0, da1, phi = cache
-    H = np.zeros(np.shape(c) + (5, 5))
-    H[..., 0, 2], H[..., 0, 3], H[..., 1, 2], H[..., 1, 3] = -s, c, -c, -s
-    H[..., 2, 0], H[..., 3, 0], H[..., 2, 1], H[..., 3, 1] = -s, c, -c, -s
-    H[..., 0, 4] = H[..., 4, 0] = db0
-    H[..., 1, 4] = H[..., 4, 1] = db1
-    H[..., 2, 4] = H[..., 4, 2] = da0
-    H[..., 3, 4] = H[..., 4, 3] = da1
-    H[..., 4, 4] = -phi
-    return H
 
 
 class LeanKinematics:
@@ -262,23 +207,9 @@ class LeanKinematics:
             Ya = (Y[nq * n:] + sel.p0[nq * n:]).tolist()
             for r, Pk in enumerate(sel.P, start=nq):
                 o = 5 * (r - nq)
-                g, quad = _angle_row(Ya[o:o + 5])
+                g, quad = angle_row_rate(Ya[o:o + 5])
                 J_out[r] = np.dot(g, Pk)
                 c_out[r] = -quad
-
-
-def _angle_row(uu: list) -> tuple[tuple[float, ...], float]:
-    """Gradient g_u and q̇ᵀΦqq q̇ of one angle row from [[u_i, u̇_i], ...] (floats)."""
-    (ax, dax), (ay, day), (bx, dbx), (by, dby), (th, dth) = uu
-    c, s = math.cos(th), math.sin(th)
-    cb0, cb1 = -s * bx + c * by, -c * bx - s * by
-    db0, db1 = -c * bx - s * by, s * bx - c * by
-    da0, da1 = -c * ax + s * ay, -s * ax - c * ay
-    g = (cb0, cb1, -s * ax - c * ay, c * ax - s * ay, ax * db0 + ay * db1)
-    phi = ax * cb0 + ay * cb1
-    quad = (2 * (dax * (-s * dbx + c * dby) + day * (-c * dbx - s * dby))
-            + 2 * dth * (dax * db0 + day * db1 + dbx * da0 + dby * da1) - dth * dth * phi)
-    return g, quad
 
 
 class RowSelection(NamedTuple):

@@ -9,7 +9,8 @@ from typing import Sequence
 
 import numpy as np
 
-from .inverse_direct import LeanKinematics, angle_hess, angle_hess_matrix, angle_local
+from .inverse_direct import LeanKinematics
+from .planar.angle_rows import angle_hess, angle_hess_matrix, angle_local
 from .planar.dynamics import System, forward_accel
 from .planar.kinematics import selector
 

@@ -39,6 +39,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..extended import Extended
+from .angle_rows import ANGLE_U_MAP, angle_derivatives, angle_third
 from .model import GROUND, Mechanism
 
 __all__ = ['Constraints', 'ConstraintTerms']
@@ -56,14 +57,6 @@ _H_SLIDER = np.array([[0, 0, 0, 1, 0, -1],
                       [1, 0, 0, 0, -1, 0],
                       [0, 1, 0, -1, 0, 0],
                       [-1, 0, 1, 0, 0, 0]], dtype=float)
-# u = E w_loc: (ax, ay, bx, by, theta) from (a1x, a1y, a2x, a2y, b1x, b1y, b2x, b2y, theta).
-ANGLE_U_MAP = np.zeros((5, 9))
-ANGLE_U_MAP[0, 0], ANGLE_U_MAP[0, 2] = -1, 1
-ANGLE_U_MAP[1, 1], ANGLE_U_MAP[1, 3] = -1, 1
-ANGLE_U_MAP[2, 4], ANGLE_U_MAP[2, 6] = -1, 1
-ANGLE_U_MAP[3, 5], ANGLE_U_MAP[3, 7] = -1, 1
-ANGLE_U_MAP[4, 8] = 1
-
 
 class ConstraintTerms(NamedTuple):
     """Everything a dynamics factor needs at one (q, q̇), computed together."""
@@ -168,47 +161,12 @@ class Constraints:
         return ax, ay, bx, by, np.cos(th), np.sin(th)
 
     def _angle_grad_hess(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Φ (K,), gradient (K,5) and Hessian (K,5,5) in u = (ax, ay, bx, by, θ)."""
-        ax, ay, bx, by, c, s = self._angle_local(w)
-        C = ax * by - ay * bx
-        D = ax * bx + ay * by
-        phi = C * c - D * s
-        g = np.stack([by * c - bx * s, -bx * c - by * s, -ay * c - ax * s, ax * c - ay * s,
-                      -C * s - D * c], axis=1)
-        K = len(phi)
-        H = np.zeros((K, 5, 5))
-        H[:, 0, 2] = H[:, 2, 0] = -s
-        H[:, 0, 3] = H[:, 3, 0] = c
-        H[:, 1, 2] = H[:, 2, 1] = -c
-        H[:, 1, 3] = H[:, 3, 1] = -s
-        H[:, 0, 4] = H[:, 4, 0] = -by * s - bx * c
-        H[:, 1, 4] = H[:, 4, 1] = bx * s - by * c
-        H[:, 2, 4] = H[:, 4, 2] = ay * s - ax * c
-        H[:, 3, 4] = H[:, 4, 3] = -ax * s - ay * c
-        H[:, 4, 4] = -C * c + D * s
-        return phi, g, H
+        """Φ (K,), gradient (K,5) and Hessian (K,5,5) in u (:func:`angle_derivatives`)."""
+        return angle_derivatives(*self._angle_local(w))
 
     def _angle_third(self, w: np.ndarray) -> np.ndarray:
-        """Third derivatives (K,5,5,5) in u-space (symmetric)."""
-        ax, ay, bx, by, c, s = self._angle_local(w)
-        C = ax * by - ay * bx
-        D = ax * bx + ay * by
-        K = len(c)
-        T = np.zeros((K, 5, 5, 5))
-
-        def put(i: int, j: int, k: int, val: np.ndarray) -> None:
-            for p in set(itertools.permutations((i, j, k))):
-                T[(slice(None),) + p] = val
-        put(0, 2, 4, -c)
-        put(0, 3, 4, -s)
-        put(1, 2, 4, s)
-        put(1, 3, 4, -c)
-        put(0, 4, 4, -by * c + bx * s)
-        put(1, 4, 4, bx * c + by * s)
-        put(2, 4, 4, ay * c + ax * s)
-        put(3, 4, 4, -ax * c + ay * s)
-        put(4, 4, 4, C * s + D * c)
-        return T
+        """Third derivatives (K,5,5,5) in u-space (:func:`angle_third`)."""
+        return angle_third(*self._angle_local(w))
 
     def _scatter_rows(self, gq: np.ndarray, ga: np.ndarray, full: bool = False) -> np.ndarray:
         """Place local row vectors (quad: (Kq,6), angle: (Ka,9)) into an (m, n) matrix.
