@@ -12,8 +12,12 @@ reports) does not reach into either one's internals:
 * ``actuator_matrix(q)``: B(q), generalized forces of unit actuator efforts;
 * ``constraint_terms(q, qd)``: (φ, φ_q, γ) with ``φ_q q̈ + γ = 0`` (seed 000 Eqs. 24-26,
   seed 002 §VII);
-* ``accelerations(q, qd, tau)``: q̈ (forward dynamics) and ``torques(q, qd, qdd)``: the
-  actuator efforts (inverse dynamics, least squares in the constraint forces).
+* ``generalized_forces(q, qd, tau)``: Q with ``M(q) q̈ = Q + φ_qᵀ λ`` (applied forces and
+  actuator efforts; for joint coordinates also the velocity-product terms);
+* ``accelerations(q, qd, tau, jacobians=False)``: q̈ (forward dynamics), with
+  ``jacobians`` the tuple (q̈, ∂q̈/∂q, ∂q̈/∂q̇) a dynamics factor needs (seed 000 Eq. 28);
+  ``torques(q, qd, qdd)``: the actuator efforts (inverse dynamics, least squares in the
+  constraint forces).
 """
 from __future__ import annotations
 
@@ -46,6 +50,10 @@ class MultibodySystem(Protocol):
     def constraint_terms(self, q: np.ndarray, qd: np.ndarray
                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]: ...
 
-    def accelerations(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray) -> np.ndarray: ...
+    def generalized_forces(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray
+                           ) -> np.ndarray: ...
+
+    def accelerations(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray,
+                      jacobians: bool = False): ...
 
     def torques(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray: ...

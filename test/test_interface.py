@@ -44,3 +44,32 @@ def test_the_same_questions_give_consistent_answers(both):
         qdd = system.accelerations(q, qd, tau)
         assert np.abs(phi_q @ qdd + gamma).max() < 1e-9    # the loop stays closed
         assert system.torques(q, qd, qdd) == pytest.approx(tau, abs=1e-9)
+
+
+@pytest.mark.parametrize('which', ['planar', 'spatial', 'spatial_tree'])
+def test_accelerations_with_jacobians_and_generalized_forces(both, which):
+    if which == 'spatial_tree':
+        system = build_spatial_system(URDF / 'ur5.urdf')
+    else:
+        system = both[0] if which == 'planar' else both[1]
+    rng = np.random.default_rng(3)
+    q = np.asarray(system.q0, float)
+    _, phi_q, _ = system.constraint_terms(q, np.zeros(system.n))
+    _, sv, Vt = np.linalg.svd(phi_q) if len(phi_q) else (None, np.zeros(0), np.eye(system.n))
+    N = Vt[int(np.sum(sv > 1e-9)):].T
+    qd = N @ rng.normal(size=N.shape[1])
+    tau = rng.normal(size=system.actuator_matrix(q).shape[1])
+    qdd, dq, dqd = system.accelerations(q, qd, tau, jacobians=True)
+    assert qdd == pytest.approx(system.accelerations(q, qd, tau), rel=1e-11, abs=1e-12)
+    h = 1e-6
+    for k in range(system.n):
+        e = np.zeros(system.n)
+        e[k] = h
+        acc = system.accelerations
+        num_q = (acc(q + e, qd, tau) - acc(q - e, qd, tau)) / (2 * h)
+        num_v = (acc(q, qd + e, tau) - acc(q, qd - e, tau)) / (2 * h)
+        assert dq[:, k] == pytest.approx(num_q, rel=1e-5, abs=1e-5)
+        assert dqd[:, k] == pytest.approx(num_v, rel=1e-5, abs=1e-5)
+    # M q̈ − Q is a constraint force: it has no component along the free motions
+    resid = system.mass_matrix(q) @ qdd - system.generalized_forces(q, qd, tau)
+    assert np.abs(N.T @ resid).max() < 1e-9

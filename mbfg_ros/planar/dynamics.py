@@ -96,9 +96,17 @@ class System:
         t = self.constraints.terms(q, qd)
         return self.constraints.phi(q), t.phi_q, t.phi_q_dot @ qd
 
-    def accelerations(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray) -> np.ndarray:
-        """q̈ under actuator efforts ``tau`` (:func:`forward_accel`)."""
-        return forward_accel(self, q, qd, tau).qdd
+    def generalized_forces(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray
+                           ) -> np.ndarray:
+        """Q(q, q̇, τ): applied forces and actuator efforts (seed 000 Eq. 5's right side)."""
+        return self.forces.evaluate(q, qd, tau, jacobians=False).Q
+
+    def accelerations(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray,
+                      jacobians: bool = False):
+        """q̈ under actuator efforts ``tau`` (:func:`forward_accel`); with ``jacobians``
+        (q̈, ∂q̈/∂q, ∂q̈/∂q̇) (seed 000 Eqs. 28d-g, exact)."""
+        a = forward_accel(self, q, qd, tau, jacobians=jacobians)
+        return (a.qdd, a.qdd_q, a.qdd_qd) if jacobians else a.qdd
 
     def torques(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray:
         """Actuator efforts for (q, q̇, q̈) (:func:`control.actuator_efforts`)."""

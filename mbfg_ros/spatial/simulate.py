@@ -54,23 +54,6 @@ def _tau_function(system: SpatialSystem, tau: TorqueInput
     return lambda t, q, qd: arr
 
 
-def _accel_and_jacobians(system: SpatialSystem, q: np.ndarray, qd: np.ndarray,
-                         tau: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(q̈, ∂q̈/∂q, ∂q̈/∂q̇) of the (constrained) forward dynamics."""
-    if not system.loops.m:
-        r = system.dyn.forward(q, qd, system.B @ tau, derivatives=True)
-        return r.qdd, r.dqdd_dq, r.dqdd_dqd
-    qdd = system.forward(q, qd, tau)
-    n, h = system.n, 1e-6
-    Jq, Jv = np.zeros((n, n)), np.zeros((n, n))
-    for k in range(n):
-        e = np.zeros(n)
-        e[k] = h
-        Jq[:, k] = (system.forward(q + e, qd, tau) - system.forward(q - e, qd, tau)) / (2 * h)
-        Jv[:, k] = (system.forward(q, qd + e, tau) - system.forward(q, qd - e, tau)) / (2 * h)
-    return qdd, Jq, Jv
-
-
 def _project(system: SpatialSystem, q: np.ndarray, qd: np.ndarray
              ) -> tuple[np.ndarray, np.ndarray]:
     """Back onto φ(q) = 0 and φ_q q̇ = 0 (loops only)."""
@@ -125,7 +108,7 @@ def simulate_spatial(system: SpatialSystem, duration: float, dt: float = 1e-3,
             J = None
             for _ in range(newton_iterations):
                 if J is None or not system.loops.m:
-                    a, Jq, Jv = _accel_and_jacobians(system, q_new, qd_new, tau_k)
+                    a, Jq, Jv = system.accelerations(q_new, qd_new, tau_k, jacobians=True)
                     J = eye.copy()
                     J[:n, n:] -= 0.5 * dt * np.eye(n)
                     J[n:, :n] -= 0.5 * dt * Jq

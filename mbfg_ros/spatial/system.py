@@ -80,9 +80,31 @@ class SpatialSystem:
         Jc, gamma = self.loops.jacobian(q, qd)
         return self.loops.phi(q), Jc, gamma
 
-    def accelerations(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray) -> np.ndarray:
-        """q̈ under actuator torques (:meth:`forward`)."""
-        return self.forward(q, qd, tau)
+    def generalized_forces(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray
+                           ) -> np.ndarray:
+        """Q = B τ − h(q, q̇): motor torques, gravity and velocity-product terms, so that
+        ``M q̈ = Q + φ_qᵀ λ``."""
+        return self.B @ np.asarray(tau, float) - self.dyn.bias(q, qd)
+
+    def accelerations(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray,
+                      jacobians: bool = False):
+        """q̈ under actuator torques (:meth:`forward`); with ``jacobians`` (q̈, ∂q̈/∂q, ∂q̈/∂q̇):
+        exact for trees (the per-tick path), by central differences with loops (the
+        null-space solution has no closed-form derivative here)."""
+        if not jacobians:
+            return self.forward(q, qd, tau)
+        if not self.loops.m:
+            r = self.dyn.forward(q, qd, self.B @ np.asarray(tau, float), derivatives=True)
+            return r.qdd, r.dqdd_dq, r.dqdd_dqd
+        q, qd = np.asarray(q, float), np.asarray(qd, float)
+        n, h = self.n, 1e-6
+        Jq, Jv = np.zeros((n, n)), np.zeros((n, n))
+        for k in range(n):
+            e = np.zeros(n)
+            e[k] = h
+            Jq[:, k] = (self.forward(q + e, qd, tau) - self.forward(q - e, qd, tau)) / (2 * h)
+            Jv[:, k] = (self.forward(q, qd + e, tau) - self.forward(q, qd - e, tau)) / (2 * h)
+        return self.forward(q, qd, tau), Jq, Jv
 
     def torques(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray:
         """Actuator torques for (q, q̇, q̈) (:meth:`inverse`)."""
