@@ -51,6 +51,20 @@ class LoopJoint:
 
 
 @dataclass(frozen=True)
+class SpatialImu:
+    """A 3-axis IMU rigidly mounted on tree link ``link`` at pose ``T_mount`` (sensor frame
+    in the link frame). Its ``Imu`` messages arrive on ``topic`` with ``frame_id``."""
+
+    name: str
+    link: int
+    T_mount: np.ndarray       # (4, 4)
+    frame_id: str
+    topic: str
+    gyro_range: float = 1.0e3       # |ω| beyond this is rejected, rad/s
+    accel_range: float = 1.0e4      # |f| per axis beyond this is rejected, m/s²
+
+
+@dataclass(frozen=True)
 class SpatialModel:
     """A spatial multibody model: built once (``load_spatial``), never mutated."""
 
@@ -74,6 +88,7 @@ class SpatialModel:
     q0: np.ndarray                       # (n,) start / assembly guess
     loops: tuple[LoopJoint, ...] = ()
     frames: dict = field(default_factory=dict)   # name -> (link index, (4, 4) pose in it)
+    imus: tuple[SpatialImu, ...] = ()
 
     def __post_init__(self) -> None:
         # Every recursion relies on this numbering (the loader guarantees it).

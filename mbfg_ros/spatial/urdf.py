@@ -23,10 +23,18 @@ Overlay YAML (every key optional)::
       - {name: j, type: revolute, parent: link_a, child: link_b, axis: [0, 0, 1],
          origin_parent: {xyz: [..], rpy: [..]}, origin_child: {xyz: [..], rpy: [..]},
          actuated: false}
+    imus:                             # 3-axis IMUs (gyroscope, accelerometer, orientation)
+      - {name: wrist_imu, link: tool0, origin: {xyz: [..], rpy: [..]},
+         frame_id: wrist_imu, topic: imu/wrist_imu, gyro_range: 35, accel_range: 160}
+
+An IMU's ``link`` is any URDF link (a link merged by a fixed joint included); without
+``link`` the IMU's ``frame_id`` is looked up among the URDF links, so an IMU whose frame
+is a URDF link needs only ``name`` and ``frame_id``.
 """
 from __future__ import annotations
 
 import io
+import math
 import os
 from contextlib import redirect_stderr
 from dataclasses import dataclass
@@ -37,7 +45,7 @@ import numpy as np
 
 from ..errors import MechanismError
 from ..planar.mechanism_yaml import load_yaml
-from .model import LoopJoint, SpatialModel
+from .model import LoopJoint, SpatialImu, SpatialModel
 
 __all__ = ['load_spatial', 'parse_urdf', 'load_overlay', 'rpy_matrix', 'origin_matrix']
 
@@ -47,7 +55,7 @@ _REFUSED = {
     'planar': 'planar joints are not supported; write them as two prismatic + one revolute',
 }
 _LOOP_TYPES = ('revolute', 'prismatic', 'spherical', 'fixed')
-_OVERLAY_KEYS = {'gravity', 'actuators', 'q0', 'limits', 'loops'}
+_OVERLAY_KEYS = {'gravity', 'actuators', 'q0', 'limits', 'loops', 'imus'}
 
 
 def rpy_matrix(rpy: Any) -> np.ndarray:
@@ -333,7 +341,8 @@ def load_spatial(source: str | bytes | os.PathLike,
         T_home=_ro(np.array([T for _, _, T in tree]).reshape(n, 4, 4)),
         axis=axis, mass=mass, com=com, inertia=inertia, gravity=_ro(gravity),
         lower=lower, upper=upper, velocity_limit=vel, effort_limit=eff,
-        actuated=actuated, q0=q0, loops=tuple(loops), frames=frames)
+        actuated=actuated, q0=q0, loops=tuple(loops), frames=frames,
+        imus=_overlay_imus(extra.get('imus'), where_is, oname))
 
 
 def _ro(a: np.ndarray) -> np.ndarray:
@@ -436,3 +445,51 @@ def _overlay_loops(value: Any, where_is: Mapping[str, tuple[int, np.ndarray]],
             child=bc, T_child=Tc @ _origin(lp.get('origin_child'), name, f'{path}.origin_child'),
             axis=_unit(ax, name, f'{path}.axis'), actuated=bool(lp.get('actuated', False))))
     return out
+
+
+def _overlay_imus(value: Any, where_is: Mapping[str, tuple[int, np.ndarray]],
+                  name: str) -> tuple[SpatialImu, ...]:
+    """The overlay's ``imus:`` list (module docstring)."""
+    if value is None:
+        return ()
+    if not isinstance(value, (list, tuple)):
+        raise MechanismError('expected a list of IMUs', source=name, path='imus')
+    allowed = {'name', 'link', 'origin', 'frame_id', 'topic', 'gyro_range', 'accel_range'}
+    out: list[SpatialImu] = []
+    for i, item in enumerate(value):
+        path = f'imus[{i}]'
+        if not isinstance(item, Mapping):
+            raise MechanismError('expected a mapping', source=name, path=path)
+        unknown = sorted(set(item) - allowed)
+        if unknown:
+            raise MechanismError(f'unknown key {unknown[0]!r} (allowed: '
+                                 f'{", ".join(sorted(allowed))})', source=name,
+                                 path=f'{path}.{unknown[0]}')
+        if 'name' not in item:
+            raise MechanismError("missing key 'name'", source=name, path=path)
+        nm = str(item['name'])
+        if any(s.name == nm for s in out):
+            raise MechanismError(f'duplicate IMU name {nm!r}', source=name, path=f'{path}.name')
+        frame_id = str(item.get('frame_id', item.get('link', nm)))
+        link = str(item.get('link', frame_id))
+        if link not in where_is:
+            raise MechanismError(f'unknown link {link!r} (links: {", ".join(where_is)})',
+                                 source=name, path=f'{path}.link' if 'link' in item
+                                 else f'{path}.frame_id')
+        ranges = []
+        for key, default in (('gyro_range', 1.0e3), ('accel_range', 1.0e4)):
+            try:
+                r = float(item.get(key, default))
+            except (TypeError, ValueError):
+                r = math.nan
+            if not r > 0:
+                raise MechanismError(f'expected a positive number, got {item.get(key)!r}',
+                                     source=name, path=f'{path}.{key}')
+            ranges.append(r)
+        b, T = where_is[link]
+        Tm = T @ _origin(item.get('origin'), name, f'{path}.origin')
+        Tm.setflags(write=False)
+        out.append(SpatialImu(name=nm, link=b, T_mount=Tm, frame_id=frame_id,
+                              topic=str(item.get('topic', f'imu/{nm}')),
+                              gyro_range=ranges[0], accel_range=ranges[1]))
+    return tuple(out)
