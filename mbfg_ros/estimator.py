@@ -86,13 +86,12 @@ import gtsam
 import numpy as np
 
 from . import factors as F
-from .control import actuator_efforts
 from .estimator_config import LIVE_FIELDS, EstimatorConfig, coordinate_sigmas
 from .estimator_start import seed_position, seed_velocity
-from .measurements import Estimate, ImuMeasurement, JointMeasurement, quaternion_yaw
-from .observations import Observation, interval_factor, observation_factor
-from .planar.dynamics import System, forward_accel
-from .planar.sensors import SensorModel, wrap_angle
+from .interface import MultibodySystem as System
+from .measurements import Estimate, ImuMeasurement, JointMeasurement
+from .observations import Observation, interval_factor, observation_factor, residuals
+from .planar.sensors import wrap_angle
 
 __all__ = ['EstimatorConfig', 'Estimator', 'LIVE_FIELDS', 'coordinate_sigmas']
 
@@ -150,15 +149,15 @@ class Estimator:
     def __init__(self, sys: System, config: EstimatorConfig | None = None) -> None:
         self.sys = sys
         self.config = cfg = config or EstimatorConfig()
-        self.sm = SensorModel(sys)
+        self.sm = sys.sensor_model()
         self.n = sys.n
         self._dt = 1.0 / cfg.frequency
         self._eps = 1e-9 * self._dt          # a stamp this close to a tick is at the tick
         self._joint_index = {nm: i for i, nm in enumerate(self.sm.joint_names)}
         self._imu_index = {nm: i for i, nm in enumerate(self.sm.imu_names)}
-        self._act_of_joint = {a.joint: k for k, a in enumerate(sys.mech.actuators)
-                              if a.joint is not None}
-        self._n_act = len(sys.mech.actuators)
+        self._act_of_joint = {j: k for k, j in enumerate(sys.actuator_joints)
+                              if j is not None}
+        self._n_act = len(sys.actuator_joints)
         self._set_dynamics_noise(cfg)
         self._integ_noise = gtsam.noiseModel.Diagonal.Sigmas(self._integrator_sigma(self._dt))
         self._angular_pos = np.array([self.sm.joint_is_angular(j)
@@ -199,7 +198,7 @@ class Estimator:
 
     @property
     def coordinate_names(self) -> tuple[str, ...]:
-        return self.sys.mech.coordinate_names
+        return self.sys.names
 
     @property
     def last_reset_reason(self) -> str:
@@ -210,7 +209,7 @@ class Estimator:
         return self._smoother is not None
 
     def set_applied_torque(self, tau: Sequence[float], t: float) -> bool:
-        """Known actuator efforts (order of ``mech.actuators``) stamped ``t``.
+        """Known actuator efforts (order of ``sys.actuator_joints``) stamped ``t``.
 
         They hold until ``sensor_timeout`` after ``t`` (then: unknown, 0).
         """
@@ -403,23 +402,14 @@ class Estimator:
                 self._unknown.add('imu:' + str(m.sensor))
                 self._counters['dropped_unknown_sensor'] += 1
             return []
-        out = []
-        # A planar mechanism reads the z rate, the in-plane specific force and the yaw
-        # of the 3-axis IMU record (the plane's normal is z).
         g = self._values(m.gyro, 3, 'gyro')
-        if g is not None and np.isfinite(g[2]):
-            s = self._sigma(self._var(m.gyro_var, 2), cfg.gyro_sigma)
-            out.append(Observation('gyro', k, g[2:], np.array([s])))
         a = self._values(m.accel, 3, 'accel')
-        if a is not None and np.all(np.isfinite(a[:2])):
-            s = np.array([self._sigma(self._var(m.accel_var, i), cfg.accel_sigma)
-                          for i in range(2)])
-            out.append(Observation('accel', k, a[:2], s))
         quat = self._values(m.orientation, 4, 'orientation')
-        if quat is not None and np.all(np.isfinite(quat)):
-            s = self._sigma(self._var(m.orientation_var, 2), cfg.orientation_sigma)
-            out.append(Observation('orient', k, np.array([quaternion_yaw(quat)]), np.array([s])))
-        return out
+        sg, sa, so = (np.array([self._sigma(self._var(var, i), default) for i in range(3)])
+                      for var, default in ((m.gyro_var, cfg.gyro_sigma),
+                                           (m.accel_var, cfg.accel_sigma),
+                                           (m.orientation_var, cfg.orientation_sigma)))
+        return self.sm.imu_observations(k, g, a, quat, sg, sa, so)
 
     @staticmethod
     def _var(var, i: int) -> float | None:
@@ -515,7 +505,7 @@ class Estimator:
                                      if o.kind in ('joint_pos', 'orient')])
             qd, measured = seed_velocity(self.sys, self.sm, q, [o for o in latest.values()
                                                    if o.kind in ('joint_vel', 'gyro')])
-            qdd = forward_accel(self.sys, q, qd, self.applied_torque(t)).qdd
+            qdd = self.sys.accelerations(q, qd, self.applied_torque(t))
         except Exception:
             self._counters['dropped_before_init'] += len(fresh)
             return None
@@ -627,40 +617,52 @@ class Estimator:
             else np.zeros(3 * n)
         hist, times = self._x_hist, self._times
         last = len(hist) - 1
-        groups: dict[tuple[str, int, int], list[int]] = {}
+        # readings per (sensor, base tick): all encoders are one sensor, each IMU another;
+        # one model evaluation each, then the gate's arithmetic on all rows at once
+        groups: dict[tuple, list[int]] = {}
         for i, p in enumerate(ready):
-            base = last if p.t >= self._t_last else \
-                max(0, bisect.bisect_right(times, p.t + self._eps) - 1)
-            groups.setdefault((p.ob.kind, p.ob.index, base), []).append(i)
-        d2 = np.zeros(len(ready))
-        sd2, sj2 = self._dyn_sigma ** 2, self._jerk ** 2
-        for (kind, index, base), ids in groups.items():
-            joint = kind in ('joint_pos', 'joint_vel')
+            joint = p.ob.kind in ('joint_pos', 'joint_vel')
             if (cfg.joint_rejection_threshold if joint else cfg.imu_rejection_threshold) <= 0:
                 continue
+            base = last if p.t >= self._t_last else \
+                max(0, bisect.bisect_right(times, p.t + self._eps) - 1)
+            groups.setdefault(('j' if joint else p.ob.index, base), []).append(i)
+        d2 = np.zeros(len(ready))
+        sd2, sj2 = self._dyn_sigma ** 2, self._jerk ** 2
+        var_s = std * std
+        for (_, base), ids in groups.items():
             t_b, x = hist[base]
-            h, H, var_x, angular = self._linear_model(kind, index, x, std)
+            obs = [ready[i].ob for i in ids]
+            E, H = self._linear_model(obs, x)                 # (R,), (R, 3n)
+            sizes = [np.size(ob.sigma) for ob in obs]
+            row_of = np.repeat(np.arange(len(ids)), sizes)   # reading of each row
+            sig = np.concatenate([np.atleast_1d(ob.sigma) for ob in obs])
+            tau = (np.array([ready[i].t for i in ids]) - t_b)[row_of]
+            a = np.abs(tau)
             qd, qdd = x[n:2 * n], x[2 * n:]
             Hq, Hqd = H[:, :n], H[:, n:2 * n]
             c1, c2 = Hq @ qd + Hqd @ qdd, Hq @ qdd
-            HH = (H * H).reshape(len(h), 3, n)
-            s2d, s2j = HH @ sd2, HH @ sj2                           # (rows, 3): q, q̇, q̈
-            tau = np.array([ready[i].t for i in ids]) - t_b
-            a = np.abs(tau)[:, None]
-            pred = h + tau[:, None] * c1 + (0.5 * tau * tau)[:, None] * c2
-            r = np.array([ready[i].ob.z for i in ids]) - pred
-            if angular:
-                r = wrap_angle(r)
+            HH = (H * H)
+            var_x = HH @ var_s
+            HH = HH.reshape(len(E), 3, n)
+            s2d, s2j = HH @ sd2, HH @ sj2                   # (R, 3): q, q̇, q̈
+            # the residual z − h carried to each stamp (E = h(x) ⊖ z at the base tick)
+            r = -(E + tau * c1 + 0.5 * tau * tau * c2)
+            wrap = np.array([(ob.kind == 'joint_pos' and self.sm.joint_is_angular(ob.index))
+                             or (ob.kind == 'orient' and self.sm.scalar_orientation)
+                             for ob in obs])[row_of]
+            if wrap.any():
+                r = np.where(wrap, wrap_angle(r), r)
             # process noise: the new q̈ is only known to the dynamics' σ and changes by
             # up to integrator_jerk·τ; both drive q̇ and q over τ
             var_p = (0.25 * a ** 4 * s2d[:, 0] + a ** 6 / 36.0 * s2j[:, 0]
                      + a * a * s2d[:, 1] + 0.25 * a ** 4 * s2j[:, 1]
                      + s2d[:, 2] + a * a * s2j[:, 2])
-            sig = np.array([ready[i].ob.sigma for i in ids])
             s2r = sig * sig
             # a lost estimate can have a huge covariance; the gate opens at most 10x wider than
             # the sensor's own σ for it, so a flipped pose still sees its readings rejected
-            d2[ids] = np.sum(r * r / (s2r + np.minimum(var_x, 100.0 * s2r) + var_p), axis=1)
+            d2[ids] = np.bincount(row_of, r * r / (s2r + np.minimum(var_x, 100.0 * s2r) + var_p),
+                                  minlength=len(ids))
         out = []
         diverged = False
         for i, p in enumerate(ready):
@@ -679,21 +681,15 @@ class Estimator:
             raise _Diverged(ready)
         return out
 
-    def _linear_model(self, kind: str, index: int, x: np.ndarray, std: np.ndarray
-                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
-        """(h, H, Σ_j (H_j σ_j)², angular) of one sensor at the stacked state ``x``."""
+    def _linear_model(self, obs: list[Observation], x: np.ndarray
+                      ) -> tuple[np.ndarray, np.ndarray]:
+        """(E (rows,), H (rows, 3n)): the observation factors' own residuals ``h(x) ⊖ z``
+        (wrapped angles, SO(3) orientation) and Jacobians of readings ``obs`` at the
+        stacked state ``x``, stacked in order."""
         n = self.n
-        q, qd, qdd = x[:n], x[n:2 * n], x[2 * n:]
-        if kind in ('joint_pos', 'joint_vel'):
-            pos, vel = self.sm.joint(index, q, qd, True)
-            m = pos if kind == 'joint_pos' else vel
-            angular = kind == 'joint_pos' and self.sm.joint_is_angular(index)
-        else:
-            g, f, o = self.sm.imu(index, q, qd, qdd, True)
-            m = {'gyro': g, 'accel': f, 'orient': o}[kind]
-            angular = kind == 'orient'
-        H = np.hstack((np.atleast_2d(m.Hq), np.atleast_2d(m.Hqd), np.atleast_2d(m.Hqdd)))
-        return np.atleast_1d(m.h), H, (H * H) @ (std * std), angular
+        state = (x[:n], x[n:2 * n], x[2 * n:])
+        e, H = residuals(self.sm, obs, [state] * len(obs), True)
+        return e, H.reshape(len(e), 3 * n)
 
     def _update(self, graph: gtsam.NonlinearFactorGraph, values: gtsam.Values, key: int,
                 t: float) -> np.ndarray:
@@ -805,7 +801,7 @@ class Estimator:
         jv = np.array([v.h[0] for _, v in models])
         est = Estimate(t=t, q=q.copy(), qd=qd.copy(), qdd=qdd.copy(),
                        q_std=self._std_last[:n].copy(), qd_std=self._std_last[n:2 * n].copy(),
-                       tau=actuator_efforts(self.sys, q, qd, qdd), joint_position=jp,
+                       tau=self.sys.torques(q, qd, qdd), joint_position=jp,
                        joint_velocity=jv,
                        tick_seconds=time.perf_counter() - start, status=status,
                        counters=dict(self._counters))

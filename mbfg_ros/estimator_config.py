@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .planar.dynamics import System
+from .interface import MultibodySystem as System
 
 __all__ = ['EstimatorConfig', 'LIVE_FIELDS', 'coordinate_sigmas']
 
@@ -109,7 +109,6 @@ def coordinate_sigmas(sys: System, cfg: EstimatorConfig) -> tuple[np.ndarray, np
 
     :raises ValueError: a joint that is unknown or has no angle coordinate.
     """
-    mech = sys.mech
     n = sys.n
     angle = np.zeros(n, bool)
     angle[list(sys.angle_coordinates)] = True
@@ -117,13 +116,11 @@ def coordinate_sigmas(sys: System, cfg: EstimatorConfig) -> tuple[np.ndarray, np
                   cfg.dynamics_sigma_length or cfg.dynamics_sigma).astype(float)
     jerk = np.where(angle, cfg.integrator_jerk_angle or cfg.integrator_jerk,
                     cfg.integrator_jerk_length or cfg.integrator_jerk).astype(float)
-    known = {j.name: j for j in mech.joints}
     for name, sigma in cfg.joint_dynamics_sigma:
-        j = known.get(name)
-        c = mech.angle_coordinate(j.bodies) if j is not None and j.type == 'revolute' else None
+        c = sys.joint_coordinate(name)
         if c is None:
             raise ValueError(f'EstimatorConfig.joint_dynamics_sigma: {name!r} is not a revolute '
                              'joint whose angle is a coordinate of q (joints: '
-                             f'{", ".join(sorted(known)) or "none"})')
+                             f'{", ".join(sorted(sys.joint_names)) or "none"})')
         sd[c] = sigma
     return sd, jerk

@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 from .observations import Observation
-from .planar.dynamics import System
+from .interface import MultibodySystem as System
 from .planar.sensors import SensorModel, wrap_angle
 
 __all__ = ['seed_position', 'seed_velocity']
@@ -23,11 +23,18 @@ def seed_position(sys: System, sm: SensorModel, obs: list[Observation]) -> np.nd
     pose's assembly branch. Runs once, before any graph exists (a few
     lines; the factor-graph form is the smoother's first update).
     """
-    cons = sys.constraints
-    q = sys.q0.copy()
+    q = np.array(sys.q0, float)
+    # a 3-D orientation is no scalar target; the encoders (and q0) seed a spatial start
+    obs = [o for o in obs if o.kind == 'joint_pos' or sm.scalar_orientation]
     if not obs:
         return q
     zeros = np.zeros(sys.n)
+
+    def phi(q: np.ndarray) -> np.ndarray:
+        return sys.constraint_terms(q, zeros)[0]
+
+    def phi_q(q: np.ndarray) -> np.ndarray:
+        return sys.constraint_terms(q, zeros)[1]
 
     def h_and_H(q):
         hs, Hs, ang = [], [], []
@@ -52,9 +59,9 @@ def seed_position(sys: System, sm: SensorModel, obs: list[Observation]) -> np.nd
             target = h0 + diff * s / steps
             for _ in range(8):         # consistent readings converge in 3-5; garbage must
                 h, H, _ = h_and_H(q)      # not make a start-up cost tens of milliseconds
-                r = np.concatenate((cons.phi(q), np.where(ang, wrap_angle(h - target),
+                r = np.concatenate((phi(q), np.where(ang, wrap_angle(h - target),
                                                           h - target)[use]))
-                J = np.vstack((cons.phi_q(q), H[use]))
+                J = np.vstack((phi_q(q), H[use]))
                 dq = np.linalg.lstsq(J, -r, rcond=None)[0]
                 q = q + dq
                 if np.max(np.abs(dq)) < 1e-12:
@@ -64,7 +71,7 @@ def seed_position(sys: System, sm: SensorModel, obs: list[Observation]) -> np.nd
     def misfit(q: np.ndarray) -> float:
         h, _, ang = h_and_H(q)
         r = np.where(ang, wrap_angle(h - z), h - z)
-        return float(np.max(np.abs(np.concatenate((cons.phi(q), r)))))
+        return float(np.max(np.abs(np.concatenate((phi(q), r)))))
 
     every = np.ones(len(obs), dtype=bool)
     q = follow(q, every)
@@ -73,7 +80,7 @@ def seed_position(sys: System, sm: SensorModel, obs: list[Observation]) -> np.nd
         # iteration to a compromise pose (an angle going the short way round while the
         # loop must go the long way): follow them one at a time instead, each continuation
         # staying on the branch the previous ones reached
-        q2 = sys.q0.copy()
+        q2 = np.array(sys.q0, float)
         for i in range(len(obs)):
             q2 = follow(q2, np.arange(len(obs)) <= i)
         if np.all(np.isfinite(q2)) and misfit(q2) < misfit(q):
@@ -94,8 +101,9 @@ def seed_velocity(sys: System, sm: SensorModel, q: np.ndarray, obs: list[Observa
             m = sm.joint(o.index, q, zeros, True)[1]
         else:
             m = sm.imu(o.index, q, zeros, zeros, True)[0]
-        rows.append(m.Hqd[0])
-        rhs.append(o.z[0])
-    A = np.vstack((sys.constraints.phi_q(q), np.array(rows)))
-    b = np.concatenate((np.zeros(sys.m), rhs))
+        rows.append(np.atleast_2d(m.Hqd))
+        rhs.append(np.atleast_1d(o.z))
+    phi_q = sys.constraint_terms(q, zeros)[1]
+    A = np.vstack([phi_q] + rows)
+    b = np.concatenate([np.zeros(phi_q.shape[0])] + rhs)
     return np.linalg.lstsq(A, b, rcond=None)[0], True

@@ -211,13 +211,15 @@ def stacked_state_error(sys: System, tau: np.ndarray | None, xs: Sequence[np.nda
                         want: bool):
     """f_dpc + f_dvc + f_ddyn (Eqs. 24-26) on one stacked state x = [q, q̇, q̈].
 
+    ``sys``: any mechanism with ``state_terms`` (the planar ``System`` or a spatial
+    ``SpatialSystem``, whose loop rows are seed 002 §VII's and q̈ its tree dynamics).
+
     Error rows: [Φ(q) (m); Φq q̇ (m); q̈(q, q̇) − q̈ (n)].
     """
     n, m = sys.n, sys.m
     x = xs[0]
     q, qd, qdd = x[:n], x[n:2 * n], x[2 * n:]
-    t = sys.constraints.terms(q, qd)
-    a = forward_accel(sys, q, qd, tau, jacobians=want, terms=t)
+    a = t = sys.state_terms(q, qd, tau, want)
     e = np.concatenate((t.phi, t.phi_q @ qd, a.qdd - qdd))
     if not want:
         return e, None

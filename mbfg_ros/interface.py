@@ -18,6 +18,15 @@ reports) does not reach into either one's internals:
   ``jacobians`` the tuple (q̈, ∂q̈/∂q, ∂q̈/∂q̇) a dynamics factor needs (seed 000 Eq. 28);
   ``torques(q, qd, qdd)``: the actuator efforts (inverse dynamics, least squares in the
   constraint forces).
+
+What the estimator (and the ROS edge) need besides:
+
+* ``m``, ``state_terms(q, qd, tau, jacobians)``: constraint rows and forward dynamics of the
+  state factor (seed 000 Eqs. 24-26) with their Jacobians in one evaluation;
+* ``joint_names``, ``actuator_joints``, ``joint_coordinate(name)``: what encoders and
+  ``effort`` fields name, and the coordinate equal to a revolute joint's angle;
+* ``sensor_model()``: the measurement models of the encoders and IMUs (frame and sensor
+  kinematics: ``planar.sensors.SensorModel``, ``spatial.sensor_model.SpatialSensorModel``).
 """
 from __future__ import annotations
 
@@ -57,3 +66,19 @@ class MultibodySystem(Protocol):
                       jacobians: bool = False): ...
 
     def torques(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray: ...
+
+    @property
+    def m(self) -> int: ...
+
+    @property
+    def joint_names(self) -> tuple[str, ...]: ...
+
+    @property
+    def actuator_joints(self) -> tuple[str | None, ...]: ...
+
+    def joint_coordinate(self, name: str) -> int | None: ...
+
+    def state_terms(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray | None,
+                    jacobians: bool = True): ...
+
+    def sensor_model(self): ...

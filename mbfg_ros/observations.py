@@ -43,7 +43,7 @@ import numpy as np
 from .factors import custom_factor
 from .planar.sensors import SensorModel, wrap_angle
 
-__all__ = ['Observation', 'interpolation_weights', 'observation_error',
+__all__ = ['Observation', 'interpolation_weights', 'residuals', 'observation_error',
            'observation_factor', 'interval_error', 'interval_factor', 'observation_sigmas']
 
 
@@ -81,13 +81,14 @@ def interpolation_weights(s: np.ndarray | float, dt: float) -> tuple[np.ndarray,
     return a, b
 
 
-def _models(sm: SensorModel, obs: Sequence[Observation], states, want: bool):
+def residuals(sm: SensorModel, obs: Sequence[Observation], states, want: bool):
     """Residuals and model Jacobians (rows, 3, n) of ``obs``; ``states[i]`` is the
     (q, q̇, q̈) of reading i. Readings of one sensor are evaluated together, vectorised
-    over their states (:meth:`SensorModel.joint_batch`, :meth:`SensorModel.imu_batch`);
-    prismatic joints use the scalar model per state."""
+    over their states (``sm.joint_batch``; ``sm.imu_errors``, which owns the IMU's
+    residual: 1-axis/2-axis/yaw on a plane, 3-axis and SO(3) in space); prismatic
+    joints use the scalar model per state. A reading has as many rows as its σ."""
     n = sm.n
-    sizes = np.array([np.size(ob.z) for ob in obs])
+    sizes = np.array([np.size(ob.sigma) for ob in obs])      # rows of each reading
     start = np.concatenate(([0], np.cumsum(sizes)[:-1]))
     e = np.empty(int(sizes.sum()))
     H = np.empty((e.size, 3, n)) if want else None
@@ -121,21 +122,12 @@ def _models(sm: SensorModel, obs: Sequence[Observation], states, want: bool):
                     if want:
                         H[start[i]] = Hv[r]
             continue
-        (gyro, f, ori), (Hg, Hf, Ho) = sm.imu_batch(index, X)
-        for r, i in enumerate(ids):
-            ob, k = obs[i], start[i]
-            if ob.kind == 'gyro':
-                e[k] = gyro[r] - ob.z[0]
-                if want:
-                    H[k] = Hg[r, 0]
-            elif ob.kind == 'accel':
-                e[k:k + 2] = f[r] - ob.z
-                if want:
-                    H[k:k + 2] = Hf[r]
-            else:
-                e[k] = wrap_angle(ori[r] - ob.z[0])
-                if want:
-                    H[k] = Ho[r, 0]
+        rows = [np.arange(start[i], start[i] + sizes[i]) for i in ids]
+        ei, Hi = sm.imu_errors(index, [obs[i] for i in ids], X, want)
+        at = np.concatenate(rows)
+        e[at] = ei
+        if want:
+            H[at] = Hi
     return e, H
 
 
@@ -145,7 +137,7 @@ def observation_error(sm: SensorModel, obs: Sequence[Observation],
     n = sm.n
     x = xs[0]
     state = (x[:n], x[n:2 * n], x[2 * n:])
-    e, H = _models(sm, obs, [state] * len(obs), want)
+    e, H = residuals(sm, obs, [state] * len(obs), want)
     return e, ([H.reshape(len(e), 3 * n)] if want else None)
 
 
@@ -166,10 +158,10 @@ def interval_error(sm: SensorModel, obs: Sequence[Observation], a: np.ndarray, b
             states.append(tuple(Xm[i]))
         else:
             states.append(states[-1])
-    e, H = _models(sm, obs, states, want)
+    e, H = residuals(sm, obs, states, want)
     if not want:
         return e, None
-    rows = np.repeat(np.arange(len(obs)), [np.size(ob.z) for ob in obs])
+    rows = np.repeat(np.arange(len(obs)), [np.size(ob.sigma) for ob in obs])
     J0 = np.einsum('rin,rij->rjn', H, a[rows]).reshape(len(e), 3 * n)
     J1 = np.einsum('rin,rij->rjn', H, b[rows]).reshape(len(e), 3 * n)
     return e, [J0, J1]

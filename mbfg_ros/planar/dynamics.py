@@ -113,6 +113,36 @@ class System:
         from ..control import actuator_efforts
         return actuator_efforts(self, q, qd, qdd)
 
+    def state_terms(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray | None,
+                    jacobians: bool = True) -> StateTerms:
+        """What the estimator's state factor needs at (q, q̇) (seed 000 Eqs. 24-26):
+        Φ, Φq, ∂(Φq q̇)/∂q and q̈ with ∂q̈/∂q, ∂q̈/∂q̇ (one constraint evaluation shared)."""
+        t = self.constraints.terms(q, qd)
+        a = forward_accel(self, q, qd, tau, jacobians=jacobians, terms=t)
+        return StateTerms(t.phi, t.phi_q, t.phi_q_dot, a.qdd, a.qdd_q, a.qdd_qd)
+
+    @property
+    def actuator_joints(self) -> tuple[str | None, ...]:
+        """The joint each actuator drives (None: an actuator between points)."""
+        return tuple(a.joint for a in self.mech.actuators)
+
+    @property
+    def joint_names(self) -> tuple[str, ...]:
+        """Names of the YAML joints (encoders report these)."""
+        return tuple(j.name for j in self.mech.joints)
+
+    def joint_coordinate(self, name: str) -> int | None:
+        """The coordinate of q equal to revolute joint ``name``'s angle, or None."""
+        j = next((j for j in self.mech.joints if j.name == name), None)
+        if j is None or j.type != 'revolute':
+            return None
+        return self.mech.angle_coordinate(j.bodies)
+
+    def sensor_model(self):
+        """The estimator's measurement models (:class:`~mbfg_ros.planar.sensors.SensorModel`)."""
+        from .sensors import SensorModel
+        return SensorModel(self)
+
 
 def build_system(mech: Mechanism, z_idx: Sequence[int] | None = None) -> System:
     """Assemble a mechanism: solve the position problem from the YAML pose.
@@ -187,6 +217,17 @@ def assembly_warning(sys: System) -> str:
 def load_system(path: str | Path, z_idx: Sequence[int] | None = None) -> System:
     """Load a mechanism YAML file and assemble it (see :func:`build_system`)."""
     return build_system(load_mechanism(path), z_idx)
+
+
+class StateTerms(NamedTuple):
+    """Constraint and forward-dynamics terms at one state (``System.state_terms``)."""
+
+    phi: np.ndarray
+    phi_q: np.ndarray
+    phi_q_dot: np.ndarray          # ∂(Φq q̇)/∂q
+    qdd: np.ndarray
+    qdd_q: np.ndarray | None
+    qdd_qd: np.ndarray | None
 
 
 class Accel(NamedTuple):

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import NamedTuple, Sequence
 
 import numpy as np
 
@@ -62,6 +62,8 @@ class SensorModel:
     Jacobians are computed on the extended vector ``[q, constants]`` and the
     constant columns are dropped (fixed points have no derivative).
     """
+
+    scalar_orientation = True        # orientation is a yaw: a start-up position seed
 
     def __init__(self, sys: System) -> None:
         mech = sys.mech
@@ -319,6 +321,48 @@ class SensorModel:
         return (rate, f, wrap_angle(phi)), (Hg, Hf, Ho)
 
     # -- all joints at once ----------------------------------------------
+    def imu_observations(self, k: int, gyro: np.ndarray | None, accel: np.ndarray | None,
+                         quat: np.ndarray | None, s_gyro: np.ndarray, s_accel: np.ndarray,
+                         s_orient: np.ndarray) -> list:
+        """Observations of one 3-axis IMU record on a plane whose normal is z: the z rate,
+        the in-plane specific force and the yaw (each part when finite)."""
+        from ..measurements import quaternion_yaw
+        from ..observations import Observation
+        out = []
+        if gyro is not None and np.isfinite(gyro[2]):
+            out.append(Observation('gyro', k, gyro[2:], s_gyro[2:]))
+        if accel is not None and np.all(np.isfinite(accel[:2])):
+            out.append(Observation('accel', k, accel[:2], s_accel[:2]))
+        if quat is not None and np.all(np.isfinite(quat)):
+            out.append(Observation('orient', k, np.array([quaternion_yaw(quat)]), s_orient[2:]))
+        return out
+
+    def imu_errors(self, k: int, obs: Sequence, X: np.ndarray, want: bool
+                   ) -> tuple[np.ndarray, np.ndarray | None]:
+        """Residuals ``h − z`` of IMU ``k``'s readings ``obs`` (kinds ``gyro``: z rate,
+        ``accel``: in-plane specific force, ``orient``: yaw, wrapped) at the states
+        ``X`` (N, 3, n), stacked, with their model Jacobians (rows, 3, n)."""
+        (gyro, f, ori), (Hg, Hf, Ho) = self.imu_batch(k, X)
+        sizes = [np.size(ob.sigma) for ob in obs]
+        e = np.empty(sum(sizes))
+        H = np.empty((e.size, 3, self.n)) if want else None
+        r0 = 0
+        for r, ob in enumerate(obs):
+            if ob.kind == 'gyro':
+                e[r0] = gyro[r] - ob.z[0]
+                if want:
+                    H[r0] = Hg[r, 0]
+            elif ob.kind == 'accel':
+                e[r0:r0 + 2] = f[r] - ob.z
+                if want:
+                    H[r0:r0 + 2] = Hf[r]
+            else:
+                e[r0] = wrap_angle(ori[r] - ob.z[0])
+                if want:
+                    H[r0] = Ho[r, 0]
+            r0 += sizes[r]
+        return e, H
+
     def joint_positions(self, q: np.ndarray) -> np.ndarray:
         z = np.zeros(self.n)
         return np.array([self.joint(j, q, z)[0].h[0] for j in range(len(self._joints))])

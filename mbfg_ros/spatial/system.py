@@ -110,6 +110,63 @@ class SpatialSystem:
         """Actuator torques for (q, q̇, q̈) (:meth:`inverse`)."""
         return self.inverse(q, qd, qdd)
 
+    # -- what the estimator needs (same contract as the planar System) ---------------------
+    @property
+    def m(self) -> int:
+        """Rows of the loop constraints (dependent rows included)."""
+        return self.loops.m
+
+    @property
+    def joint_names(self) -> tuple[str, ...]:
+        """The tree joints (encoders report these; same as ``names``)."""
+        return self.model.joint_names
+
+    @property
+    def actuator_joints(self) -> tuple[str, ...]:
+        """The joint each actuator drives (``actuator_names``)."""
+        return self.actuator_names
+
+    def joint_coordinate(self, name: str) -> int | None:
+        """The coordinate of q equal to revolute joint ``name``'s angle, or None."""
+        names = self.model.joint_names
+        if name not in names:
+            return None
+        j = names.index(name)
+        return j if self.model.joint_type[j] == 'revolute' else None
+
+    def sensor_model(self):
+        """The estimator's measurement models (:class:`.sensor_model.SpatialSensorModel`)."""
+        from .sensor_model import SpatialSensorModel
+        return SpatialSensorModel(self)
+
+    def state_terms(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray | None,
+                    jacobians: bool = True):
+        """(φ, φ_q, ∂(φ_q q̇)/∂q, q̈, ∂q̈/∂q, ∂q̈/∂q̇) for the estimator's state factor: exact
+        on trees (the per-tick path); with loops ∂(φ_q q̇)/∂q by central differences."""
+        from ..planar.dynamics import StateTerms
+        tau = np.zeros(self.B.shape[1]) if tau is None else tau
+        n = self.n
+        if not self.loops.m:
+            empty = np.zeros((0, n))
+            if jacobians:
+                qdd, dq, dqd = self.accelerations(q, qd, tau, jacobians=True)
+                return StateTerms(np.zeros(0), empty, empty, qdd, dq, dqd)
+            return StateTerms(np.zeros(0), empty, empty, self.forward(q, qd, tau), None, None)
+        q, qd = np.asarray(q, float), np.asarray(qd, float)
+        phi = self.loops.phi(q)
+        Jc = self.loops.jacobian(q)[0]
+        Jd = np.zeros((self.loops.m, n))
+        if jacobians:
+            h = 1e-6
+            for k in range(n):
+                e = np.zeros(n)
+                e[k] = h
+                Jd[:, k] = (self.loops.jacobian(q + e)[0] @ qd
+                            - self.loops.jacobian(q - e)[0] @ qd) / (2 * h)
+            qdd, dq, dqd = self.accelerations(q, qd, tau, jacobians=True)
+            return StateTerms(phi, Jc, Jd, qdd, dq, dqd)
+        return StateTerms(phi, Jc, Jd, self.forward(q, qd, tau), None, None)
+
     @property
     def dof(self) -> int:
         return self.n - int(np.linalg.matrix_rank(self.loops.jacobian(self.q0)[0])) \
