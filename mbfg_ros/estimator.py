@@ -595,6 +595,10 @@ class Estimator:
                 dt = t1 - t0
                 pairs.setdefault((k1, dt), []).append(
                     p.ob._replace(s=min(1.0, (p.t - t0) / dt)))
+        for key in [kk for kk, obs in pairs.items() if all(o.s > 1.0 - 1e-9 for o in obs)]:
+            # every reading at the tick itself (sensors on the tick grid): the state at
+            # s = 1 is x_k, so a one-key factor is the same equation at half the Jacobian
+            single.setdefault(key[0], []).extend(pairs.pop(key))
         return single, pairs, newest
 
     def _gate(self, ready: list[_Pending]) -> list[_Pending]:

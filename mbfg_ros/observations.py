@@ -92,12 +92,41 @@ def residuals(sm: SensorModel, obs: Sequence[Observation], states, want: bool):
     start = np.concatenate(([0], np.cumsum(sizes)[:-1]))
     e = np.empty(int(sizes.sum()))
     H = np.empty((e.size, 3, n)) if want else None
+    cache: dict[int, np.ndarray] = {}
+
+    def stacked(state) -> np.ndarray:       # readings often share one state object
+        x = cache.get(id(state))
+        if x is None:
+            x = cache[id(state)] = np.stack(state)
+        return x
+
+    direct = getattr(sm, 'joint_angular', None)    # encoders read q_j, q̇_j directly
     groups: dict[tuple[str, int], list[int]] = {}
+    jids: list[int] = []
     for i, ob in enumerate(obs):
-        groups.setdefault(('j' if ob.kind in ('joint_pos', 'joint_vel') else 'i', ob.index),
-                          []).append(i)
+        if ob.kind in ('joint_pos', 'joint_vel'):
+            if direct is not None:
+                jids.append(i)
+                continue
+            groups.setdefault(('j', ob.index), []).append(i)
+        else:
+            groups.setdefault(('i', ob.index), []).append(i)
+    if jids:
+        # joint coordinates (spatial): every encoder reading at once, unit-row Jacobians
+        idx = np.array([obs[i].index for i in jids])
+        lvl = np.array([0 if obs[i].kind == 'joint_pos' else 1 for i in jids])
+        X = np.array([stacked(states[i]) for i in jids])
+        r = X[np.arange(len(jids)), lvl, idx] - np.array([obs[i].z[0] for i in jids])
+        wrap = (lvl == 0) & direct[idx]
+        if wrap.any():
+            r[wrap] = wrap_angle(r[wrap])
+        rows = start[jids]
+        e[rows] = r
+        if want:
+            H[rows] = 0.0
+            H[rows, lvl, idx] = 1.0
     for (cls, index), ids in groups.items():
-        X = np.array([np.stack(states[i]) for i in ids])          # (N, 3, n)
+        X = np.array([stacked(states[i]) for i in ids])           # (N, 3, n)
         if cls == 'j':
             batch = sm.joint_batch(index, X)
             if batch is None:                                     # prismatic: scalar model

@@ -106,3 +106,22 @@ def test_quaternion_from_matrix_covers_every_branch():
                          [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
                          [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
         assert np.abs(back - R).max() < 1e-12
+
+
+@pytest.mark.parametrize('name,urdf', _cases(), ids=['ur5', 'tree7'])
+def test_pinocchio_imu_equals_the_numpy_model(name, urdf):
+    """The estimator's fast IMU (Pinocchio frame-kinematics derivatives) gives the numpy
+    model's readings and Jacobians (which are checked by finite differences above)."""
+    from mbfg_ros.spatial.pin_backend import PinocchioImu
+    model = load_spatial(urdf)
+    dyn = SpatialDynamics(model)
+    rng = np.random.default_rng(2)
+    for link in range(1, model.nb):
+        T_mount = origin_matrix(rng.normal(size=3) * 0.1, rng.uniform(-1, 1, 3))
+        ref, fast = ImuModel(dyn, link, T_mount), PinocchioImu(model, link, T_mount)
+        for _ in range(5):
+            q, qd, qdd = rng.normal(size=(3, model.n))
+            a, b = ref.measure(q, qd, qdd, True), fast.measure(q, qd, qdd, True)
+            for k in ('gyro', 'accel', 'R', 'H_gyro', 'H_accel', 'H_rot'):
+                np.testing.assert_allclose(getattr(b, k), getattr(a, k), atol=1e-10, err_msg=k)
+            np.testing.assert_allclose(fast.measure(q, qd, qdd).accel, a.accel, atol=1e-12)

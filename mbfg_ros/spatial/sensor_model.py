@@ -66,8 +66,8 @@ def so3_log(R: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 class SpatialSensorModel:
     """Encoders on every tree joint and the overlay's IMUs of a ``SpatialSystem``.
 
-    ``dyn``: the numpy dynamics used for the IMU kinematics (the system's own when it is
-    the numpy backend, else its loop constraints' one, which always is).
+    The IMU kinematics follow the system's backend: :class:`~.sensors.ImuModel` (numpy)
+    or :class:`~.pin_backend.PinocchioImu` (same readings and Jacobians).
     """
 
     scalar_orientation = False       # orientation readings are 3-D (not a start-up seed)
@@ -75,11 +75,18 @@ class SpatialSensorModel:
     def __init__(self, sys: Any) -> None:
         model = sys.model
         self.n = n = model.n
-        dyn = sys.dyn if hasattr(sys.dyn, 'motion_derivatives') else sys.loops.dyn
+        numpy_dyn = hasattr(sys.dyn, 'motion_derivatives')
+        dyn = sys.dyn if numpy_dyn else sys.loops.dyn
         self.joint_names = tuple(model.joint_names)
         self._angular = tuple(t == 'revolute' for t in model.joint_type)
+        # encoders read joint coordinates: observations.residuals takes them all at once
+        self.joint_angular = np.array(self._angular, dtype=bool)
         self.imu_names = tuple(s.name for s in model.imus)
-        self._imus = tuple(ImuModel(dyn, s.link, s.T_mount) for s in model.imus)
+        if numpy_dyn:
+            self._imus = tuple(ImuModel(dyn, s.link, s.T_mount) for s in model.imus)
+        else:      # the Pinocchio backend: its frame kinematics derivatives (~10x cheaper)
+            from .pin_backend import PinocchioImu
+            self._imus = tuple(PinocchioImu(model, s.link, s.T_mount) for s in model.imus)
         eye = np.eye(n)
         zero = np.zeros((1, n))
         self._pos_H = [(eye[j:j + 1], zero, zero) for j in range(n)]
