@@ -18,7 +18,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .planar.model import Mechanism
-from .planar.sensors import SensorModel, wrap_angle
+from .planar.sensors import wrap_angle
 
 __all__ = ['actuator_efforts', 'actuator_index', 'CommandLaw']
 
@@ -86,7 +86,7 @@ class CommandLaw:
         self.names = tuple(names)
         self.order = np.array(order, dtype=int)
         self.n_act = len(mech.actuators)
-        self.sm = SensorModel(sys)
+        self.sm = sys.sensor_model()
         self._act_joint = [self.sm.joint_names.index(a.joint) if a.joint else None
                            for a in mech.actuators]
         self._angular = np.array([j is not None and self.sm.joint_is_angular(j)
@@ -110,7 +110,7 @@ class CommandLaw:
 
     def hold(self, q: np.ndarray) -> np.ndarray:
         """Actuator efforts that hold pose ``q`` (q̇ = 0, q̈ = 0), command order."""
-        return actuator_efforts(self.sys, q, self._zeros, self._zeros)[self.order]
+        return self.sys.torques(q, self._zeros, self._zeros)[self.order]
 
     def actuated(self, q: np.ndarray, qd: np.ndarray
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -136,8 +136,7 @@ class CommandLaw:
         err = s_ref - s
         err = np.where(self._angular, wrap_angle(err), err)
         sdd = sdd_ref + self.kp * err + self.kd * (sd_ref - sd)
-        Jq = sys.constraints.phi_q(q)[sys.rows]
-        c = -(sys.constraints.phi_q_dot(q, qd)[sys.rows] @ qd)
+        _, Jq, gamma = sys.constraint_terms(q, qd)
         A = np.vstack((Jq, J))
-        qdd = np.linalg.lstsq(A, np.concatenate((c, sdd - Jdqd)), rcond=None)[0]
-        return actuator_efforts(sys, q, qd, qdd)[self.order]
+        qdd = np.linalg.lstsq(A, np.concatenate((-gamma, sdd - Jdqd)), rcond=None)[0]
+        return sys.torques(q, qd, qdd)[self.order]

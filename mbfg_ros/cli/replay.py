@@ -35,6 +35,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..loader import load_mechanism, mechanism_warning
 from ..bag import BagError, BagWriter, bag_topics, read_messages, typestore
 from ..ros import conversions as cv
 from ..ros.driver import EstimatorDriver, TickOutput
@@ -42,7 +43,6 @@ from ..ros.params import ESTIMATOR_PARAMS, load_params_file, parse_estimator
 from .common import (
     Progress,
     check_writable,
-    load_checked,
     plain,
     run_cli,
     save_figure,
@@ -179,7 +179,9 @@ def replay(bag: str | Path, mechanism: str | Path, params: dict | None = None,
     values['mechanism'] = str(mechanism)
     values.pop('use_sim_time', None)
     settings = parse_estimator(values, where='parameters')
-    system = load_checked(settings.mechanism, 'mbfg-replay')
+    system = load_mechanism(settings.mechanism, settings.values['overlay'])
+    if mechanism_warning(system):
+        print(f'mbfg-replay: warning: {mechanism_warning(system)}', file=sys.stderr)
     driver = EstimatorDriver(system, settings)
     mech = system.mech
     res = ReplayResult(joint_names=driver.joint_names,
@@ -308,15 +310,14 @@ def _bag_start(bag: Path) -> int:
 def truth_joint_positions(system: Any, res: ReplayResult) -> tuple[np.ndarray, np.ndarray,
                                                                      np.ndarray]:
     """(t, joint positions, joint velocities) of the ground truth in the bag."""
-    from ..planar.sensors import joint_positions, joint_velocities
-
     n = system.n
+    sm = system.sensor_model()
     rows = [(t, q, qd) for t, q, qd in res.truth if q.shape == (n,) and qd.shape == (n,)]
     if not rows:
         return np.zeros(0), np.zeros((0, len(res.joint_names))), np.zeros((0, 0))
     t = np.array([r[0] for r in rows])
-    jp = np.array([joint_positions(system, r[1]) for r in rows])
-    jv = np.array([joint_velocities(system, r[1], r[2]) for r in rows])
+    jp = np.array([sm.joint_positions(r[1]) for r in rows])
+    jv = np.array([sm.joint_velocities(r[1], r[2]) for r in rows])
     return t, jp, jv
 
 
@@ -426,10 +427,13 @@ def _parser() -> argparse.ArgumentParser:
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog=BAG_HELP)
     p.add_argument('paths', nargs='+', metavar='MECHANISM BAG',
-                   help='the mechanism YAML, then the rosbag2 directory to replay (see '
+                   help='the mechanism (planar YAML or URDF), then the rosbag2 directory to '
+                        'replay (see '
                         'below for what it must hold)')
     p.add_argument('--mechanism', help='deprecated: the old form "mbfg-replay BAG '
                    '--mechanism YAML"; give the mechanism first instead')
+    p.add_argument('--overlay', help='overlay YAML of a URDF mechanism (IMUs, loops, '
+                   'actuators, limits; same as the node parameter overlay)')
     p.add_argument('--params', help='ROS parameters file (estimator_node or /** '
                    'ros__parameters), as given to the node')
     p.add_argument('--output', help='output rosbag2 directory (default: BAG_estimates)')
@@ -461,6 +465,8 @@ def _main(argv: Sequence[str] | None) -> int:
     a = p.parse_args(argv)
     mechanism, bag = _mechanism_and_bag(p, a)
     params = load_params_file(a.params, NODE) if a.params else {}
+    if a.overlay:
+        params['overlay'] = a.overlay
     unknown = set(params) - {p.name for p in ESTIMATOR_PARAMS} - {'use_sim_time'}
     if unknown:
         parse_estimator(params, where=str(a.params))      # raises, naming the key

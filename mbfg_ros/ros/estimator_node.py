@@ -51,7 +51,7 @@ from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
-from ..planar.dynamics import assembly_warning, load_system
+from ..loader import load_mechanism, mechanism_warning
 from . import conversions as cv
 from .driver import EstimatorDriver, TickOutput
 from .markers import ESTIMATE_STYLE, MarkerGeometry, MarkerPublisher
@@ -173,6 +173,11 @@ class _Messages:
             self.command.data = d(out.command)
 
 
+def v_overlay(settings: Any) -> str:
+    """The overlay path of a URDF robot ('' for none)."""
+    return str(settings.values.get('overlay', '') or '')
+
+
 class EstimatorNode(Node):
     """The estimator node (see the module docstring)."""
 
@@ -181,9 +186,9 @@ class EstimatorNode(Node):
         self.stop_requested = threading.Event()     # set by run_node on SIGINT/SIGTERM
         declare(self, ESTIMATOR_PARAMS)
         settings = parse_estimator(read(self, ESTIMATOR_PARAMS), where=self.get_name())
-        system = load_system(settings.mechanism)
-        if assembly_warning(system):
-            self.get_logger().warning(assembly_warning(system))
+        system = load_mechanism(settings.mechanism, v_overlay(settings))
+        if mechanism_warning(system):
+            self.get_logger().warning(mechanism_warning(system))
         v = settings.values
         self.driver = EstimatorDriver(system, settings, live=True)
         self.executor_kind = v['executor']
@@ -240,14 +245,16 @@ class EstimatorNode(Node):
         self.diag_timer = self.create_timer(float(v['diagnostics_period']), self._on_diag,
                                             clock=Clock(clock_type=ClockType.STEADY_TIME))
         # markers at their own (steady) rate, never per tick; prebuilt, refilled in place
+        # a URDF robot is drawn by robot_state_publisher from ~/joint_states instead
+        planar = hasattr(system, 'constraints')
         self.markers = MarkerPublisher(MarkerGeometry(system.mech), v['frame_id'],
                                        ESTIMATE_STYLE, v['marker_ellipses'],
-                                       v['ellipse_scale'])
+                                       v['ellipse_scale']) if planar else None
         self.pub_markers = self.create_publisher(
             cv.message_class('MarkerArray'), '~/markers', OUTPUT_QOS)
         self._marker_t: int | None = None
         self.marker_timer = None
-        if v['markers_rate'] > 0:
+        if v['markers_rate'] > 0 and planar:
             self.marker_timer = self.create_timer(
                 1.0 / float(v['markers_rate']), self._on_markers,
                 clock=Clock(clock_type=ClockType.STEADY_TIME))

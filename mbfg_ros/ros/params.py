@@ -57,8 +57,12 @@ def _cfg(name: str) -> Any:
 def _estimator_params() -> tuple[ParamSpec, ...]:
     big = 1e9
     return (
-        ParamSpec('mechanism', '', 'Path of the mechanism YAML (joints, actuators, sensors).',
-                  'string'),
+        ParamSpec('mechanism', '', 'Path of the mechanism: a planar YAML (joints, actuators, '
+                  'sensors) or a URDF file (then see overlay).', 'string'),
+        ParamSpec('robot_description', '', 'URDF text of the robot (the usual ROS parameter); '
+                  'used when mechanism is empty.', 'string'),
+        ParamSpec('overlay', '', 'Path of the URDF overlay YAML: IMUs, loop joints, '
+                  'actuators, limits, gravity, q0 (URDF robots only).', 'string'),
         ParamSpec('frequency', _cfg('frequency'),
                   'Tick rate in Hz: measurements are fused and outputs published at this '
                   'rate, on the node clock (use_sim_time respected).', lo=0.1, hi=10000.0,
@@ -284,9 +288,9 @@ def parse_estimator(values: Mapping[str, Any], where: str = 'estimator_node',
     :raises ParameterError: unknown name, wrong type, out of range, no mechanism.
     """
     v = _validated(ESTIMATOR_PARAMS, values, where)
-    if require_mechanism and not v['mechanism']:
-        raise ParameterError(f"{where}: parameter 'mechanism' is required (path of the "
-                             'mechanism YAML)')
+    if require_mechanism and not v['mechanism'] and not v['robot_description'].strip():
+        raise ParameterError(f"{where}: parameter 'mechanism' (path of the mechanism YAML or "
+                             "URDF) or 'robot_description' (URDF text) is required")
     if v['executor'] not in ('auto', 'events', 'single'):
         raise ParameterError(f"{where}: parameter 'executor': expected auto, events or single, "
                              f"got {v['executor']!r}")
@@ -298,7 +302,7 @@ def parse_estimator(values: Mapping[str, Any], where: str = 'estimator_node',
         config = EstimatorConfig(**kwargs)
     except (TypeError, ValueError) as exc:
         raise ParameterError(f'{where}: {exc}') from None
-    return EstimatorSettings(v['mechanism'], config, v)
+    return EstimatorSettings(v['mechanism'] or v['robot_description'], config, v)
 
 
 def parse_simulator(values: Mapping[str, Any], where: str = 'simulator_node'

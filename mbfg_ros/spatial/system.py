@@ -26,6 +26,7 @@ import numpy as np
 
 from ..errors import AssemblyError
 from .backend import spatial_dynamics
+from .description import SpatialDescription, describe
 from .dynamics import SpatialDynamics
 from .loops import LoopConstraints
 from .model import SpatialModel
@@ -47,6 +48,7 @@ class SpatialSystem:
     loops: LoopConstraints
     B: np.ndarray                 # (n, na) actuator selection
     q0: np.ndarray                # assembled start configuration
+    mech: SpatialDescription | None = None   # the edge description (description.describe)
 
     @property
     def n(self) -> int:
@@ -251,4 +253,4 @@ def build_spatial_system(source: Union[str, bytes, os.PathLike, SpatialModel],
                        if model.actuated.sum() < model.n else None)
     q0.setflags(write=False)
     B.setflags(write=False)
-    return SpatialSystem(model=model, dyn=dyn, loops=loops, B=B, q0=q0)
+    return SpatialSystem(model=model, dyn=dyn, loops=loops, B=B, q0=q0, mech=describe(model))

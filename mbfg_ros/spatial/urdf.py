@@ -342,7 +342,8 @@ def load_spatial(source: str | bytes | os.PathLike,
         axis=axis, mass=mass, com=com, inertia=inertia, gravity=_ro(gravity),
         lower=lower, upper=upper, velocity_limit=vel, effort_limit=eff,
         actuated=actuated, q0=q0, loops=tuple(loops), frames=frames,
-        imus=_overlay_imus(extra.get('imus'), where_is, oname))
+        imus=_overlay_imus(extra.get('imus'), where_is, oname),
+        name=str(getattr(robot, 'name', None) or 'robot'))
 
 
 def _ro(a: np.ndarray) -> np.ndarray:
