@@ -23,7 +23,8 @@ setup(
     zip_safe=True,
     maintainer='mbfg_ros developers',
     maintainer_email='dev@example.com',
-    description='Factor-graph multibody dynamics: simulate, estimate, inverse dynamics, ROS 2 nodes',
+    description='Factor-graph multibody dynamics: simulate, estimate, inverse dynamics, '
+                'ROS 2 nodes',
     license='BSD-3-Clause',
     entry_points={
         'console_scripts': [

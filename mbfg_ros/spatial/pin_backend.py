@@ -120,7 +120,8 @@ class PinocchioImu:
         self.pmodel = build_pinocchio_model(model)
         T = np.asarray(T_mount, float)
         # link b is moved by joint b - 1, Pinocchio joint id b (0 is the universe)
-        self.fid = self.pmodel.addFrame(pin.Frame('imu', int(link), 0, pin.SE3(T[:3, :3], T[:3, 3]),
+        placement = pin.SE3(T[:3, :3], T[:3, 3])
+        self.fid = self.pmodel.addFrame(pin.Frame('imu', int(link), 0, placement,
                                                   pin.FrameType.OP_FRAME))
         self.pdata = self.pmodel.createData()
         self.g = np.asarray(model.gravity, float)

@@ -131,7 +131,9 @@ class SpatialSensorModel:
         if not want:
             return Model(r.gyro), Model(r.accel), Model(r.R)
         n = self.n
-        split = (lambda H: (H[:, :n], H[:, n:2 * n], H[:, 2 * n:]))
+
+        def split(H: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+            return H[:, :n], H[:, n:2 * n], H[:, 2 * n:]
         return (Model(r.gyro, *split(r.H_gyro)), Model(r.accel, *split(r.H_accel)),
                 Model(r.R, *split(r.H_rot)))
 
