@@ -18,7 +18,13 @@ from mbfg_ros.ros.params import ESTIMATOR_PARAMS, SIMULATOR_PARAMS
 LAUNCH = REPO / 'launch'
 FILES = sorted(LAUNCH.glob('*.launch.py'))
 NODE_PARAMS = {'estimator_node': {p.name for p in ESTIMATOR_PARAMS} | {'use_sim_time'},
-               'simulator_node': {p.name for p in SIMULATOR_PARAMS} | {'use_sim_time'}}
+               'simulator_node': {p.name for p in SIMULATOR_PARAMS} | {'use_sim_time'},
+               # robot_state_publisher's own parameters (ros/robot_state_publisher README)
+               'robot_state_publisher': {'robot_description', 'use_sim_time',
+                                         'publish_frequency', 'frame_prefix'}}
+OTHER_PACKAGES = {'robot_state_publisher': 'robot_state_publisher'}
+"""Nodes of standard ROS packages a launch file may start: package -> executable (each an
+exec_depend of package.xml)."""
 
 
 def _setup():
@@ -56,9 +62,9 @@ def parsed(name):
     return ast.parse((LAUNCH / name).read_text(), filename=name)
 
 
-def test_the_three_launch_files_exist_and_are_installed():
+def test_the_launch_files_exist_and_are_installed():
     assert {f.name for f in FILES} >= {'estimator.launch.py', 'forward_dynamics.launch.py',
-                                       'demo.launch.py'}
+                                       'demo.launch.py', 'urdf_estimator.launch.py'}
     assert 'launch/*.launch.py' in data_file_globs()
 
 
@@ -69,8 +75,12 @@ def test_every_node_runs_a_console_script_of_this_package(path):
     assert nodes
     scripts = console_scripts()
     for n in nodes:
-        assert ast.literal_eval(kw(n, 'package')) == 'mbfg_ros'
-        assert ast.literal_eval(kw(n, 'executable')) in scripts
+        pkg, exe = ast.literal_eval(kw(n, 'package')), ast.literal_eval(kw(n, 'executable'))
+        if pkg == 'mbfg_ros':
+            assert exe in scripts
+        else:
+            assert OTHER_PACKAGES.get(pkg) == exe, (pkg, exe)
+            assert f'<exec_depend>{pkg}</exec_depend>' in (REPO / 'package.xml').read_text()
 
 
 @pytest.mark.parametrize('path', FILES, ids=lambda p: p.name)
@@ -91,7 +101,7 @@ def test_every_config_file_named_exists_and_is_installed(path):
             continue
         consts = [e.value for e in lst.elts if isinstance(e, ast.Constant)]
         if 'config' in consts and consts[-1] != 'config':
-            rel = f'config/{consts[-1]}'
+            rel = '/'.join(consts[consts.index('config'):])
             found += 1
             assert (REPO / rel).exists(), f'{path.name} names {rel}, which does not exist'
             assert any(fnmatch.fnmatch(rel, g) for g in globs), f'{rel} is not installed'
@@ -114,11 +124,83 @@ def test_parameters_set_by_launch_files_are_declared_by_the_node(path):
                              'command_topic'}),
     ('forward_dynamics.launch.py', {'mechanism', 'duration', 'dt', 'window', 'output',
                                     'realtime'}),
+    ('urdf_estimator.launch.py', {'urdf', 'overlay', 'params_file', 'namespace',
+                                  'use_sim_time', 'command_topic', 'state_publisher'}),
 ])
+
 def test_launch_arguments_are_the_documented_ones(name, args):
     declared = {ast.literal_eval(c.args[0]) for c in calls(parsed(name),
                                                            'DeclareLaunchArgument')}
     assert declared >= args
+
+
+def test_the_urdf_launch_reads_the_urdf_into_robot_description_of_both_nodes():
+    """The URDF file's text becomes robot_description (the ROS way) of the estimator and
+    of robot_state_publisher, which listens to the estimate."""
+    tree = parsed('urdf_estimator.launch.py')
+    nodes = {ast.literal_eval(kw(n, 'executable')): n for n in calls(tree, 'Node')}
+    assert set(nodes) == {'estimator_node', 'robot_state_publisher'}
+    for n in nodes.values():
+        keys = {ast.literal_eval(k) for d in kw(n, 'parameters').elts
+                if isinstance(d, ast.Dict) for k in d.keys}
+        assert 'robot_description' in keys
+    remap = kw(nodes['robot_state_publisher'], 'remappings').elts[0]
+    assert [ast.literal_eval(e) for e in remap.elts] == ['joint_states',
+                                                          'estimator_node/joint_states']
+    assert calls(tree, 'read_text')
+
+
+def test_the_urdf_launch_runs_its_opaque_function_on_the_bundled_robot(tmp_path):
+    """The function that reads the URDF, run with a stand-in launch context (launch is not
+    installable here): the estimator gets the URDF text and the overlay."""
+    import importlib.util
+    import sys
+    import types
+    fake = {}
+    for name in ('launch', 'launch.actions', 'launch.conditions', 'launch.substitutions',
+                 'launch_ros', 'launch_ros.actions', 'launch_ros.descriptions',
+                 'launch_ros.substitutions'):
+        fake[name] = types.ModuleType(name)
+
+    class Rec:
+        def __init__(self, *a, **k):
+            self.a, self.k = a, k
+
+    class Config(Rec):
+        def perform(self, context):
+            return context[self.a[0]]
+    for mod, names in (('launch', ['LaunchDescription']),
+                       ('launch.actions', ['DeclareLaunchArgument', 'OpaqueFunction']),
+                       ('launch.conditions', ['IfCondition']),
+                       ('launch.substitutions', ['PathJoinSubstitution']),
+                       ('launch_ros.actions', ['Node']),
+                       ('launch_ros.descriptions', ['ParameterValue']),
+                       ('launch_ros.substitutions', ['FindPackageShare'])):
+        for nm in names:
+            setattr(fake[mod], nm, Rec)
+    fake['launch.substitutions'].LaunchConfiguration = Config
+    saved = {k: sys.modules.get(k) for k in fake}
+    sys.modules.update(fake)
+    try:
+        spec = importlib.util.spec_from_file_location('urdf_launch',
+                                                      LAUNCH / 'urdf_estimator.launch.py')
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        urdf = REPO / 'config' / 'urdf' / 'ur5.urdf'
+        nodes = mod._nodes({'urdf': str(urdf)})
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                sys.modules.pop(k, None)
+            else:
+                sys.modules[k] = v
+    est = next(n for n in nodes if n.k['executable'] == 'estimator_node')
+    params = est.k['parameters'][1]
+    assert params['robot_description'] == urdf.read_text()
+    from mbfg_ros.loader import load_mechanism
+    system = load_mechanism(params['robot_description'],
+                            str(REPO / 'config' / 'urdf' / 'ur5_sensors.yaml'))
+    assert system.mech.name == 'ur5' and system.mech.sensors[0].name == 'wrist_imu'
 
 
 def test_the_demo_feeds_estimator_commands_back_to_the_simulator():

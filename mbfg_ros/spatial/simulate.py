@@ -22,7 +22,7 @@ import numpy as np
 from ..errors import MbfgError
 from .system import SpatialSystem
 
-__all__ = ['SpatialTrajectory', 'simulate_spatial', 'INTEGRATORS']
+__all__ = ['SpatialTrajectory', 'SpatialStepper', 'simulate_spatial', 'INTEGRATORS']
 
 INTEGRATORS = ('trapezoidal', 'euler')
 
@@ -64,6 +64,79 @@ def _project(system: SpatialSystem, q: np.ndarray, qd: np.ndarray
     return q, N @ (N.T @ qd)
 
 
+class SpatialStepper:
+    """One integrator step at a time (the simulator node's workspace): ``t``, ``q``, ``q̇``,
+    ``q̈`` after each :meth:`step` under the torques given to it (module docstring)."""
+
+    def __init__(self, system: SpatialSystem, dt: float, integrator: str = 'trapezoidal',
+                 q0: np.ndarray | None = None, qd0: np.ndarray | None = None,
+                 tau0: np.ndarray | None = None, newton_tol: float = 1e-12,
+                 newton_iterations: int = 20) -> None:
+        if integrator not in INTEGRATORS:
+            raise MbfgError(f'integrator {integrator!r}: expected one of '
+                            f'{", ".join(INTEGRATORS)}')
+        if not dt > 0:
+            raise MbfgError(f'dt must be > 0, got {dt}')
+        self.system, self.dt, self.integrator = system, float(dt), integrator
+        self.newton_tol, self.newton_iterations = newton_tol, newton_iterations
+        n = system.n
+        self._na = system.B.shape[1]
+        q = np.array(system.q0 if q0 is None else q0, float)
+        qd = np.zeros(n) if qd0 is None else np.array(qd0, float)
+        self.q, self.qd = _project(system, q, qd)
+        self.qdd = system.forward(self.q, self.qd, self._tau(tau0))
+        self.t = 0.0
+        self.steps = 0
+        self._eye = np.eye(2 * n)
+
+    def _tau(self, tau: np.ndarray | None) -> np.ndarray:
+        if tau is None:
+            return np.zeros(self._na)
+        arr = np.asarray(tau, float)
+        if arr.shape != (self._na,):
+            raise MbfgError(f'torques: expected {self._na} values (actuators '
+                            f'{", ".join(self.system.actuator_names)}), got shape {arr.shape}')
+        return arr
+
+    def step(self, tau: np.ndarray | None = None) -> None:
+        """Advance ``dt`` with the actuator torques ``tau`` held over the step (None: 0).
+
+        :raises MbfgError: the state became non-finite (diverged).
+        """
+        system, dt, n = self.system, self.dt, self.system.n
+        q, qd, qdd = self.q, self.qd, self.qdd
+        tau_k = self._tau(tau)
+        if self.integrator == 'euler':
+            q_new, qd_new = _project(system, q + dt * qd, qd + dt * qdd)
+        else:
+            q_new = q + dt * qd + 0.5 * dt * dt * qdd           # Taylor guess
+            qd_new = qd + dt * qdd
+            J = None
+            for _ in range(self.newton_iterations):
+                if J is None or not system.loops.m:
+                    a, Jq, Jv = system.accelerations(q_new, qd_new, tau_k, jacobians=True)
+                    J = self._eye.copy()
+                    J[:n, n:] -= 0.5 * dt * np.eye(n)
+                    J[n:, :n] -= 0.5 * dt * Jq
+                    J[n:, n:] -= 0.5 * dt * Jv
+                else:          # loops: keep the step's first (finite-difference) Jacobian
+                    a = system.forward(q_new, qd_new, tau_k)
+                r = np.concatenate([q_new - q - 0.5 * dt * (qd + qd_new),
+                                    qd_new - qd - 0.5 * dt * (qdd + a)])
+                if np.abs(r).max() < self.newton_tol:
+                    break
+                step = np.linalg.solve(J, -r)
+                q_new = q_new + step[:n]
+                qd_new = qd_new + step[n:]
+            q_new, qd_new = _project(system, q_new, qd_new)
+        self.steps += 1
+        self.t = self.steps * dt
+        self.q, self.qd = q_new, qd_new
+        self.qdd = system.forward(q_new, qd_new, tau_k)
+        if not np.all(np.isfinite(self.q)):
+            raise MbfgError(f'the simulation diverged at t = {self.t:.4g} s (try a smaller dt)')
+
+
 def simulate_spatial(system: SpatialSystem, duration: float, dt: float = 1e-3,
                      integrator: str = 'trapezoidal', tau: TorqueInput = None,
                      q0: np.ndarray | None = None, qd0: np.ndarray | None = None,
@@ -73,7 +146,9 @@ def simulate_spatial(system: SpatialSystem, duration: float, dt: float = 1e-3,
     """Simulate ``duration`` seconds from (q0, q̇0) (default: the assembled q0 at rest).
 
     ``tau``: actuator torques (``system.actuator_names`` order): None (passive), a
-    constant array, or ``f(t, q, q̇)``. ``progress(t)`` is called after each step.
+    constant array, or ``f(t, q, q̇)`` (trapezoidal: at the step's end time and start state,
+    held over the step; euler: at each new state).
+    ``progress(t)`` is called after each step.
     """
     if integrator not in INTEGRATORS:
         raise MbfgError(f'integrator {integrator!r}: expected one of {", ".join(INTEGRATORS)}')
@@ -87,49 +162,23 @@ def simulate_spatial(system: SpatialSystem, duration: float, dt: float = 1e-3,
     q = np.array(system.q0 if q0 is None else q0, float)
     qd = np.zeros(n) if qd0 is None else np.array(qd0, float)
     q, qd = _project(system, q, qd)
+    sim = SpatialStepper(system, dt, integrator, q, qd, tau_of(0.0, q, qd), newton_tol,
+                         newton_iterations)
     T = np.arange(steps + 1) * dt
     Q, QD, QDD = (np.zeros((steps + 1, n)) for _ in range(3))
     PHI = np.zeros(steps + 1)
-    qdd = system.forward(q, qd, tau_of(0.0, q, qd))
-    Q[0], QD[0], QDD[0] = q, qd, qdd
-    PHI[0] = np.linalg.norm(system.loops.phi(q)) if system.loops.m else 0.0
-    eye = np.eye(2 * n)
+    Q[0], QD[0], QDD[0] = sim.q, sim.qd, sim.qdd
+    PHI[0] = np.linalg.norm(system.loops.phi(sim.q)) if system.loops.m else 0.0
     for k in range(1, steps + 1):
-        t = T[k]
         if integrator == 'euler':
-            q_new = q + dt * qd
-            qd_new = qd + dt * qdd
-            q_new, qd_new = _project(system, q_new, qd_new)
-            qdd_new = system.forward(q_new, qd_new, tau_of(t, q_new, qd_new))
+            # explicit: the step uses the old q̈; the new q̈ is under the new state's torques
+            sim.step(None)
+            sim.qdd = system.forward(sim.q, sim.qd, tau_of(T[k], sim.q, sim.qd))
         else:
-            tau_k = tau_of(t, q, qd)
-            q_new = q + dt * qd + 0.5 * dt * dt * qdd           # Taylor guess
-            qd_new = qd + dt * qdd
-            J = None
-            for _ in range(newton_iterations):
-                if J is None or not system.loops.m:
-                    a, Jq, Jv = system.accelerations(q_new, qd_new, tau_k, jacobians=True)
-                    J = eye.copy()
-                    J[:n, n:] -= 0.5 * dt * np.eye(n)
-                    J[n:, :n] -= 0.5 * dt * Jq
-                    J[n:, n:] -= 0.5 * dt * Jv
-                else:          # loops: keep the step's first (finite-difference) Jacobian
-                    a = system.forward(q_new, qd_new, tau_k)
-                r = np.concatenate([q_new - q - 0.5 * dt * (qd + qd_new),
-                                    qd_new - qd - 0.5 * dt * (qdd + a)])
-                if np.abs(r).max() < newton_tol:
-                    break
-                step = np.linalg.solve(J, -r)
-                q_new = q_new + step[:n]
-                qd_new = qd_new + step[n:]
-            q_new, qd_new = _project(system, q_new, qd_new)
-            qdd_new = system.forward(q_new, qd_new, tau_k)
-        q, qd, qdd = q_new, qd_new, qdd_new
-        Q[k], QD[k], QDD[k] = q, qd, qdd
+            sim.step(tau_of(T[k], sim.q, sim.qd))
+        Q[k], QD[k], QDD[k] = sim.q, sim.qd, sim.qdd
         if system.loops.m:
-            PHI[k] = np.linalg.norm(system.loops.phi(q))
-        if not np.all(np.isfinite(q)):
-            raise MbfgError(f'the simulation diverged at t = {t:.4g} s (try a smaller dt)')
+            PHI[k] = np.linalg.norm(system.loops.phi(sim.q))
         if progress is not None:
-            progress(float(t))
+            progress(float(T[k]))
     return SpatialTrajectory(T, Q, QD, QDD, PHI)
