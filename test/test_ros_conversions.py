@@ -165,7 +165,7 @@ def test_bad_parameters_are_named_in_one_message(values, match):
 
 
 def test_missing_mechanism_parameter_is_an_error():
-    with pytest.raises(ParameterError, match="'mechanism' is required"):
+    with pytest.raises(ParameterError, match="'mechanism'.*'robot_description'.*is required"):
         parse_estimator({})
     with pytest.raises(ParameterError, match="'storage': expected mcap or sqlite3"):
         parse_simulator({'mechanism': 'm', 'storage': 'bag'})
