@@ -14,6 +14,13 @@ x_k = [q, q̇, q̈] (key ``x<k>``):
   on (x_{k−1}, x_k) holding those stamped inside (t_{k−1}, t_k), evaluated at
   the state interpolated between the two keys (:mod:`mbfg_ros.observations`).
 
+Planar or spatial: ``q`` is the planar mechanism's natural coordinates (seed 000) or a
+URDF robot's joint coordinates of its spanning tree (seed 002/004, with loop-closure
+rows where it has loops). The estimator only talks to the formulation seam
+(:class:`~mbfg_ros.interface.MultibodySystem`: ``state_terms``, ``sensor_model``,
+``torques``, ``actuator_joints``); each formulation's sensor model owns its residuals
+(a planar IMU reads z rate, in-plane force and yaw; a spatial one 3 axes and SO(3)).
+
 Why stacked: with separate q, q̇, q̈ variables a tick costs 3 variables,
 2 trapezoidal + 3 constraint/dynamics factors, i.e. 5 Python callbacks and
 3x the keys ISAM2 orders and eliminates; the stacked variable gives 2-3
@@ -26,8 +33,9 @@ next tick. A reading at t_m = t_{k−1} + s·dt, s ∈ (0, 1), is evaluated at t
 state interpolated between x_{k−1} and x_k under the trapezoidal model (q̈
 piecewise linear; cubic Hermite in q and q̇, exact for it and continuous at
 both keys), linear in the two keys, so its factor's Jacobians are exact; all
-readings of one interval share one two-key factor. A reading within
-1e-9·dt of a tick is a one-key factor on that tick. A reading arriving late
+readings of one interval share one two-key factor; when every reading of an interval
+is at its tick (sensors on the tick grid) they form a one-key factor on that tick (the
+same equations, half the Jacobian). A reading within 1e-9·dt of a tick is at the tick. A reading arriving late
 (stamp ≤ t_{k−1}) goes to the key or pair of keys bracketing its stamp if
 they are still inside the window (counted ``late``); older ones are dropped
 (``dropped_too_old``). Start-up waits for a position reading (encoder or
