@@ -35,8 +35,8 @@ piecewise linear; cubic Hermite in q and q̇, exact for it and continuous at
 both keys), linear in the two keys, so its factor's Jacobians are exact; all
 readings of one interval share one two-key factor; when every reading of an interval
 is at its tick (sensors on the tick grid) they form a one-key factor on that tick (the
-same equations, half the Jacobian). A reading within 1e-9·dt of a tick is at the tick. A reading arriving late
-(stamp ≤ t_{k−1}) goes to the key or pair of keys bracketing its stamp if
+same equations, half the Jacobian). A reading within 1e-9·dt of a tick is at the tick.
+A reading arriving late (stamp ≤ t_{k−1}) goes to the key or pair of keys bracketing its stamp if
 they are still inside the window (counted ``late``); older ones are dropped
 (``dropped_too_old``). Start-up waits for a position reading (encoder or
 orientation; at most ``sensor_timeout``); only readings at the first tick enter
