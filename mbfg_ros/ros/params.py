@@ -165,7 +165,12 @@ def _estimator_params() -> tuple[ParamSpec, ...]:
 
 def _simulator_params() -> tuple[ParamSpec, ...]:
     return (
-        ParamSpec('mechanism', '', 'Path of the mechanism YAML to simulate.', 'string'),
+        ParamSpec('mechanism', '', 'Path of the mechanism to simulate: a planar YAML or a URDF '
+                  'file (then see overlay).', 'string'),
+        ParamSpec('robot_description', '', 'URDF text of the robot to simulate; used when '
+                  'mechanism is empty.', 'string'),
+        ParamSpec('overlay', '', 'Path of the URDF overlay YAML (IMUs, loops, actuators, '
+                  'limits, gravity, q0; URDF robots only).', 'string'),
         ParamSpec('dt', 1e-3, 'Integration step of the forward dynamics, s.', lo=1e-6, hi=1.0),
         ParamSpec('window', 2, 'Fixed-lag window of the factor-graph integrator (steps).',
                   'int', lo=2, hi=100),
@@ -312,8 +317,9 @@ def parse_simulator(values: Mapping[str, Any], where: str = 'simulator_node'
     :raises ParameterError: unknown name, wrong type, out of range, no mechanism.
     """
     v = _validated(SIMULATOR_PARAMS, values, where)
-    if not v['mechanism']:
-        raise ParameterError(f"{where}: parameter 'mechanism' is required")
+    if not v['mechanism'] and not v['robot_description'].strip():
+        raise ParameterError(f"{where}: parameter 'mechanism' (path of the mechanism YAML or "
+                             "URDF) or 'robot_description' (URDF text) is required")
     if v['storage'] not in ('mcap', 'sqlite3'):
         raise ParameterError(f"{where}: parameter 'storage': expected mcap or sqlite3, "
                              f"got {v['storage']!r}")

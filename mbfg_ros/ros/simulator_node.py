@@ -1,7 +1,9 @@
 """ROS 2 simulator node: factor-graph forward dynamics publishing what the sensors read.
 
 Integrates a YAML mechanism with :class:`~mbfg_ros.forward.ForwardSimulator`
-(seed 000 §5.1/5.2) under the actuator efforts last received on
+(seed 000 §5.1/5.2), or a URDF robot (``mechanism`` a ``.urdf`` file, or
+``robot_description``, plus ``overlay``) with
+:class:`~mbfg_ros.spatial.simulate.SpatialStepper`, under the actuator efforts last received on
 ``~/torque_commands`` (Float64MultiArray, actuator order; none: gravity and
 springs only) and publishes at ``publish_rate``:
 
@@ -38,8 +40,7 @@ from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
-from ..errors import MbfgError
-from ..planar.dynamics import assembly_warning, load_system
+from ..loader import load_mechanism, mechanism_warning
 from . import conversions as cv
 from .markers import TRUTH_STYLE, MarkerGeometry, MarkerPublisher
 from .params import SIMULATOR_PARAMS, declare, parse_simulator, read
@@ -55,11 +56,20 @@ PUB_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100,
                      durability=DurabilityPolicy.VOLATILE)
 
 
-def sensor_config(values: dict) -> Any:
-    """``SensorConfig`` for one sample per call from the simulator parameters."""
+def sensor_config(values: dict, spatial: bool = False) -> Any:
+    """Sensor configuration for one sample per call from the simulator parameters:
+    ``SensorConfig`` (planar) or ``SpatialSensorConfig`` (URDF robot)."""
+    res = float(values['encoder_resolution'])
+    if spatial:
+        from ..spatial.sensor_sim import SpatialSensorConfig
+        return SpatialSensorConfig(
+            encoder_rate=1.0, imu_rate=1.0,
+            encoder_counts=int(round(2 * math.pi / res)) if res > 0 else 0,
+            encoder_sigma=float(values['encoder_sigma']),
+            encoder_velocity_sigma=float(values['encoder_rate_sigma']),
+            gyro_sigma=float(values['gyro_sigma']), accel_sigma=float(values['accel_sigma']))
     from ..planar.sensors import SensorConfig
 
-    res = float(values['encoder_resolution'])
     return SensorConfig(encoder_rate=1.0, imu_rate=1.0,
                         encoder_counts=int(round(2 * math.pi / res)) if res > 0 else 0,
                         encoder_sigma=float(values['encoder_sigma']),
@@ -78,15 +88,18 @@ class SimulatorNode(Node):
 
         declare(self, SIMULATOR_PARAMS)
         self.settings = s = parse_simulator(read(self, SIMULATOR_PARAMS), self.get_name())
-        self.system = load_system(s.mechanism)
-        if assembly_warning(self.system):
-            self.get_logger().warning(assembly_warning(self.system))
+        self.system = load_mechanism(s.mechanism or s.robot_description, s.overlay)
+        if mechanism_warning(self.system):
+            self.get_logger().warning(mechanism_warning(self.system))
         mech = self.system.mech
-        try:
+        # a URDF robot: the spatial integrator and sensors (joint encoders, 3-axis IMUs)
+        self.spatial = not hasattr(self.system, 'constraints')
+        if self.spatial:
+            from ..spatial.simulate import SpatialStepper
+            self.sim = SpatialStepper(self.system, s.dt)
+        else:
             self.sim = ForwardSimulator(self.system, ForwardConfig(dt=s.dt, window=s.window))
-        except MbfgError:
-            raise
-        self.sensors = sensor_config(s.values)
+        self.sensors = sensor_config(s.values, self.spatial)
         self.rng = np.random.default_rng(s.seed)
         self.kit = cv.rclpy_kit()
         self.n_act = len(mech.actuators)
@@ -125,12 +138,14 @@ class SimulatorNode(Node):
         self.diag_timer = self.create_timer(1.0, self._on_diag,
                                             clock=Clock(clock_type=ClockType.STEADY_TIME))
         # the truth drawn like the estimator's ~/markers, in another colour (truth/...)
-        self.markers = MarkerPublisher(MarkerGeometry(mech), s.frame_id, TRUTH_STYLE)
+        # (planar only: a URDF robot is drawn by robot_state_publisher from ~/ground_truth)
+        self.markers = (None if self.spatial else
+                        MarkerPublisher(MarkerGeometry(mech), s.frame_id, TRUTH_STYLE))
         self.pub_markers = self.create_publisher(_msg('MarkerArray'), '~/markers',
                                                  PUB_QOS)
         self.marker_timer = (self.create_timer(1.0 / s.markers_rate, self._on_markers,
                                                clock=Clock(clock_type=ClockType.STEADY_TIME))
-                             if s.markers_rate > 0 else None)
+                             if s.markers_rate > 0 and not self.spatial else None)
         if s.realtime:
             self.timer = self.create_timer(1.0 / s.publish_rate, self._on_timer)
         else:
@@ -220,8 +235,14 @@ class SimulatorNode(Node):
         if self.pub_clock is not None:
             self._emit(self.pub_clock, cv.TYPES['Clock'], t_ns,
                        lambda kit: cv.clock_msg(kit, t_ns))
-        recs = simulate_measurements(self.system, np.array([sim.t]), sim.q[None], sim.qd[None],
-                                     sim.qdd[None], self.sensors, self.rng)
+        if self.spatial:
+            from ..spatial.sensor_sim import simulate_spatial_measurements
+            recs = simulate_spatial_measurements(
+                self.system, np.array([sim.t]), sim.q[None], sim.qd[None], sim.qdd[None],
+                self.tau[None], self.sensors, self.rng)
+        else:
+            recs = simulate_measurements(self.system, np.array([sim.t]), sim.q[None],
+                                         sim.qd[None], sim.qdd[None], self.sensors, self.rng)
         effort = np.where(self._joint_act >= 0, self.tau[np.maximum(self._joint_act, 0)]
                           if self.n_act else np.nan, np.nan)
         for rec in recs:
