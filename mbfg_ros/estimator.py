@@ -263,6 +263,7 @@ class Estimator:
 
     def _set_dynamics_noise(self, cfg: EstimatorConfig) -> None:
         self._dyn_sigma, self._jerk = coordinate_sigmas(self.sys, cfg)
+        self._tick_dyn_sigma = self._dyn_sigma
         self._state_noise = gtsam.noiseModel.Diagonal.Sigmas(np.concatenate((
             np.full(2 * self.sys.m, cfg.constraint_sigma), self._dyn_sigma)))
 
@@ -528,7 +529,7 @@ class Estimator:
         key = gtsam.symbol('x', 0)
         graph = gtsam.NonlinearFactorGraph()
         graph.add(F.prior_factor(key, x0, prior))
-        graph.add(self._state_factor(key, t))
+        graph.add(self._state_factor(key, t, x0))
         obs = [p.ob for p in fresh]
         if obs:
             graph.add(observation_factor(key, self.sm, obs))
@@ -548,10 +549,36 @@ class Estimator:
         return self._finish(t, key, x, start)
 
     # -- per tick ---------------------------------------------------------------------
-    def _state_factor(self, key: int, t: float) -> gtsam.CustomFactor:
-        return F.custom_factor([key], self._state_noise,
-                               functools.partial(F.stacked_state_error, self.sys,
-                                                 self.applied_torque(t)))
+    def _state_factor(self, key: int, t: float, x: np.ndarray) -> gtsam.CustomFactor:
+        """The state factor of tick ``t`` (known torques in force then; its noise widened
+        for actuators of unknown effort at the state ``x`` it is inserted at)."""
+        tau = self.applied_torque(t)
+        return F.custom_factor([key], self._dynamics_noise(x, tau)[1],
+                               functools.partial(F.stacked_state_error, self.sys, tau))
+
+    def _dynamics_noise(self, x: np.ndarray, tau: np.ndarray
+                        ) -> tuple[np.ndarray, gtsam.noiseModel.Base]:
+        """(σ of q̈ per coordinate, the state factor's noise) for the torques ``tau``.
+
+        With ``unknown_effort_sigma`` > 0, each actuator whose effort is not known
+        (never given, or expired) applies an unknown torque of that size: its effect on
+        q̈, ``∂q̈/∂τ_a`` at ``x`` (q̈ is linear in τ, so one extra forward dynamics per such
+        actuator), adds in quadrature to ``dynamics_sigma``. Without it, the zero torque
+        assumed would pull the estimate of a powered arm down with gravity."""
+        su = self.config.unknown_effort_sigma
+        if su <= 0 or not self._n_act or self._tau_live.all():
+            return self._dyn_sigma, self._state_noise
+        n = self.n
+        q, qd = x[:n], x[n:2 * n]
+        base = self.sys.accelerations(q, qd, tau)
+        var = self._dyn_sigma ** 2
+        for a in np.flatnonzero(~self._tau_live):
+            pushed = tau.copy()
+            pushed[a] += su
+            var = var + (self.sys.accelerations(q, qd, pushed) - base) ** 2
+        sigma = np.sqrt(var)
+        return sigma, gtsam.noiseModel.Diagonal.Sigmas(np.concatenate((
+            np.full(2 * self.sys.m, self.config.constraint_sigma), sigma)))
 
     def _push_window(self, t: float, k: int, x: np.ndarray) -> None:
         self._window.append((t, k))
@@ -640,7 +667,7 @@ class Estimator:
                 max(0, bisect.bisect_right(times, p.t + self._eps) - 1)
             groups.setdefault(('j' if joint else p.ob.index, base), []).append(i)
         d2 = np.zeros(len(ready))
-        sd2, sj2 = self._dyn_sigma ** 2, self._jerk ** 2
+        sd2, sj2 = self._tick_dyn_sigma ** 2, self._jerk ** 2
         var_s = std * std
         for (_, base), ids in groups.items():
             t_b, x = hist[base]
@@ -719,6 +746,8 @@ class Estimator:
         key, prev = gtsam.symbol('x', k), gtsam.symbol('x', self._k)
         q, qd, qdd = self._x_last[:n], self._x_last[n:2 * n], self._x_last[2 * n:]
         guess = np.concatenate((q + dt * qd + 0.5 * dt * dt * qdd, qd + dt * qdd, qdd))
+        # the gate's process noise and the state factor use the same dynamics σ
+        self._tick_dyn_sigma = self._dynamics_noise(guess, self.applied_torque(t))[0]
         try:
             single, pairs, newest = self._attach(t, k)
         except _Diverged as exc:        # the estimate is lost: start again from the readings
@@ -726,7 +755,7 @@ class Estimator:
             self._reset_keep_pending('diverged', str(exc))
             return None
         graph = gtsam.NonlinearFactorGraph()
-        graph.add(self._state_factor(key, t))
+        graph.add(self._state_factor(key, t, guess))
         noise = self._integ_noise if dt <= self._dt * (1 + 1e-6) else \
             gtsam.noiseModel.Diagonal.Sigmas(self._integrator_sigma(dt))
         graph.add(F.custom_factor([prev, key], noise,
@@ -763,7 +792,7 @@ class Estimator:
         key = gtsam.symbol('x', k)
         graph = gtsam.NonlinearFactorGraph()
         graph.add(F.prior_factor(key, guess, prior))
-        graph.add(self._state_factor(key, t))
+        graph.add(self._state_factor(key, t, guess))
         values = gtsam.Values()
         values.insert(key, guess)
         self._smoother = self._new_smoother()

@@ -35,6 +35,10 @@ class EstimatorConfig:
     dynamics_sigma_length: float = 0.0  # m/s² on point coordinates; 0: dynamics_sigma
     dynamics_sigma_angle: float = 0.0   # rad/s² on angle coordinates; 0: dynamics_sigma
     joint_dynamics_sigma: tuple[tuple[str, float], ...] = ()   # (joint, rad/s²) on its angle
+    unknown_effort_sigma: float = 0.0   # N·m or N: an actuator whose effort is not given (or
+    #                                     expired) applies an unknown torque of this size, its
+    #                                     effect M⁻¹Bσ added to the dynamics σ; 0: it applies
+    #                                     zero torque (a passive or unpowered mechanism)
     constraint_sigma: float = 1.0e-6    # Φ (m) and Φq q̇ (m/s)
     integrator_sigma: float = 1.0e-6    # trapezoidal residuals at dt -> 0
     integrator_jerk: float = 1000.0     # bound on |q⃛| for the truncation error dt³/12·|q⃛|
@@ -78,7 +82,7 @@ class EstimatorConfig:
                 raise ValueError(f'EstimatorConfig.{name} must be >= 0 (0: no gate), '
                                  f'got {value!r}')
         for name in ('dynamics_sigma_length', 'dynamics_sigma_angle', 'integrator_jerk_length',
-                     'integrator_jerk_angle'):
+                     'integrator_jerk_angle', 'unknown_effort_sigma'):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
                 raise ValueError(f'EstimatorConfig.{name} must be >= 0 (0: the common value), '
@@ -95,7 +99,7 @@ class EstimatorConfig:
 
 LIVE_FIELDS = ('encoder_sigma', 'encoder_rate_sigma', 'gyro_sigma', 'accel_sigma',
                'orientation_sigma', 'dynamics_sigma', 'dynamics_sigma_length',
-               'dynamics_sigma_angle')
+               'dynamics_sigma_angle', 'unknown_effort_sigma')
 """The :class:`EstimatorConfig` fields :meth:`Estimator.reconfigure` changes while running."""
 
 

@@ -209,3 +209,22 @@ def test_spatial_fourbar_with_its_loop(fourbar):
     Q = np.array([e.q for _, e in got])
     assert np.max([np.abs(fourbar.loops.phi(q)).max() for q in Q]) < 1e-5
     assert np.sqrt(np.mean((Q - tr.q[ks]) ** 2)) < 2e-3
+
+
+def test_ur5_without_effort_keeps_the_state_with_unknown_effort_sigma(ur5):
+    """No effort in JointState: with unknown_effort_sigma the motors' torques are unknown
+    (not zero), the dynamics factor widens by ∂q̈/∂τ σ, and the state stays better than the
+    encoders with no reset; assuming zero torque instead pulls the arm down with gravity."""
+    tr, taus = _simulate_ur5(ur5, duration=1.0)
+    rng = np.random.default_rng(13)
+    readings = [dataclasses.replace(r, effort=np.zeros(0)) if hasattr(r, 'names') else r
+                for r in _readings(ur5, tr, taus, rng)]
+    est, got = _run(ur5, tr, readings, unknown_effort_sigma=20.0, dynamics_sigma=2.0)
+    assert est.counters['resets'] == 0 and est.counters['used_effort'] == 0, est.counters
+    ks = np.array([k for k, _ in got])
+    q_err = np.array([e.q for _, e in got]) - tr.q[ks]
+    assert np.sqrt(np.mean(q_err ** 2)) < 0.6e-3
+    zero, got0 = _run(ur5, tr, readings, dynamics_sigma=2.0)      # the old assumption
+    q0_err = np.array([e.q for _, e in got0]) - tr.q[np.array([k for k, _ in got0])]
+    assert (zero.counters['resets'] > 0 or zero.counters['rejected_outlier'] > 0
+            or np.sqrt(np.mean(q0_err ** 2)) > np.sqrt(np.mean(q_err ** 2)))

@@ -90,6 +90,11 @@ def _estimator_params() -> tuple[ParamSpec, ...]:
         ParamSpec('dynamics_sigma', _cfg('dynamics_sigma'),
                   'Uncertainty of the equations of motion (unmodelled forces), in units of '
                   'generalised acceleration.', lo=1e-9, hi=big, config=True, live=True),
+        ParamSpec('unknown_effort_sigma', _cfg('unknown_effort_sigma'),
+                  'Size of the unknown torque of an actuator whose effort JointState does not '
+                  'give (N·m or N); 0: such an actuator applies zero torque (a passive '
+                  'mechanism). Set it for a powered robot without effort feedback.', lo=0.0,
+                  hi=big, config=True, live=True),
         ParamSpec('dynamics_sigma_length', _cfg('dynamics_sigma_length'),
                   'dynamics_sigma on point coordinates, m/s^2 (0: dynamics_sigma).',
                   lo=0.0, hi=big, config=True, live=True),
