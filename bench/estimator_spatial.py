@@ -154,8 +154,8 @@ def main(argv: list[str] | None = None) -> int:
     system = build_spatial_system(URDF, OVERLAY)
     heavy = build_spatial_system(with_payload(system.model, 1.2))
     print(f'Spatial estimator benchmark: UR5 (6R) + wrist IMU, {duration:g} s, sensors and '
-          f'ticks at {RATE:g} Hz, lag 0.05 s, dynamics_sigma {a.dynamics_sigma:g}, unknown_effort_sigma '
-          f'{a.unknown_effort_sigma:g}; python {platform.python_version()}, '
+          f'ticks at {RATE:g} Hz, lag 0.05 s, dynamics_sigma {a.dynamics_sigma:g}, '
+          f'unknown_effort_sigma {a.unknown_effort_sigma:g}; python {platform.python_version()}, '
           f'backend {type(system.dyn).__name__}; errors after {SKIP:g} s', flush=True)
     rows = []
     for label, truth, effort in (('nominal', system, True), ('payload +20 %', heavy, True),
