@@ -758,8 +758,15 @@ class Estimator:
         graph.add(self._state_factor(key, t, guess))
         noise = self._integ_noise if dt <= self._dt * (1 + 1e-6) else \
             gtsam.noiseModel.Diagonal.Sigmas(self._integrator_sigma(dt))
-        graph.add(F.custom_factor([prev, key], noise,
-                                  functools.partial(F.stacked_trapezoidal_error, n, dt)))
+        if self.config.unknown_effort_sigma > 0 and not self._tau_live.all():
+            # torques unknown: the dynamics barely fix q̈; bound its change by the jerk
+            noise = gtsam.noiseModel.Diagonal.Sigmas(np.concatenate((
+                self._integrator_sigma(dt), self._jerk * dt)))
+            graph.add(F.custom_factor([prev, key], noise, functools.partial(
+                F.stacked_trapezoidal_jerk_error, n, dt)))
+        else:
+            graph.add(F.custom_factor([prev, key], noise,
+                                      functools.partial(F.stacked_trapezoidal_error, n, dt)))
         used = []
         for kk, obs in single.items():
             graph.add(observation_factor(gtsam.symbol('x', kk), self.sm, obs))

@@ -43,7 +43,8 @@ __all__ = [
     'trapezoidal_error', 'position_constraint_error', 'velocity_constraint_error',
     'forward_dynamics_error', 'forward_dynamics_indep_error', 'inverse_dynamics_error',
     'inverse_dynamics_indep_error', 'ipc_error', 'ivc_error', 'iac_error',
-    'stacked_state_error', 'stacked_trapezoidal_error', 'stacked_euler_error',
+    'stacked_state_error', 'stacked_trapezoidal_error', 'stacked_trapezoidal_jerk_error',
+    'stacked_euler_error',
     'stacked_integrator_jacobians',
     'stacked_indep_state_error', 'basis_matrix', 'sigmas',
 ]
@@ -259,6 +260,22 @@ def stacked_trapezoidal_error(n: int, dt: float, xs: Sequence[np.ndarray], want:
     e = np.concatenate((x1[:n] - x0[:n] - h * (x0[n:2 * n] + x1[n:2 * n]),
                         x1[n:2 * n] - x0[n:2 * n] - h * (x0[2 * n:] + x1[2 * n:])))
     return e, (list(stacked_integrator_jacobians(n, dt, True)) if want else None)
+
+
+def stacked_trapezoidal_jerk_error(n: int, dt: float, xs: Sequence[np.ndarray], want: bool):
+    """:func:`stacked_trapezoidal_error` plus the change of q̈ over the step, q̈_k − q̈_{k−1}
+    (a bounded-jerk process model). Where the dynamics say little about q̈ (motor torques
+    unknown), the trapezoidal rule alone leaves q̈ free to alternate from tick to tick
+    (q̇_k − q̇_{k−1} = dt/2 (q̈_{k−1} + q̈_k) only fixes the sum); these rows damp it."""
+    e, J = stacked_trapezoidal_error(n, dt, xs, want)
+    x0, x1 = xs
+    e = np.concatenate((e, x1[2 * n:] - x0[2 * n:]))
+    if not want:
+        return e, None
+    eye = np.eye(n)
+    J0 = np.vstack((J[0], np.hstack((np.zeros((n, 2 * n)), -eye))))
+    J1 = np.vstack((J[1], np.hstack((np.zeros((n, 2 * n)), eye))))
+    return e, [J0, J1]
 
 
 def stacked_euler_error(n: int, dt: float, xs: Sequence[np.ndarray], want: bool):

@@ -228,3 +228,29 @@ def test_ur5_without_effort_keeps_the_state_with_unknown_effort_sigma(ur5):
     q0_err = np.array([e.q for _, e in got0]) - tr.q[np.array([k for k, _ in got0])]
     assert (zero.counters['resets'] > 0 or zero.counters['rejected_outlier'] > 0
             or np.sqrt(np.mean(q0_err ** 2)) > np.sqrt(np.mean(q_err ** 2)))
+
+
+def test_trapezoidal_jerk_factor_jacobians_and_rows():
+    rng = np.random.default_rng(17)
+    n, dt = 4, 0.002
+    x0, x1 = rng.normal(size=3 * n), rng.normal(size=3 * n)
+    fn = lambda xs, w: F.stacked_trapezoidal_jerk_error(n, dt, xs, w)   # noqa: E731
+    e, J = fn([x0, x1], True)
+    np.testing.assert_allclose(e[2 * n:], x1[2 * n:] - x0[2 * n:])
+    np.testing.assert_allclose(e[:2 * n], F.stacked_trapezoidal_error(n, dt, [x0, x1], False)[0])
+    for k in (0, 1):
+        np.testing.assert_allclose(J[k], _fd(fn, [x0, x1], k), atol=1e-8)
+
+
+def test_ur5_torque_from_motion_alone_without_effort(ur5):
+    """Without effort the estimated τ̂ comes from the motion (q̈ smoothed by the jerk rows):
+    within 5 % of the RMS torque on the simulated UR5."""
+    tr, taus = _simulate_ur5(ur5, duration=1.0)
+    rng = np.random.default_rng(19)
+    readings = [dataclasses.replace(r, effort=np.zeros(0)) if hasattr(r, 'names') else r
+                for r in _readings(ur5, tr, taus, rng)]
+    est, got = _run(ur5, tr, readings, unknown_effort_sigma=20.0, dynamics_sigma=2.0)
+    got = got[50:]
+    ks = np.array([k for k, _ in got])
+    tau_err = np.array([e.tau for _, e in got]) - taus[ks]
+    assert np.sqrt(np.mean(tau_err ** 2)) < 0.05 * np.sqrt(np.mean(taus[ks] ** 2))
