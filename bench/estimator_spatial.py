@@ -14,9 +14,9 @@ ticks, lag 0.05 s. Rows:
 * ``payload +20 %``: the truth's tool link is 20 % heavier than the model the estimator and
   the controller use (the unmodelled torque shows in τ̂ and, through the dynamics factor,
   slightly in the state);
-* ``nominal, no effort``: the JointStates carry no ``effort``, so the estimator takes the
-  motor torques as unknown (zero) and τ̂ must come from the motion alone; on an arm under
-  gravity this is far from the truth (it shows why the effort field matters).
+* ``nominal, no effort``: the JointStates carry no ``effort``: the motor torques are unknown
+  (``unknown_effort_sigma`` of config/estimator_urdf.yaml widens the dynamics σ, and the
+  integrator bounds the jerk), so τ̂ comes from the motion alone.
 
 In the same process, what a user would otherwise do: causal finite differences of the
 encoder (q̇ = Δq/Δt, q̈ = Δq̇/Δt) into Pinocchio's ``rnea`` (``pin``), timed per sample;
