@@ -12,6 +12,13 @@ Three processes talk over DDS on loopback (a private ROS_DOMAIN_ID):
   (truth: DOP853, ``bench/estimator.py``'s ``truth``);
 * this process, which listens to ``/estimator_node/state`` and ``/diagnostics``.
 
+The UR5 rows (issue 13): ``estimator_node`` on ``config/urdf/ur5.urdf`` + ``ur5_sensors.yaml``
+with ``config/estimator_urdf.yaml``'s parameters, ticks at 500 Hz; the generator publishes
+JointState for the six joints (4096 counts + 0.05°, with the motor efforts) and the wrist
+IMU (3-axis gyroscope 0.005 rad/s, accelerometer 0.05 m/s²) at 1 kHz, from the arm
+following a reference under computed torque (``spatial.sensor_sim``). "angle mrad" is then
+the RMSE over all six joints.
+
 "busy" adds a fourth process spinning on one of the two cores. Per row it
 prints the readings received / used / dropped by reason (from the node's
 ``/diagnostics``), the latency from a tick's stamp to the estimate's arrival
@@ -20,6 +27,7 @@ crank-angle and point-P1 RMSE of the estimate against the truth beside the raw
 encoder's angle RMSE.
 
     .venv/bin/python bench/node_throughput.py [--duration 10] [--rates 100 500 1000]
+                                              [--robots fourbar ur5] [--quiet-only]
 """
 from __future__ import annotations
 
@@ -45,6 +53,8 @@ for p in (str(REPO), str(BENCH)):
 
 NS = 1_000_000_000
 MECH = REPO / 'config' / 'fourbar.yaml'
+URDF = REPO / 'config' / 'urdf' / 'ur5.urdf'
+OVERLAY = REPO / 'config' / 'urdf' / 'ur5_sensors.yaml'
 TICKS = {100: 100.0, 500: 250.0, 1000: 500.0}
 QUANT = 2 * math.pi / 4096
 ENC_SIGMA = math.sqrt(QUANT ** 2 / 12 + math.radians(0.05) ** 2)
@@ -96,6 +106,31 @@ def make_data(rate: float, duration: float, path: Path, seed: int = 0,
     np.savez(path, t=t, q=q, qd=qd, kind=kind, stamp=stamp, enc=enc, gyro=gyro, acc=acc)
 
 
+def make_data_ur5(rate: float, duration: float, path: Path, seed: int = 0) -> None:
+    """The UR5 following a reference under computed torque; encoders of all six joints
+    (4096 counts + 0.05°) with the motor efforts, and the 3-axis wrist IMU, at ``rate``."""
+    from mbfg_ros.spatial.sensor_sim import (SpatialSensorConfig, reference_motion,
+                                             simulate_spatial_measurements, track_reference)
+    from mbfg_ros.spatial.system import build_spatial_system
+
+    system = build_spatial_system(URDF, OVERLAY)
+    tr = track_reference(system, reference_motion(system, duration + 0.5, 1e-3, seed=seed))
+    cfg = SpatialSensorConfig(encoder_rate=rate, encoder_counts=4096,
+                              encoder_sigma=math.radians(0.05), effort_sigma=0.0,
+                              imu_rate=rate, gyro_sigma=0.005, accel_sigma=0.05)
+    meas = simulate_spatial_measurements(system, tr.t, tr.q, tr.qd, tr.qdd, tr.tau, cfg,
+                                         np.random.default_rng(seed))
+    n = system.n
+    kind = np.array([0 if hasattr(m, 'names') else 1 for m in meas])
+    nan = np.full(n, np.nan)
+    np.savez(path, t=tr.t, q=tr.q, qd=tr.qd, kind=kind, stamp=np.array([m.t for m in meas]),
+             names=np.array(system.names),
+             enc=np.array([m.position if k == 0 else nan for m, k in zip(meas, kind)]),
+             eff=np.array([m.effort if k == 0 else nan for m, k in zip(meas, kind)]),
+             gyro=np.array([m.gyro if k == 1 else nan[:3] for m, k in zip(meas, kind)]),
+             acc=np.array([m.accel if k == 1 else nan[:3] for m, k in zip(meas, kind)]))
+
+
 # ------------------------------------------------------------------ generator process
 
 def generator(data: Path, start_file: Path) -> int:
@@ -106,11 +141,13 @@ def generator(data: Path, start_file: Path) -> int:
     from mbfg_ros.ros import conversions as cv
 
     d = np.load(data)
+    arm = 'names' in d.files                  # the UR5: six joints with efforts, 3-axis IMU
     rclpy.init()
     node = rclpy.create_node('mbfg_load_generator')
     qos = QoSProfile(depth=100, reliability=ReliabilityPolicy.BEST_EFFORT)
     pub_js = node.create_publisher(cv.message_class('JointState'), '/joint_states', qos)
-    pub_imu = node.create_publisher(cv.message_class('Imu'), '/imu/coupler_imu', qos)
+    pub_imu = node.create_publisher(cv.message_class('Imu'), '/imu/wrist_imu' if arm
+                                    else '/imu/coupler_imu', qos)
     end = time.monotonic() + 60
     while min(pub_js.get_subscription_count(), pub_imu.get_subscription_count()) == 0:
         if time.monotonic() > end:
@@ -123,21 +160,31 @@ def generator(data: Path, start_file: Path) -> int:
     enc, gyro, acc = d['enc'].tolist(), d['gyro'].tolist(), d['acc'].tolist()
     # two messages refilled in place (publish serialises at once): a 10-minute soak has
     # 1.2 million readings, too many to build before the clock starts
-    js = JointState(name=['crank'], position=[0.0])
+    js = JointState(name=[str(x) for x in d['names']] if arm else ['crank'], position=[0.0])
     imu = Imu()
-    imu.header.frame_id = 'coupler_imu'
+    imu.header.frame_id = 'wrist_imu' if arm else 'coupler_imu'
     imu.orientation_covariance[0] = -1.0
+    eff = d['eff'].tolist() if arm else None
     offsets = [int(round(x * NS)) for x in stamps]
     start = time.time_ns() + NS // 5               # ROS time = system time (no sim time)
     start_file.write_text(str(start))
     for i, off in enumerate(offsets):
         if kinds[i] == 0:
             pub, m = pub_js, js
-            m.position = [enc[i]]
+            if arm:
+                m.position, m.effort = enc[i], eff[i]
+            else:
+                m.position = [enc[i]]
         else:
             pub, m = pub_imu, imu
-            m.angular_velocity.z = gyro[i]
-            m.linear_acceleration.x, m.linear_acceleration.y = acc[i]
+            if arm:
+                (m.angular_velocity.x, m.angular_velocity.y,
+                 m.angular_velocity.z) = gyro[i]
+                (m.linear_acceleration.x, m.linear_acceleration.y,
+                 m.linear_acceleration.z) = acc[i]
+            else:
+                m.angular_velocity.z = gyro[i]
+                m.linear_acceleration.x, m.linear_acceleration.y = acc[i]
         t = start + off
         while (wait := t - time.time_ns()) > 0:
             if wait > 1_500_000:
@@ -303,12 +350,75 @@ def run_row(rate: int, busy: bool, duration: float, domain: int, tmp: Path) -> d
             'crank_mrad': 1e3 * rms(ea), 'p1_mm': 1e3 * rms(ep), 'raw_mrad': 1e3 * rms(raw)}
 
 
+def run_row_ur5(rate: int, busy: bool, duration: float, domain: int, tmp: Path) -> dict:
+    """One row for the UR5 (6 joints with efforts + wrist IMU at ``rate``, ticks at 500 Hz,
+    the URDF launch file's parameters config/estimator_urdf.yaml)."""
+    from mbfg_ros.ros import conversions as cv
+    from mbfg_ros.ros.params import load_params_file
+
+    data = tmp / f'data_ur5_{rate}.npz'
+    if not data.exists():
+        make_data_ur5(rate, duration, data)
+    d = np.load(data)
+    states: list = []
+    params = {k: v for k, v in load_params_file(REPO / 'config' / 'estimator_urdf.yaml').items()
+              if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    params.update({'mechanism': URDF, 'overlay': OVERLAY, 'frequency': TICKS[rate],
+                   'encoder_sigma': ENC_SIGMA,
+                   'executor': os.environ.get('MBFG_BENCH_EXECUTOR', 'auto')})
+    on_state = lambda m: states.append((time.time_ns(), cv.stamp_ns(m.header.stamp),  # noqa
+                                        np.array(m.position)))
+    with NodeRun(params, domain, tmp / f'node_ur5_{rate}_{busy}.log', on_state) as run:
+        if busy:
+            run.start([sys.executable, '-c', 'while True: pass'])
+        start_file = tmp / 'start'
+        gen = run.start_generator(data, start_file)
+        cpu0, wall0 = cpu_seconds(run.node.pid), time.monotonic()
+        run.spin_while(lambda: gen.poll() is None, step=0.01)
+        cpu1, wall1 = cpu_seconds(run.node.pid), time.monotonic()
+        start = int(start_file.read_text())
+        run.spin_while(lambda: True, 2.5)               # two diagnostics after the end
+        diags = run.diags
+    v = {kv.key: kv.value for kv in diags[-1].status[0].values}
+    t, q = d['t'], d['q']
+
+    def true_q(rel: float) -> np.ndarray:
+        return np.array([np.interp(rel, t, q[:, i]) for i in range(q.shape[1])])
+
+    lat, ea = [], []
+    for recv, stamp, qe in states:
+        rel = (stamp - start) / NS
+        if not 0.5 <= rel <= duration:
+            continue
+        lat.append((recv - stamp) / 1e6)
+        ea.append(qe - true_q(rel))
+    enc = d['kind'] == 0
+    raw = [z - true_q(st) for z, st in zip(d['enc'][enc], d['stamp'][enc])
+           if 0.5 <= st <= duration]
+    rms = lambda e: float(np.sqrt(np.mean(np.square(e)))) if len(e) else float('nan')  # noqa
+    dropped = {k.split('.', 1)[1]: int(x) for k, x in v.items()
+               if ('dropped' in k or 'rejected' in k) and x.lstrip('-').isdigit() and int(x)}
+    used = sum(int(x) for k, x in v.items() if k.startswith('estimator.used_'))
+    return {'robot': 'ur5', 'rate': rate, 'busy': busy, 'received': int(v['input.received']),
+            'used': used, 'sent': int(len(d['kind'])), 'dropped': dropped,
+            'too_old': int(v['input.dropped.too_old']) + int(v['estimator.dropped_too_old']),
+            'lat50': float(np.percentile(lat, 50)) if lat else float('nan'),
+            'lat99': float(np.percentile(lat, 99)) if lat else float('nan'),
+            'cpu': 100.0 * (cpu1 - cpu0) / (wall1 - wall0),
+            'est_hz': len(lat) / (duration - 0.5), 'ticks': TICKS[rate],
+            'merged': int(v['ticks.merged']), 'resets': int(v['estimator.resets']),
+            'crank_mrad': 1e3 * rms(ea), 'p1_mm': float('nan'), 'raw_mrad': 1e3 * rms(raw)}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--duration', type=float, default=10.0, help='seconds per row')
     ap.add_argument('--rates', type=int, nargs='+', default=[100, 500, 1000],
                     choices=sorted(TICKS))
     ap.add_argument('--quiet-only', action='store_true', help='skip the busy-core rows')
+    ap.add_argument('--robots', nargs='+', choices=('fourbar', 'ur5'),
+                    default=['fourbar', 'ur5'],
+                    help='fourbar: rows at --rates; ur5: 6 joints + wrist IMU at 1 kHz')
     ap.add_argument('--json', type=Path, help='also write the rows as JSON')
     ap.add_argument('--generator', nargs=2, metavar=('DATA', 'START_FILE'),
                     help=argparse.SUPPRESS)
@@ -321,24 +431,33 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         domain = 60 + os.getpid() % 40
-        for rate in args.rates:
-            for busy in ((False,) if args.quiet_only else (False, True)):
-                print(f'  running {rate} Hz, {"one core busy" if busy else "quiet"} ...',
-                      flush=True)
-                rows.append(run_row(rate, busy, args.duration, domain, Path(tmp)))
-    head = ('| inputs | ticks | load | sent | received | used | dropped (reason: n) | '
+        loads = (False,) if args.quiet_only else (False, True)
+        jobs = ([('fourbar', r) for r in args.rates] if 'fourbar' in args.robots else []) \
+            + ([('ur5', 1000)] if 'ur5' in args.robots else [])
+        for robot, rate in jobs:
+            for busy in loads:
+                print(f'  running {robot} {rate} Hz, {"one core busy" if busy else "quiet"} '
+                      '...', flush=True)
+                row = (run_row_ur5 if robot == 'ur5' else run_row)(rate, busy, args.duration,
+                                                                   domain, Path(tmp))
+                row.setdefault('robot', 'fourbar')
+                rows.append(row)
+    head = ('| robot | inputs | ticks | load | sent | received | used | dropped (reason: n) | '
             'too old | latency p50 / p99 ms | node CPU % | estimates/s | merged ticks | '
-            'resets | crank mrad | P1 mm | raw encoder mrad | beats raw |')
+            'resets | angle mrad | P1 mm | raw encoder mrad | beats raw |')
     print()
     print(head)
     print('|' + '---|' * (head.count('|') - 1))
     for r in rows:
         dropped = ', '.join(f'{k}: {n}' for k, n in sorted(r['dropped'].items())) or '-'
-        print(f"| {r['rate']} Hz enc + IMU | {r['ticks']:g} Hz | "
+        inputs = (f"{r['rate']} Hz 6 joints + IMU" if r['robot'] == 'ur5'
+                  else f"{r['rate']} Hz enc + IMU")
+        print(f"| {r['robot']} | {inputs} | {r['ticks']:g} Hz | "
               f"{'one core busy' if r['busy'] else 'quiet'} | {r['sent']} | {r['received']} | "
               f"{r['used']} | {dropped} | {r['too_old']} | {r['lat50']:.1f} / "
               f"{r['lat99']:.1f} | {r['cpu']:.0f} | {r['est_hz']:.0f} | {r['merged']} | "
-              f"{r['resets']} | {r['crank_mrad']:.3f} | {r['p1_mm']:.3f} | "
+              f"{r['resets']} | {r['crank_mrad']:.3f} | "
+              f"{'-' if math.isnan(r['p1_mm']) else format(r['p1_mm'], '.3f')} | "
               f"{r['raw_mrad']:.3f} | {'yes' if r['crank_mrad'] < r['raw_mrad'] else 'NO'} |")
     ok_old = all(r['too_old'] == 0 for r in rows if r['rate'] == 1000)
     ok_raw = all(r['crank_mrad'] < r['raw_mrad'] for r in rows)
