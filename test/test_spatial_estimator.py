@@ -254,3 +254,34 @@ def test_ur5_torque_from_motion_alone_without_effort(ur5):
     ks = np.array([k for k, _ in got])
     tau_err = np.array([e.tau for _, e in got]) - taus[ks]
     assert np.sqrt(np.mean(tau_err ** 2)) < 0.05 * np.sqrt(np.mean(taus[ks] ** 2))
+
+
+def test_command_law_on_the_arm_is_computed_torque_in_controller_order(ur5):
+    """~/torque_commands for a URDF robot: τ = ID(q, q̇, q̈_ref + kp e + kd ė) in the order
+    of a forward_command_controller's joints, checked against Pinocchio's rnea on the same
+    URDF (built independently by pinocchio's own parser)."""
+    import pinocchio as pin
+
+    from mbfg_ros.control import CommandLaw
+    order = ['wrist_3_joint', 'shoulder_pan_joint', 'elbow_joint', 'wrist_1_joint',
+             'shoulder_lift_joint', 'wrist_2_joint']
+    law = CommandLaw(ur5, order, kp=100.0, kd=20.0)
+    pm = pin.buildModelFromUrdf(str(URDF / 'ur5.urdf'))
+    pm.gravity = pin.Motion(np.array([0, 0, -9.81, 0, 0, 0]))
+    pd = pm.createData()
+    idx = [pm.getJointId(nm) - 1 for nm in ur5.names]        # pinocchio's order -> ours
+    rng = np.random.default_rng(23)
+    for _ in range(5):
+        q, qd = ur5.q0 + rng.normal(0, 0.3, 6), rng.normal(0, 1, 6)
+        s_ref, sd_ref, sdd_ref = q + rng.normal(0, 0.05, 6), rng.normal(0, 1, 6), \
+            rng.normal(0, 2, 6)
+        tau = law.track(q, qd, s_ref, sd_ref, sdd_ref)
+        qdd = sdd_ref + 100.0 * (s_ref - q) + 20.0 * (sd_ref - qd)
+        qp, vp, ap = (np.zeros(6) for _ in range(3))
+        for k, j in enumerate(idx):
+            qp[j], vp[j], ap[j] = q[k], qd[k], qdd[k]
+        ref = np.array(pin.rnea(pm, pd, qp, vp, ap))
+        expect = {nm: ref[j] for nm, j in zip(ur5.names, idx)}
+        np.testing.assert_allclose(tau, [expect[nm] for nm in order], rtol=1e-9, atol=1e-9)
+    with pytest.raises(ValueError, match="'gripper' is not an actuator"):
+        CommandLaw(ur5, ['gripper'], 1.0, 1.0)
