@@ -281,22 +281,20 @@ class NodeRun:
 
 # ------------------------------------------------------------------ one row
 
-def run_row(rate: int, busy: bool, duration: float, domain: int, tmp: Path) -> dict:
-    from mbfg_ros.planar.dynamics import load_system
-    from mbfg_ros.planar.sensors import SensorModel, wrap_angle
+def rms(e) -> float:
+    return float(np.sqrt(np.mean(np.square(e)))) if len(e) else float('nan')
+
+
+def drive(params: dict, data: Path, busy: bool, domain: int, log: Path, tmp: Path
+          ) -> tuple[list, int, float, list]:
+    """Run the node with ``params`` under the generator of ``data`` (and a busy core):
+    (states received (arrival ns, stamp ns, q), generator start ns, node CPU %, diagnostics)."""
     from mbfg_ros.ros import conversions as cv
 
-    data = tmp / f'data_{rate}.npz'
-    if not data.exists():
-        make_data(rate, duration, data)
-    d = np.load(data)
     states: list = []
-    params = {'mechanism': MECH, 'frequency': TICKS[rate], 'lag_duration': 0.1,
-              'encoder_sigma': ENC_SIGMA,
-              'executor': os.environ.get('MBFG_BENCH_EXECUTOR', 'auto')}
     on_state = lambda m: states.append((time.time_ns(), cv.stamp_ns(m.header.stamp),  # noqa
                                         np.array(m.position)))
-    with NodeRun(params, domain, tmp / f'node_{rate}_{busy}.log', on_state) as run:
+    with NodeRun(params, domain, log, on_state) as run:
         if busy:
             run.start([sys.executable, '-c', 'while True: pass'])
         start_file = tmp / 'start'
@@ -307,6 +305,37 @@ def run_row(rate: int, busy: bool, duration: float, domain: int, tmp: Path) -> d
         start = int(start_file.read_text())
         run.spin_while(lambda: True, 2.5)               # two diagnostics after the end
         diags = run.diags
+    return states, start, 100.0 * (cpu1 - cpu0) / (wall1 - wall0), diags
+
+
+def row_counts(v: dict, rate: int, busy: bool, d, lat: list, cpu: float,
+               duration: float) -> dict:
+    """The row's counters from the node's last /diagnostics ``v`` and the latencies."""
+    dropped = {k.split('.', 1)[1]: int(x) for k, x in v.items()
+               if ('dropped' in k or 'rejected' in k) and x.lstrip('-').isdigit() and int(x)}
+    used = sum(int(x) for k, x in v.items() if k.startswith('estimator.used_'))
+    return {'rate': rate, 'busy': busy, 'received': int(v['input.received']), 'used': used,
+            'sent': int(len(d['kind'])), 'dropped': dropped,
+            'too_old': int(v['input.dropped.too_old']) + int(v['estimator.dropped_too_old']),
+            'lat50': float(np.percentile(lat, 50)) if lat else float('nan'),
+            'lat99': float(np.percentile(lat, 99)) if lat else float('nan'),
+            'cpu': cpu, 'est_hz': len(lat) / (duration - 0.5), 'ticks': TICKS[rate],
+            'merged': int(v['ticks.merged']), 'resets': int(v['estimator.resets'])}
+
+
+def run_row(rate: int, busy: bool, duration: float, domain: int, tmp: Path) -> dict:
+    from mbfg_ros.planar.dynamics import load_system
+    from mbfg_ros.planar.sensors import SensorModel, wrap_angle
+
+    data = tmp / f'data_{rate}.npz'
+    if not data.exists():
+        make_data(rate, duration, data)
+    d = np.load(data)
+    params = {'mechanism': MECH, 'frequency': TICKS[rate], 'lag_duration': 0.1,
+              'encoder_sigma': ENC_SIGMA,
+              'executor': os.environ.get('MBFG_BENCH_EXECUTOR', 'auto')}
+    states, start, cpu, diags = drive(params, data, busy, domain,
+                                      tmp / f'node_{rate}_{busy}.log', tmp)
     v = {kv.key: kv.value for kv in diags[-1].status[0].values}
     if os.environ.get('MBFG_BENCH_TRACE'):
         for m in diags:
@@ -335,50 +364,26 @@ def run_row(rate: int, busy: bool, duration: float, domain: int, tmp: Path) -> d
     enc = d['kind'] == 0
     raw = [float(wrap_angle(z - crank(true_q(s))))
            for z, s in zip(d['enc'][enc], d['stamp'][enc]) if 0.5 <= s <= duration]
-    rms = lambda e: float(np.sqrt(np.mean(np.square(e)))) if len(e) else float('nan')  # noqa
-    dropped = {k.split('.', 1)[1]: int(x) for k, x in v.items()
-               if ('dropped' in k or 'rejected' in k) and x.lstrip('-').isdigit() and int(x)}
-    used = sum(int(x) for k, x in v.items() if k.startswith('estimator.used_'))
-    return {'rate': rate, 'busy': busy, 'received': int(v['input.received']), 'used': used,
-            'sent': int(len(d['kind'])), 'dropped': dropped,
-            'too_old': int(v['input.dropped.too_old']) + int(v['estimator.dropped_too_old']),
-            'lat50': float(np.percentile(lat, 50)) if lat else float('nan'),
-            'lat99': float(np.percentile(lat, 99)) if lat else float('nan'),
-            'cpu': 100.0 * (cpu1 - cpu0) / (wall1 - wall0),
-            'est_hz': len(lat) / (duration - 0.5), 'ticks': TICKS[rate],
-            'merged': int(v['ticks.merged']), 'resets': int(v['estimator.resets']),
-            'crank_mrad': 1e3 * rms(ea), 'p1_mm': 1e3 * rms(ep), 'raw_mrad': 1e3 * rms(raw)}
+    return dict(row_counts(v, rate, busy, d, lat, cpu, duration), robot='fourbar',
+                crank_mrad=1e3 * rms(ea), p1_mm=1e3 * rms(ep), raw_mrad=1e3 * rms(raw))
 
 
 def run_row_ur5(rate: int, busy: bool, duration: float, domain: int, tmp: Path) -> dict:
     """One row for the UR5 (6 joints with efforts + wrist IMU at ``rate``, ticks at 500 Hz,
     the URDF launch file's parameters config/estimator_urdf.yaml)."""
-    from mbfg_ros.ros import conversions as cv
     from mbfg_ros.ros.params import load_params_file
 
     data = tmp / f'data_ur5_{rate}.npz'
     if not data.exists():
         make_data_ur5(rate, duration, data)
     d = np.load(data)
-    states: list = []
     params = {k: v for k, v in load_params_file(REPO / 'config' / 'estimator_urdf.yaml').items()
               if isinstance(v, (int, float)) and not isinstance(v, bool)}
     params.update({'mechanism': URDF, 'overlay': OVERLAY, 'frequency': TICKS[rate],
                    'encoder_sigma': ENC_SIGMA,
                    'executor': os.environ.get('MBFG_BENCH_EXECUTOR', 'auto')})
-    on_state = lambda m: states.append((time.time_ns(), cv.stamp_ns(m.header.stamp),  # noqa
-                                        np.array(m.position)))
-    with NodeRun(params, domain, tmp / f'node_ur5_{rate}_{busy}.log', on_state) as run:
-        if busy:
-            run.start([sys.executable, '-c', 'while True: pass'])
-        start_file = tmp / 'start'
-        gen = run.start_generator(data, start_file)
-        cpu0, wall0 = cpu_seconds(run.node.pid), time.monotonic()
-        run.spin_while(lambda: gen.poll() is None, step=0.01)
-        cpu1, wall1 = cpu_seconds(run.node.pid), time.monotonic()
-        start = int(start_file.read_text())
-        run.spin_while(lambda: True, 2.5)               # two diagnostics after the end
-        diags = run.diags
+    states, start, cpu, diags = drive(params, data, busy, domain,
+                                      tmp / f'node_ur5_{rate}_{busy}.log', tmp)
     v = {kv.key: kv.value for kv in diags[-1].status[0].values}
     t, q = d['t'], d['q']
 
@@ -395,19 +400,8 @@ def run_row_ur5(rate: int, busy: bool, duration: float, domain: int, tmp: Path) 
     enc = d['kind'] == 0
     raw = [z - true_q(st) for z, st in zip(d['enc'][enc], d['stamp'][enc])
            if 0.5 <= st <= duration]
-    rms = lambda e: float(np.sqrt(np.mean(np.square(e)))) if len(e) else float('nan')  # noqa
-    dropped = {k.split('.', 1)[1]: int(x) for k, x in v.items()
-               if ('dropped' in k or 'rejected' in k) and x.lstrip('-').isdigit() and int(x)}
-    used = sum(int(x) for k, x in v.items() if k.startswith('estimator.used_'))
-    return {'robot': 'ur5', 'rate': rate, 'busy': busy, 'received': int(v['input.received']),
-            'used': used, 'sent': int(len(d['kind'])), 'dropped': dropped,
-            'too_old': int(v['input.dropped.too_old']) + int(v['estimator.dropped_too_old']),
-            'lat50': float(np.percentile(lat, 50)) if lat else float('nan'),
-            'lat99': float(np.percentile(lat, 99)) if lat else float('nan'),
-            'cpu': 100.0 * (cpu1 - cpu0) / (wall1 - wall0),
-            'est_hz': len(lat) / (duration - 0.5), 'ticks': TICKS[rate],
-            'merged': int(v['ticks.merged']), 'resets': int(v['estimator.resets']),
-            'crank_mrad': 1e3 * rms(ea), 'p1_mm': float('nan'), 'raw_mrad': 1e3 * rms(raw)}
+    return dict(row_counts(v, rate, busy, d, lat, cpu, duration), robot='ur5',
+                crank_mrad=1e3 * rms(ea), p1_mm=float('nan'), raw_mrad=1e3 * rms(raw))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -440,7 +434,6 @@ def main(argv: list[str] | None = None) -> int:
                       '...', flush=True)
                 row = (run_row_ur5 if robot == 'ur5' else run_row)(rate, busy, args.duration,
                                                                    domain, Path(tmp))
-                row.setdefault('robot', 'fourbar')
                 rows.append(row)
     head = ('| robot | inputs | ticks | load | sent | received | used | dropped (reason: n) | '
             'too old | latency p50 / p99 ms | node CPU % | estimates/s | merged ticks | '

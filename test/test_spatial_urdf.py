@@ -145,3 +145,34 @@ def test_overlay_file_errors_name_the_file(tmp_path):
     with pytest.raises(MechanismError) as err:
         load_spatial(DATA / 'ur5.urdf', f)
     assert str(f) in str(err.value) and 'gravity' in str(err.value)
+
+
+def test_overlay_imus_on_merged_links_and_by_frame_id():
+    """An IMU on a link merged by a fixed joint sits at that link's pose in the tree link;
+    without `link`, its frame_id names the URDF link."""
+    from mbfg_ros.spatial.urdf import origin_matrix
+    m = load_spatial(DATA / 'ur5.urdf', {'imus': [
+        {'name': 'wrist', 'link': 'tool0', 'origin': {'xyz': [0, 0, 0.02]}},
+        {'name': 'forearm_imu', 'frame_id': 'forearm_link', 'topic': 'arm/imu'}]})
+    wrist, fore = m.imus
+    b, T_tool = m.frames['tool0']
+    assert wrist.link == b == m.link_names.index('wrist_3_link')
+    np.testing.assert_allclose(wrist.T_mount, T_tool @ origin_matrix([0, 0, 0.02], None))
+    assert (wrist.frame_id, wrist.topic) == ('tool0', 'imu/wrist')
+    assert fore.link == m.link_names.index('forearm_link') and fore.topic == 'arm/imu'
+    np.testing.assert_allclose(fore.T_mount, np.eye(4))
+
+
+@pytest.mark.parametrize('imus, where, words', [
+    ([{'name': 'a', 'link': 'tool0'}, {'name': 'a', 'link': 'tool0'}], 'imus[1].name',
+     'duplicate'),
+    ([{'link': 'tool0'}], 'imus[0]', "missing key 'name'"),
+    ([{'name': 'a', 'frame_id': 'camera'}], 'imus[0].frame_id', "unknown link 'camera'"),
+    ([{'name': 'a', 'link': 'tool0', 'gyro_range': -1}], 'imus[0].gyro_range', 'positive'),
+    ([{'name': 'a', 'link': 'tool0', 'mount': {}}], 'imus[0].mount', "unknown key 'mount'"),
+    ({'name': 'a'}, 'imus', 'list'),
+])
+def test_overlay_imu_errors_name_the_entry(imus, where, words):
+    with pytest.raises(MechanismError) as err:
+        load_spatial(DATA / 'ur5.urdf', {'imus': imus})
+    assert where in str(err.value) and words in str(err.value), str(err.value)

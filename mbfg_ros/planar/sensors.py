@@ -35,8 +35,8 @@ from .dynamics import System
 from .forces import body_matrix_A
 from .model import GROUND, Imu, Mechanism
 
-__all__ = ['SensorModel', 'Model', 'wrap_angle', 'joint_positions', 'joint_velocities',
-           'imu_reading', 'SensorConfig', 'simulate_measurements']
+__all__ = ['SensorModel', 'Model', 'wrap_angle', 'sample_indices', 'joint_positions',
+           'joint_velocities', 'imu_reading', 'SensorConfig', 'simulate_measurements']
 
 
 def wrap_angle(a: np.ndarray | float) -> np.ndarray | float:
@@ -429,7 +429,7 @@ class SensorConfig:
     dropouts: tuple[tuple[float, float], ...] = ()
 
 
-def _sample_indices(t: np.ndarray, rate: float) -> np.ndarray:
+def sample_indices(t: np.ndarray, rate: float) -> np.ndarray:
     """Indices of ``t`` nearest to a grid of period 1/rate starting at t[0]."""
     if rate <= 0 or len(t) == 0:
         return np.zeros(0, dtype=int)
@@ -455,7 +455,7 @@ def simulate_measurements(sys: System, t: np.ndarray, q: np.ndarray, qd: np.ndar
     names = config.joints if config.joints is not None else model.joint_names
     jidx = [model.joint_names.index(nm) for nm in names]
     step = 2.0 * math.pi / config.encoder_counts if config.encoder_counts else 0.0
-    for i in _sample_indices(t, config.encoder_rate) if names else []:
+    for i in sample_indices(t, config.encoder_rate) if names else []:
         if any(a <= t[i] < b for a, b in config.dropouts):
             continue
         pos = np.empty(len(names))
@@ -474,7 +474,7 @@ def simulate_measurements(sys: System, t: np.ndarray, q: np.ndarray, qd: np.ndar
     imus = config.imus if config.imus is not None else model.imu_names
     for nm in imus:
         k = model.imu_names.index(nm)
-        for i in _sample_indices(t, config.imu_rate):
+        for i in sample_indices(t, config.imu_rate):
             g, f, o = model.imu(k, q[i], qd[i], qdd[i])
             quat = None
             if config.orientation_sigma is not None:

@@ -19,7 +19,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..measurements import ImuMeasurement, JointMeasurement
-from ..planar.sensors import wrap_angle
+from ..planar.sensors import sample_indices, wrap_angle
 from .model import SpatialModel
 from .sensors import quaternion_from_matrix
 from .simulate import SpatialStepper
@@ -67,20 +67,6 @@ class SpatialSensorConfig:
             raise ValueError('SpatialSensorConfig.encoder_counts: expected >= 0')
 
 
-def _sample_indices(t: np.ndarray, rate: float) -> np.ndarray:
-    """Indices of ``t`` nearest to a grid of period 1/rate from t[0] (every sample when the
-    rate is at least the sampling rate)."""
-    if rate <= 0 or len(t) == 0:
-        return np.zeros(0, dtype=int)
-    if len(t) == 1:
-        return np.zeros(1, dtype=int)
-    grid = np.arange(t[0], t[-1] + 0.5 / rate, 1.0 / rate)
-    idx = np.clip(np.searchsorted(t, grid), 0, len(t) - 1)
-    prev = np.clip(idx - 1, 0, len(t) - 1)
-    idx = np.where(np.abs(t[prev] - grid) < np.abs(t[idx] - grid), prev, idx)
-    return np.unique(idx)
-
-
 def _exp_so3(w: np.ndarray) -> np.ndarray:
     th = float(np.linalg.norm(w))
     W = np.array([[0.0, -w[2], w[1]], [w[2], 0.0, -w[0]], [-w[1], w[0], 0.0]])
@@ -112,7 +98,7 @@ def simulate_spatial_measurements(system: SpatialSystem, t: np.ndarray, q: np.nd
     eff_col = np.array([act.get(nm, -1) for nm in names])
     step = 2.0 * math.pi / config.encoder_counts if config.encoder_counts else 0.0
     out: list[tuple[float, int, JointMeasurement | ImuMeasurement]] = []
-    for i in _sample_indices(t, config.encoder_rate) if len(names) else []:
+    for i in sample_indices(t, config.encoder_rate) if len(names) else []:
         z = q[i, jidx].copy()
         if step:
             z = np.where(revolute, np.round(z / step) * step, z)
@@ -134,7 +120,7 @@ def simulate_spatial_measurements(system: SpatialSystem, t: np.ndarray, q: np.nd
             raise ValueError(f'SpatialSensorConfig.imus: unknown IMU {nm!r} (overlay imus: '
                              f'{", ".join(sm.imu_names) or "none"})')
         k = sm.imu_names.index(nm)
-        for i in _sample_indices(t, config.imu_rate):
+        for i in sample_indices(t, config.imu_rate):
             g, f, o = sm.imu(k, q[i], qd[i], qdd[i])
             quat = None
             if config.orientation_sigma is not None:

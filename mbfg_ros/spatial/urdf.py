@@ -409,6 +409,17 @@ def _origin(value: Any, name: str, path: str) -> np.ndarray:
     return origin_matrix(xyz, rpy)
 
 
+def _check_entry(entry: Any, allowed: set[str], name: str, path: str) -> None:
+    """An overlay list entry must be a mapping of ``allowed`` keys (error names the key)."""
+    if not isinstance(entry, Mapping):
+        raise MechanismError('expected a mapping', source=name, path=path)
+    unknown = sorted(set(entry) - allowed)
+    if unknown:
+        raise MechanismError(f'unknown key {unknown[0]!r} (allowed: '
+                             f'{", ".join(sorted(allowed))})', source=name,
+                             path=f'{path}.{unknown[0]}')
+
+
 def _overlay_loops(value: Any, where_is: Mapping[str, tuple[int, np.ndarray]],
                    name: str) -> list[LoopJoint]:
     if value is None:
@@ -420,13 +431,7 @@ def _overlay_loops(value: Any, where_is: Mapping[str, tuple[int, np.ndarray]],
     out = []
     for i, lp in enumerate(value):
         path = f'loops[{i}]'
-        if not isinstance(lp, Mapping):
-            raise MechanismError('expected a mapping', source=name, path=path)
-        unknown = sorted(set(lp) - allowed)
-        if unknown:
-            raise MechanismError(f'unknown key {unknown[0]!r} (allowed: '
-                                 f'{", ".join(sorted(allowed))})', source=name,
-                                 path=f'{path}.{unknown[0]}')
+        _check_entry(lp, allowed, name, path)
         for k in ('parent', 'child'):
             if k not in lp:
                 raise MechanismError(f'missing key {k!r}', source=name, path=path)
@@ -459,13 +464,7 @@ def _overlay_imus(value: Any, where_is: Mapping[str, tuple[int, np.ndarray]],
     out: list[SpatialImu] = []
     for i, item in enumerate(value):
         path = f'imus[{i}]'
-        if not isinstance(item, Mapping):
-            raise MechanismError('expected a mapping', source=name, path=path)
-        unknown = sorted(set(item) - allowed)
-        if unknown:
-            raise MechanismError(f'unknown key {unknown[0]!r} (allowed: '
-                                 f'{", ".join(sorted(allowed))})', source=name,
-                                 path=f'{path}.{unknown[0]}')
+        _check_entry(item, allowed, name, path)
         if 'name' not in item:
             raise MechanismError("missing key 'name'", source=name, path=path)
         nm = str(item['name'])
