@@ -178,3 +178,126 @@ def test_urdf_simulator_node_records_a_bag_the_estimator_replays(tmp_path):
     from mbfg_ros.bag import read_messages
     msgs = list(read_messages(bag, {'/joint_states': cv.TYPES['JointState']}))
     assert list(msgs[0].msg.name) == list(build_spatial_system(URDF / 'ur5.urdf').names)
+
+
+def _arm_fuzz_pool(kit, now, rng, names, imu_frame='wrist_imu'):
+    """Malformed JointState (six URDF joints) and 3-axis Imu messages of every bad-input
+    class, quaternion garbage included, plus plausible garbage inside the URDF limits."""
+    big, nan, inf = 1e300, float('nan'), float('inf')
+    n = len(names)
+
+    def js(stamp, nm=names, pos=(), vel=(), eff=()):
+        return cv.joint_state_msg(kit, max(stamp, 0), nm, pos, vel, eff)
+
+    def imu(stamp, g=(0.0, 0.0, 0.0), a=(0.0, 0.0, 9.81), quat=None, cov=0.0, frame=imu_frame):
+        m = cv.imu_msg(kit, max(stamp, 0), frame, g, a)
+        m.angular_velocity_covariance = np.full(9, cov)
+        if quat is not None:
+            m.orientation.x, m.orientation.y, m.orientation.z, m.orientation.w = quat
+            m.orientation_covariance = np.zeros(9)
+        return m
+
+    pool = [js(now, pos=[nan] * n), js(now, pos=[inf] * n), js(now, pos=[big] + [0.0] * (n - 1)),
+            js(now, pos=[inf] + [0.1] * (n - 1)), js(now, vel=[nan, inf] + [0.0] * (n - 2)),
+            js(now, nm=list(names[:-1]) + ['gripper'], pos=[0.1] * n),
+            imu(now, g=(inf, 0.1, 0.1), a=(0.0, nan, 9.81)),
+            js(now, vel=[big] * n), js(now, eff=[big] * n), js(now, eff=[1e4] * n),
+            js(now, pos=[0.1] * (n - 1)), js(now, pos=[0.1] * (n + 1)),
+            js(now, nm=[names[0]] * n, pos=[0.1] * n), js(now, nm=['x'] * 2, pos=[1.0, 2.0]),
+            js(now, nm=[], pos=[]), js(now - 100 * NS, pos=[0.0] * n),
+            js(now + 10 ** 6 * NS, pos=[0.0] * n), js(0, pos=[0.0] * n),
+            imu(now, g=(nan,) * 3, a=(nan,) * 3), imu(now, g=(inf, 0, 0)), imu(now, a=(big, 0, 0)),
+            imu(now, quat=(0, 0, 0, 0)), imu(now, quat=(nan, 0, 0, 1)),
+            imu(now, quat=(big, big, 0, 0)), imu(now, quat=(1e-300, 0, 0, 0)),
+            imu(now, cov=nan), imu(now, cov=-1.0), imu(now - 100 * NS), imu(now + 10 ** 6 * NS),
+            imu(now, frame='\x00' * 40), imu(0, g=(40.0, 0, 0), a=(300.0, -300.0, 0))]
+    for _ in range(30):                   # plausible-looking garbage: passes the limits
+        pool.append(js(now, pos=list(rng.uniform(-3, 3, n)), eff=list(rng.normal(0, 20, n))))
+        pool.append(imu(now, g=tuple(rng.normal(0, 3, 3)), a=tuple(rng.normal(0, 20, 3)),
+                        quat=tuple(rng.normal(size=4))))
+    return pool
+
+
+def test_urdf_node_survives_a_fuzz_and_recovers_on_valid_data(tmp_path):
+    """30 000 malformed messages of every class to the URDF node (3-axis IMU and quaternion
+    garbage included), then 1 s of valid arm data in real time: the node lives, keeps its
+    diagnostics keys, and the last 150 ms of estimates are within 2 mrad of the truth."""
+    from test_ros_nodes import _msg, _publish_in_real_time, diag_values
+
+    from mbfg_ros.spatial.sensor_sim import (SpatialSensorConfig, reference_motion,
+                                             simulate_spatial_measurements, track_reference)
+    system = build_spatial_system(URDF / 'ur5.urdf', URDF / 'ur5_sensors.yaml')
+    domain = unique_domain(43)
+    proc = start('estimator_node', {'mechanism': str(URDF / 'ur5.urdf'),
+                                    'overlay': str(URDF / 'ur5_sensors.yaml'),
+                                    'frequency': 250.0, 'lag_duration': 0.1,
+                                    'dynamics_sigma': 2.0, 'diagnostics_period': 0.5},
+                 domain, tmp_path)
+    peer = Peer(domain)
+    rng = np.random.default_rng(5)
+    try:
+        pubs = {'js': peer.publisher('/joint_states', 'JointState'),
+                'imu': peer.publisher('/imu/wrist_imu', 'Imu')}
+        peer.listen('/estimator_node/joint_states', 'JointState')
+        peer.listen('/diagnostics', 'DiagnosticArray')
+        diags, states = peer.inbox['/diagnostics'], peer.inbox['/estimator_node/joint_states']
+        peer.spin_until(lambda: all(p.get_subscription_count() > 0 for p in pubs.values())
+                        and diags, 60, 'discovery of estimator_node')
+        keys_before = set(diag_values(diags[-1]))
+        now = peer.node.get_clock().now().nanoseconds
+        pool = _arm_fuzz_pool(peer.kit, now, rng, list(system.names))
+        Imu = _msg('Imu')
+        received = lambda: int(diag_values(diags[-1])['input.received'])  # noqa: E731
+        total, chunk = 30_000, 1000
+        for k in range(total):
+            msg = pool[int(rng.integers(len(pool)))]
+            (pubs['imu'] if isinstance(msg, Imu) else pubs['js']).publish(msg)
+            if k % chunk == chunk - 1:
+                peer.spin_until(lambda: received() >= 0.9 * k - 2 * chunk, 60,
+                                f'the node to take in {k} messages')
+        assert proc.poll() is None, 'the node died during the fuzz'
+        count = len(diags)
+        peer.spin_until(lambda: len(diags) >= count + 4 and len(
+            {diag_values(m)['input.received'] for m in diags[-4:]}) == 1, 60, 'the drain')
+        # 1 s of valid data from now on, in real time
+        ref = reference_motion(system, 1.0, 1e-3, seed=3)
+        tr = track_reference(system, ref)
+        recs = simulate_spatial_measurements(
+            system, tr.t, tr.q, tr.qd, tr.qdd, tr.tau,
+            SpatialSensorConfig(encoder_rate=500.0, imu_rate=500.0, encoder_sigma=1e-3),
+            np.random.default_rng(7))
+        t_start = peer.node.get_clock().now().nanoseconds + 100_000_000
+        good = []
+        for r in recs:
+            t = t_start + int(round(r.t * NS))
+            if hasattr(r, 'sensor'):
+                good.append((t, cv.imu_msg(peer.kit, t, 'wrist_imu', r.gyro, r.accel), 'imu'))
+            else:
+                good.append((t, cv.joint_state_msg(peer.kit, t, r.names, r.position,
+                                                   r.velocity, r.effort), 'js'))
+        _publish_in_real_time(peer, pubs, good)
+        t_end = good[-1][0]
+        peer.spin_until(lambda: states and cv.stamp_ns(states[-1].header.stamp) >= t_end - 8e6,
+                        30, 'estimates of the valid readings')
+        peer.spin_until(lambda: cv.stamp_ns(diags[-1].header.stamp) > t_end, 20,
+                        'diagnostics after the valid readings')
+        assert proc.poll() is None, 'the node died'
+        v = diag_values(diags[-1])
+    finally:
+        peer.close()
+        rc = stop(proc)
+    log = (tmp_path / 'estimator_node.log').read_text()
+    assert rc == 0, log
+    assert set(v) - {'tick_time'} == keys_before - {'tick_time'}     # bounded diagnostics
+    for key in ('input.nonfinite_values', 'input.out_of_limits', 'input.dropped.future',
+                'input.dropped.length_mismatch', 'input.dropped.repeated_names',
+                'input.unknown_joint'):
+        assert int(v[key]) > 0, (key, v)
+    errs = []
+    for m in states:
+        t = cv.stamp_ns(m.header.stamp)
+        if t_end - 150_000_000 <= t <= t_end:
+            k = int(round((t - t_start) / 1e6))
+            errs.append(np.abs(np.array(m.position) - tr.q[k]).max())
+    assert len(errs) >= 3 and max(errs) < 2e-3, (errs, v)
+    assert len(log.splitlines()) < 400, 'the log is not throttled'
