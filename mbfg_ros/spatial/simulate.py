@@ -5,7 +5,7 @@ integrators (seed 000 Eqs. 22-23) on the joint coordinates of the spanning tree.
 ``q_k = q_{k-1} + dt/2 (q̇_{k-1} + q̇_k)``, ``q̇_k = q̇_{k-1} + dt/2 (q̈_{k-1} + q̈_k)`` with
 ``q̈_k = FD(q_k, q̇_k, τ)``. The Newton matrix uses the exact ∂q̈/∂q, ∂q̈/∂q̇ of the
 tree dynamics; with loops, the constrained q̈ of the null-space solver is differentiated
-by central differences (the loops' q̈ Jacobian has no closed form here; it only steers
+by one-sided differences (the loops' q̈ Jacobian has no closed form here; it only steers
 Newton, the residual is exact; it is computed once per step). ``euler`` (first order,
 explicit, for comparison).
 
