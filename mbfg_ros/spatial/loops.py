@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .dynamics import SpatialDynamics
+from .dynamics import SpatialDynamics, cross3
 from .model import SpatialModel
 
 __all__ = ['LoopConstraints', 'ROWS']
@@ -41,12 +41,6 @@ def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """a × b for the rows of ``a`` (k, 3) and one 3-vector ``b``: ``a @ [b]×`` (one matmul;
     np.cross costs ~15 µs of axis handling per call, and the per-tick path calls it often)."""
     return a @ np.array([[0.0, -b[2], b[1]], [b[2], 0.0, -b[0]], [-b[1], b[0], 0.0]])
-
-
-def _c3(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """a × b of two 3-vectors."""
-    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2],
-                     a[0] * b[1] - a[1] * b[0]])
 
 
 @dataclass(frozen=True)
@@ -118,8 +112,8 @@ class LoopConstraints:
             def point(p, k, w, vv, al, av):
                 # dp/dq_j, ṗ and p̈ at q̈ = 0 of a point p fixed to a link
                 J = (Jv + _cross(Jw, p)).T * k
-                pd = vv + _c3(w, p)
-                return J, pd, av + _c3(al, p) + _c3(w, pd)
+                pd = vv + cross3(w, p)
+                return J, pd, av + cross3(al, p) + cross3(w, pd)
 
             JA, pdA, pddA = point(pA, kp, wp, vp, ap, aap)
             JB, pdB, pddB = point(pB, kc, wc, vc, ac, aac)
@@ -130,10 +124,10 @@ class LoopConstraints:
                 w = B[:3, :3] @ lp.axis
                 for e in lp.perp:
                     u = A[:3, :3] @ e
-                    rows_q.append((kp - kc) * (Jw @ _c3(u, w)))
-                    ud, wd = _c3(wp, u), _c3(wc, w)
-                    udd = _c3(ap, u) + _c3(wp, ud)
-                    wdd = _c3(ac, w) + _c3(wc, wd)
+                    rows_q.append((kp - kc) * (Jw @ cross3(u, w)))
+                    ud, wd = cross3(wp, u), cross3(wc, w)
+                    udd = cross3(ap, u) + cross3(wp, ud)
+                    wdd = cross3(ac, w) + cross3(wc, wd)
                     rows_g.append(np.array([udd @ w + 2.0 * ud @ wd + u @ wdd]))
             elif lp.kind == 'prismatic':
                 d, dd, ddd = pB - pA, pdB - pdA, pddB - pddA
@@ -141,8 +135,8 @@ class LoopConstraints:
                     u = A[:3, :3] @ e
                     Ju = _cross(Jw, u).T * kp                       # (3, n)
                     rows_q.append((u @ (JB - JA) + d @ Ju)[None, :])
-                    ud = _c3(wp, u)
-                    udd = _c3(ap, u) + _c3(wp, ud)
+                    ud = cross3(wp, u)
+                    udd = cross3(ap, u) + cross3(wp, ud)
                     rows_g.append(np.array([udd @ d + 2.0 * ud @ dd + u @ ddd]))
             if lp.kind in ('prismatic', 'fixed'):
                 # relative angular velocity ω_c − ω_p (world); its derivative at q̈ = 0

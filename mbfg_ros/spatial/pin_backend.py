@@ -128,7 +128,8 @@ class PinocchioImu:
 
     def measure(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray,
                 jacobians: bool = False):
-        from .sensors import ImuReading, _cross3, _skew
+        from .dynamics import cross3
+        from .sensors import ImuReading, _skew
         pin, pm, pd, f = self._pin, self.pmodel, self.pdata, self.fid
         q, qd, qdd = (np.asarray(x, float) for x in (q, qd, qdd))
         n = self.n
@@ -143,7 +144,7 @@ class PinocchioImu:
         v, w = np.array(vel.linear), np.array(vel.angular)
         gs = R.T @ self.g
         gyro = w
-        accel = np.array(acc.linear) + _cross3(w, v) - gs
+        accel = np.array(acc.linear) + cross3(w, v) - gs
         if not jacobians:
             return ImuReading(gyro=gyro, accel=accel, R=R)
         dv_dq, da_dq, da_dv, da_da = pin.getFrameAccelerationDerivatives(pm, pd, f, pin.LOCAL)
