@@ -63,7 +63,7 @@ from .factors import (
     stacked_integrator_jacobians,
     stacked_state_error,
 )
-from .planar.dynamics import System, forward_accel
+from .interface import MultibodySystem as System
 
 __all__ = ['ForwardConfig', 'ForwardSimulator', 'Trajectory', 'simulate', 'energy', 'IC_BASES',
            'SOLVERS', 'COORDINATES', 'INTEGRATORS']
@@ -155,6 +155,9 @@ class _Graphs:
         n, m = sys.n, sys.m
         self.sys, self.cfg, self.n = sys, cfg, n
         self.independent = cfg.coordinates == 'independent'
+        if self.independent and not hasattr(sys, 'constraints'):
+            raise MbfgError('forward dynamics: independent coordinates are planar only; a '
+                            'URDF robot runs in dependent (joint) coordinates')
         self.idx = list(sys.z_idx)
         self.B = basis_matrix(self.idx, n)
         d = len(self.idx)
@@ -292,9 +295,9 @@ class ForwardSimulator:
         if cfg.ic_basis == 'auto':     # relative angles make good z; points' x, y do not
             self.ic_basis = ('coordinates' if all(i in angles for i in self._idx)
                              else 'tangent')
-        self._n_act = sys.forces.n_act
+        self._n_act = len(sys.actuator_joints)
         # the initial state: priors + state factor, solved by Gauss-Newton
-        qdd0 = forward_accel(sys, q0, qd0).qdd
+        qdd0 = sys.accelerations(q0, qd0, None)
         graph = gtsam.NonlinearFactorGraph()
         graph.add(self._g.state_factor(0, None))
         for f in self._g.prior_factors(0, q0, qd0):
@@ -403,7 +406,7 @@ class ForwardSimulator:
         B (the integrators on Z are basis-free, so they stay valid).
         """
         n, d = self.sys.n, len(self._idx)
-        _, _, vt = np.linalg.svd(self.sys.constraints.phi_q(x[:n]))
+        _, _, vt = np.linalg.svd(self.sys.constraint_terms(x[:n], np.zeros(n))[1])
         N = vt[n - d:].T
         if self.ic_basis == 'tangent':
             B = N.T         # its sign and rotation are free: the whole window is rewritten
@@ -512,6 +515,6 @@ def simulate(sys: System, duration: float, config: ForwardConfig | None = None,
             progress.update(k * cfg.dt)
     if progress is not None:
         progress.update(steps * cfg.dt)
-    phi = sys.constraints
-    phi_norm = np.array([np.linalg.norm(phi.phi(q)) for q in Q])
+    zero = np.zeros(n)
+    phi_norm = np.array([np.linalg.norm(sys.constraint_terms(q, zero)[0]) for q in Q])
     return Trajectory(t, Q, QD, QDD, phi_norm)

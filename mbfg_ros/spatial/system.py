@@ -174,6 +174,18 @@ class SpatialSystem:
         return StateTerms(phi, Jc, Jd, self.forward(q, qd, tau), None, None)
 
     @property
+    def z_idx(self) -> tuple[int, ...]:
+        """Default independent coordinates: every joint of a tree; with loops, the joints
+        most along the null space of φ_q at q0 (pivoted QR of Nᵀ), one per degree of
+        freedom (used by the factor-graph forward dynamics for its priors)."""
+        if not self.loops.m:
+            return tuple(range(self.n))
+        from scipy.linalg import qr
+        N = self.null_space(self.q0)[0]
+        piv = qr(N.T, pivoting=True)[2]
+        return tuple(sorted(int(i) for i in piv[:N.shape[1]]))
+
+    @property
     def dof(self) -> int:
         return self.n - int(np.linalg.matrix_rank(self.loops.jacobian(self.q0)[0])) \
             if self.loops.m else self.n
@@ -200,9 +212,10 @@ class SpatialSystem:
         tau, *_ = np.linalg.lstsq(N.T @ self.B, N.T @ r.tau, rcond=None)
         return tau
 
-    def forward(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray) -> np.ndarray:
-        """q̈ (n,) under actuator torques ``tau`` (na,) (seed 003's forward dynamics)."""
-        Btau = self.B @ np.asarray(tau, float)
+    def forward(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray | None) -> np.ndarray:
+        """q̈ (n,) under actuator torques ``tau`` (na,; None: zero) (seed 003's forward
+        dynamics)."""
+        Btau = self.B @ np.asarray(tau, float) if tau is not None else np.zeros(self.n)
         if not self.loops.m:
             return self.dyn.forward(q, qd, Btau).qdd
         N, pinv_g, _ = self.null_space(q, qd)
