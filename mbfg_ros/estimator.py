@@ -72,8 +72,13 @@ newest readings (reset ``diverged``), so a poisoned estimate never latches.
 
 Known applied torques (JointState ``effort`` of actuated joints) are a stamped
 control input, as robot_localization's control stream: each value holds until
-``sensor_timeout`` after its stamp, then the torque is taken as unknown (0,
-the same as a mechanism without effort readings); a reset forgets them.
+``sensor_timeout`` after its stamp, then the torque is taken as unknown; a reset
+forgets them. An unknown torque is zero (a passive mechanism) unless
+``unknown_effort_sigma`` > 0: then it is a torque of that size whose effect on q̈
+(∂q̈/∂τ σ at the tick's prediction) widens the state factor's dynamics σ and the
+gate's, and the integrator adds q̈_k − q̈_{k−1} rows (σ = ``integrator_jerk``·dt),
+because with the dynamics saying little the trapezoidal rule alone leaves q̈ free to
+alternate from tick to tick (:func:`factors.stacked_trapezoidal_jerk_error`).
 
 Robustness (never raises from ``add``/``tick``): see :class:`Estimator`.
 
