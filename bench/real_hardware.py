@@ -5,7 +5,8 @@ velocities, Savitzky-Golay window 101 / order 3, 50 samples dropped at each end)
 - rigid: config/dfki_double_pendulum.yaml without friction and rotor inertia,
 - +friction+rotor (YAML): the same file as it is (DFKI's identified model 2.0),
 - identified: parameters fitted by mbfg_ros.identify on trajectory_01 + _04 (in-sample), and
-  cross-validated (fitted on the other run only),
+  cross-validated (fitted on the other run only; plainly, and with the lateral first moments
+  held at 0 and Gautier-Khalil weights: ``--fix link1.my,link2.my --weights auto``),
 and prints RMSE and correlation r of shoulder / elbow torque against tau_meas.
 Run: .venv/bin/python bench/real_hardware.py [--mechanism YAML] [RUN.csv ...]
 (default: the repository's copies in test/data/dfki).
@@ -28,6 +29,9 @@ ROOT = Path(__file__).resolve().parents[1]
 RUNS = [ROOT / 'test' / 'data' / 'dfki' / f'design_A.0_20220815_sys_id_trajectory_{k}.csv'
         for k in ('01', '04')]
 OPTIONS = DerivativeOptions('velocity', 101, 3)
+# mbfg-identify --fix link1.my,link2.my --weights auto
+ON_AXIS = IdentifyConfig(fixed=('link1.my', 'link2.my'), weights='auto')
+ON_AXIS_LABEL = 'centres on the link axes, weights auto'
 SKIP = OPTIONS.window // 2
 
 
@@ -53,10 +57,11 @@ def identified_rows(mech_path: Path, logs: dict) -> dict[str, list[str]]:
                              res.effort))
         if len(names) > 1:
             others = [k for k in names if k != name]
-            fit = identify(load_system(mech_path), [logs[k] for k in others], IdentifyConfig())
-            res = fit.predict(logs[name])
-            out[name].append(row(f'identified on {"+".join(others)} only (cross-validation)',
-                                 name, res.tau, res.effort))
+            for label, cfg in (('', IdentifyConfig()), (', ' + ON_AXIS_LABEL, ON_AXIS)):
+                fit = identify(load_system(mech_path), [logs[k] for k in others], cfg)
+                res = fit.predict(logs[name])
+                out[name].append(row(f'identified on {"+".join(others)} only '
+                                     f'(cross-validation{label})', name, res.tau, res.effort))
     return out
 
 

@@ -67,7 +67,13 @@ class IdentifyConfig:
     or has friction in the YAML (smooth sign and v_s from the YAML, else tanh and
     0.01 rad/s); ``rotor``: Ir of every actuator whose rotor coordinates exist;
     ``same_rotor``: one Ir shared by all of them (identical motors, as DFKI's model has);
-    ``weights``: one per actuator (residuals are multiplied by them; default 1);
+    ``weights``: one per actuator (residuals are multiplied by them; default 1), or
+    ``'auto'``: Gautier and Khalil's weighted least squares, 1/σ_j per actuator with σ_j
+    the RMSE of actuator j after an unweighted fit (a noisy joint no longer drowns a
+    quiet one);
+    ``fixed``: parameter names (``link2.my``, ``elbow.b``, ...) held at their YAML
+    values, e.g. the lateral first moments of links whose centre of mass lies on the
+    link axis;
     ``rank_tol``: a column is dependent when its normalised residual after the
     kept columns is below this; ``skip``: samples dropped at each end of every
     log (default: half the Savitzky-Golay window).
@@ -77,7 +83,8 @@ class IdentifyConfig:
     rotor: bool = True
     same_rotor: bool = False
     bodies: bool = True
-    weights: tuple[float, ...] | None = None
+    weights: tuple[float, ...] | str | None = None
+    fixed: tuple[str, ...] = ()
     bounded: bool = True
     rank_tol: float = 1e-6
     derivatives: DerivativeOptions = DerivativeOptions()
@@ -156,7 +163,11 @@ def parameters(mech: Mechanism, config: IdentifyConfig = IdentifyConfig()) -> li
     if config.bodies:
         for b, body in enumerate(mech.bodies):
             out.append(Parameter(f'{body.name}.mass', 'mass', b, body.mass, 0.0))
-    return out
+    unknown = sorted(set(config.fixed) - {p.name for p in out})
+    if unknown:
+        raise MbfgError(f'identify: fixed parameter(s) {", ".join(unknown)} unknown; the '
+                        f'parameters are {", ".join(p.name for p in out)}')
+    return [p for p in out if p.name not in config.fixed]
 
 
 def _body_unit_matrices(body: Body) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -279,6 +290,12 @@ def identify_states(sys: System, states: Sequence[tuple[np.ndarray, np.ndarray, 
     params = parameters(mech, config)
     if not params:
         raise MbfgError('identify: nothing to identify (no bodies, friction or rotors selected)')
+    if isinstance(config.weights, str):
+        if config.weights != 'auto':
+            raise MbfgError(f"identify: weights {config.weights!r}: give numbers or 'auto'")
+        first = identify_states(sys, states, dataclasses.replace(config, weights=None))
+        weights = tuple(1.0 / np.maximum(first.rmse, 1e-12 * max(first.rmse.max(), 1e-300)))
+        return identify_states(sys, states, dataclasses.replace(config, weights=weights))
     Ws, rs = [], []
     w = np.ones(len(mech.actuators)) if config.weights is None else \
         np.asarray(config.weights, dtype=float)
@@ -337,18 +354,19 @@ def apply_parameters(mech: Mechanism, params: Sequence[Parameter], values: np.nd
     acts = list(mech.actuators)
     val = {(p.kind, p.owner): float(v) for p, v in zip(params, values)}
     for b, body in enumerate(bodies):
-        if ('I0', b) not in val:
+        if not any((kind, b) in val for kind in ('I0', 'mx', 'my', 'mass')):
             continue
-        m = val[('mass', b)]
-        mx, my = val[('mx', b)], val[('my', b)]
+        m = val.get(('mass', b), body.mass)     # a fixed parameter keeps its YAML value
+        mx = val.get(('mx', b), body.mass * body.cog[0])
+        my = val.get(('my', b), body.mass * body.cog[1])
         cog = (mx / m, my / m) if m > 0 else (0.0, 0.0)
-        bodies[b] = dataclasses.replace(body, mass=m, I0=val[('I0', b)], cog=cog)
+        bodies[b] = dataclasses.replace(body, mass=m, I0=val.get(('I0', b), body.I0), cog=cog)
     for k, j in enumerate(joints):
-        if ('b', k) in val:
+        if ('b', k) in val or ('fc', k) in val:
             f = j.friction or Friction()
-            fc = val[('fc', k)]
+            fc = val.get(('fc', k), f.fc)
             joints[k] = dataclasses.replace(j, friction=dataclasses.replace(
-                f, b=val[('b', k)], fc=fc, fs=fc if f.fs == f.fc else f.fs))
+                f, b=val.get(('b', k), f.b), fc=fc, fs=fc if f.fs == f.fc else f.fs))
     for k, a in enumerate(acts):
         if ('Ir', k) in val:
             acts[k] = dataclasses.replace(a, Ir=val[('Ir', k)])

@@ -3,7 +3,8 @@
     mbfg-identify CONFIG (--measured FILE.csv ... | --bag BAG ...) --joints A,B
                   [--position-columns ..] [--velocity-columns ..] [--effort-columns ..]
                   [--derivatives velocity|savgol] [--window N] [--order P]
-                  [--no-friction] [--no-rotor] [--same-rotor] [--weights W1,W2] [--unbounded]
+                  [--no-friction] [--no-rotor] [--same-rotor] [--weights W1,W2|auto]
+                  [--fix NAME,..] [--unbounded]
                   [--validate FILE.csv ...] --output IDENTIFIED.yaml
 
 Inverse dynamics is linear in the bodies' masses, first moments and inertias,
@@ -107,7 +108,11 @@ def _main(argv: list[str] | None) -> int:
     p.add_argument('--no-rotor', action='store_true', help='do not fit rotor inertias')
     p.add_argument('--same-rotor', action='store_true', help='one rotor inertia for all motors '
                    '(identical motors)')
-    p.add_argument('--weights', help='one weight per actuator (residual multipliers)')
+    p.add_argument('--weights', help="one weight per actuator (residual multipliers), or "
+                   "'auto': 1/RMSE per actuator of an unweighted first fit (Gautier-Khalil "
+                   'weighted least squares)')
+    p.add_argument('--fix', help='parameters held at their YAML values, comma separated '
+                   '(e.g. link1.my,link2.my: centres of mass on the link axes)')
     p.add_argument('--unbounded', action='store_true', help='no bounds (m, I0, b, fc, Ir >= 0 '
                    'otherwise)')
     p.add_argument('--output', required=True, help='identified mechanism YAML to write')
@@ -117,14 +122,16 @@ def _main(argv: list[str] | None) -> int:
     sys_ = load_system(args.config)
     logs = measured_logs(args, sys_.mech, args.measured, args.bag)
     weights = None
-    if args.weights:
+    if args.weights and args.weights.strip() == 'auto':
+        weights = 'auto'
+    elif args.weights:
         try:
             weights = tuple(float(w) for w in _split(args.weights) or ())
         except ValueError:
             raise MbfgError(f'--weights: not numbers: {args.weights!r}') from None
     opts = derivative_options(args, logs[0])
     cfg = IdentifyConfig(friction=not args.no_friction, rotor=not args.no_rotor,
-                         same_rotor=args.same_rotor,
+                         same_rotor=args.same_rotor, fixed=tuple(_split(args.fix) or ()),
                          weights=weights, bounded=not args.unbounded, derivatives=opts)
     res = identify(sys_, logs, cfg)
     print(res.report())
