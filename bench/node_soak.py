@@ -4,9 +4,10 @@
 The same three processes as ``bench/node_throughput.py`` (node, load generator,
 this monitor), ticks at 500 Hz, lag 0.1 s. Each minute it prints the node's
 resident memory (VmRSS), the latency from a tick's stamp to the estimate's arrival
-here (p50 / p99 over that minute), the readings dropped so far (``/diagnostics``)
-and the node's CPU share. At the end: RSS flat within 5 % after minute 1, and
-latency p99 at most 10 ms (the issue's targets).
+here (p50 / p99 over that minute), the node's own per-second latency p99 and
+garbage-collector pauses (median / max of its ``/diagnostics`` over the minute), the
+readings dropped so far and the node's CPU share. At the end: RSS flat within 5 %
+after minute 1, and latency p99 at most 10 ms (the issue's targets).
 
     .venv/bin/python bench/node_soak.py [--minutes 10]
 """
@@ -27,6 +28,14 @@ def rss_mb(pid: int) -> float:
         if line.startswith('VmRSS:'):
             return int(line.split()[1]) / 1024.0
     return float('nan')
+
+
+def node_side(diags: list, key: str = 'latency.ms_p99') -> str:
+    """Median and max over ``diags`` of a per-period value of the node (by default its
+    own latency p99, stamp to publish)."""
+    x = [float(kv.value) for d in diags for kv in d.status[0].values
+         if kv.key == key and kv.value != '-']
+    return f'{np.median(x):.1f} / {max(x):.1f}' if x else '-'
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -50,12 +59,14 @@ def main(argv: list[str] | None = None) -> int:
     with NodeRun(params, 60 + os.getpid() % 40, tmp / 'node.log', on_state) as run:
         pid = run.node.pid           # the wheels' re-exec keeps the pid
         gen = run.start_generator(data, tmp / 'start')
-        print('| minute | node RSS MB | latency p50 / p99 ms | dropped so far (reason: n) | '
+        print('| minute | node RSS MB | latency p50 / p99 ms | node-side p99 per s, median / '
+              'max ms | GC pause per s, median / max ms | dropped so far (reason: n) | '
               'node CPU % | estimates |', flush=True)
-        print('|---|---|---|---|---|---|', flush=True)
+        print('|---|---|---|---|---|---|---|---|', flush=True)
         minute = 0
         while gen.poll() is None and minute < args.minutes:
             lat.clear()
+            first_diag = len(run.diags)
             cpu0, wall0 = cpu_seconds(pid), time.monotonic()
             run.spin_while(lambda: gen.poll() is None, 60.0)
             minute += 1
@@ -67,6 +78,8 @@ def main(argv: list[str] | None = None) -> int:
                    100.0 * (cpu_seconds(pid) - cpu0) / (time.monotonic() - wall0), len(lat))
             rows.append(row)
             print(f'| {minute} | {row[1]:.1f} | {row[2]:.1f} / {row[3]:.1f} | '
+                  f'{node_side(run.diags[first_diag:])} | '
+                  f"{node_side(run.diags[first_diag:], 'gc.ms_max')} | "
                   f"{', '.join(f'{k}: {n}' for k, n in sorted(dropped.items())) or '-'} | "
                   f'{row[4]:.0f} | {row[5]} |', flush=True)
     if len(rows) >= 2:
