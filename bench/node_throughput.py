@@ -168,6 +168,11 @@ def generator(data: Path, start_file: Path) -> int:
     offsets = [int(round(x * NS)) for x in stamps]
     start = time.time_ns() + NS // 5               # ROS time = system time (no sim time)
     start_file.write_text(str(start))
+    # the generator's own lateness (publish time − stamp), a summary line per second to
+    # <start_file>.late: a late generator shows in the latency as if the node were slow
+    late_log = open(start_file.with_suffix('.late'), 'w')
+    late_ms = np.zeros(len(offsets))
+    second = first = 0
     for i, off in enumerate(offsets):
         if kinds[i] == 0:
             pub, m = pub_js, js
@@ -193,6 +198,13 @@ def generator(data: Path, start_file: Path) -> int:
             time.sleep(wait / NS)
         m.header.stamp.sec, m.header.stamp.nanosec = divmod(t, NS)
         pub.publish(m)
+        late_ms[i] = (time.time_ns() - t) / 1e6
+        if off >= (second + 1) * NS:              # a second done: its p99 and max
+            x = late_ms[first:i + 1]
+            late_log.write(f'{second} {np.percentile(x, 99):.3f} {x.max():.3f}\n')
+            late_log.flush()
+            second, first = second + 1, i + 1
+    late_log.close()
     late = (time.time_ns() - start) / NS - float(stamps[-1])
     if late > 0.05:
         print(f'generator: finished {late:.2f} s behind real time', file=sys.stderr)

@@ -114,3 +114,35 @@ def test_optimising_the_position_factor_recovers_an_assembled_pose():
     # Independent truth: the crank tip is on the unit circle at angle theta.
     np.testing.assert_allclose(q[:2], [np.cos(theta), np.sin(theta)], atol=1e-6)
     assert np.abs(sys.constraints.phi(q)).max() < 1e-6
+
+
+def test_a_custom_factor_at_the_same_values_is_not_evaluated_again():
+    """ISAM2's batch step relinearises every factor at its unchanged linearisation
+    point; the kept evaluation answers it without running Python again, with the same
+    numbers, and any other point is evaluated afresh."""
+    calls = []
+
+    def fn(xs, jac):
+        calls.append(xs[0].copy())
+        e = np.array([xs[0][0] ** 2 - xs[1][0], xs[0][1]])
+        return e, ([np.array([[2 * xs[0][0], 0.0], [0.0, 1.0]]),
+                    np.array([[-1.0], [0.0]])] if jac else None)
+
+    f = F.custom_factor([1, 2], gtsam.noiseModel.Unit.Create(2), fn)
+    v = gtsam.Values()
+    v.insert(1, np.array([3.0, 4.0]))
+    v.insert(2, np.array([5.0]))
+    first = f.linearize(v)
+    again = f.linearize(v)
+    assert len(calls) == 1
+    np.testing.assert_array_equal(first.jacobian()[0], again.jacobian()[0])
+    np.testing.assert_allclose(first.jacobian()[0], [[6.0, 0.0, -1.0], [0.0, 1.0, 0.0]])
+    assert f.error(v) == pytest.approx(0.5 * (4.0 ** 2 + 4.0 ** 2))
+    assert len(calls) == 1                   # the residual was kept too
+    w = gtsam.Values()
+    w.insert(1, np.array([1.0, 0.0]))
+    w.insert(2, np.array([5.0]))
+    np.testing.assert_allclose(f.linearize(w).jacobian()[0],
+                               [[2.0, 0.0, -1.0], [0.0, 1.0, 0.0]])
+    assert len(calls) == 2
+    assert f.error(w) == pytest.approx(0.5 * 16.0)

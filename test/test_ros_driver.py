@@ -244,6 +244,61 @@ def test_an_overloaded_live_driver_merges_ticks_and_never_drops_readings():
     assert err < raw_encoder_error(system, recs)
 
 
+def test_ticks_wait_for_a_stalled_sensor_stream_instead_of_running_past_its_readings():
+    """The IMU topic stalls for 20 ms every 200 ms while the encoder flows (its readings
+    then come in a burst; a stream not seen yet cannot hold the ticks, so not at the
+    start). Ticks never run more than a period past what every flowing stream has
+    delivered, so no reading lands deep in the window (where one factor makes
+    ISAM2 relinearise the whole window), none is dropped, and the estimate stays good."""
+    system, traj, recs = fourbar_data(duration=1.0, rate=1000.0)
+    _, d = live()
+    t0 = stamp_of(recs[0]) + 100 * MS              # stalls at 100-120 ms, 300-320 ms, ...
+    arrival = [stamp_of(r) + (20 * MS - (stamp_of(r) - t0) % (200 * MS)
+                              if hasattr(r, 'sensor') and stamp_of(r) >= t0
+                              and (stamp_of(r) - t0) % (200 * MS) < 20 * MS else 0)
+               for r in recs]
+    order = sorted(range(len(recs)), key=lambda i: (arrival[i], i))
+    behind, outs = [], []
+    for i in order:
+        t, now = stamp_of(recs[i]), arrival[i]
+        if d.last_tick is not None:
+            behind.append(d.last_tick - t)          # > 0: the reading arrives after its tick
+        d.push(t, recs[i], now)
+        outs += d.advance(now)
+    c = d.estimator.counters
+    assert max(behind) <= d.period                  # at most one tick back
+    assert d.counters['dropped.too_old'] == 0 and c['dropped_too_old'] == 0
+    assert c['resets'] == 0
+    err, count = crank_error(system, outs, traj)
+    assert count > 300 and err < raw_encoder_error(system, recs)
+
+
+def test_a_silent_stream_stops_holding_the_ticks_back_after_the_sensor_timeout():
+    """The IMU stops at 50 ms; encoders go on to 80 ms: ticks wait at the IMU's last
+    reading. Once the IMU has been silent for ``sensor_timeout`` (wall time), the
+    encoders alone move them on."""
+    import time
+    system, traj, recs = fourbar_data(duration=0.2, rate=1000.0)
+    _, d = live(sensor_timeout=0.05)
+    t0 = stamp_of(recs[0])
+    imu_until = t0 + 50 * MS
+    encs = [r for r in recs if not hasattr(r, 'sensor')]
+    for r in recs:
+        t = stamp_of(r)
+        if t <= t0 + 80 * MS and (not hasattr(r, 'sensor') or t <= imu_until):
+            d.push(t, r, t)
+            d.advance(t)
+    assert d.last_tick <= imu_until + d.period      # held back by the IMU
+    time.sleep(0.06)                                # the IMU silent for its timeout
+    for r in encs:
+        t = stamp_of(r)
+        if t0 + 80 * MS < t <= t0 + 100 * MS:
+            d.push(t, r, t)
+            d.advance(t)
+    assert d.last_tick >= t0 + 98 * MS              # the encoder alone moves them on
+    assert d.counters['dropped.too_old'] == 0
+
+
 def test_a_constant_input_latency_shifts_the_ticks_instead_of_dropping_or_resetting():
     """A sensor 1 s late (or a simulator behind real time) is a latency, not a bag loop."""
     system, traj, recs = fourbar_data(duration=1.0, rate=1000.0)

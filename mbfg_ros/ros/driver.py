@@ -33,12 +33,23 @@ Live only (``live=True``):
   degrades gracefully toward fewer, longer steps.
 * **The tick clock is the data.** Ticks run up to the newest reading's stamp,
   moving on with the clock between readings (``input.latency_ms`` = clock −
-  newest stamp at the last reading). So a backlog (the node fell behind after
-  a burst), stamps that lag the clock (a simulator slower than real time, a
-  sensor with a constant delay, a bag played without ``--clock``) never make
-  readings too old, and are no bag loop: no reset storm. In silence the ticks
-  carry on with the clock (dynamics-only prediction, status ``stale``). A
-  sensor slower than the others must stay within ``lag_duration`` of them.
+  newest stamp at the last reading). So a backlog (the node fell behind after a
+  burst), stamps that lag the clock (a simulator slower than real time, a sensor
+  with a constant delay, a bag played without ``--clock``) never make readings
+  too old, and are no bag loop: no reset storm. In silence the ticks carry on
+  with the clock (dynamics-only prediction, status ``stale``). A sensor slower
+  than the others must stay within ``lag_duration`` of them.
+* **Ticks wait for every flowing stream.** They never run further than what
+  every flowing sensor stream has delivered (:meth:`EstimatorDriver.data_horizon`:
+  its newest stamp plus 1.5 of its stamp spacing, at least one tick period). A
+  tick run past readings still on their way (a sensor driver that stalled, one
+  topic delivered before the other) puts them on keys deep in the window; a
+  factor there makes ISAM2 re-eliminate most of the window, and past 65 % of it
+  GTSAM relinearises every factor (its batch step: 15-40 ms at 1 kHz where a
+  tick takes ~1.5 ms, whose backlog then came late again). A stream counts as
+  flowing while it delivered within ``sensor_timeout`` (wall time) and its
+  newest stamp is within half a window of the newest overall; a stream not seen
+  yet does not hold the ticks.
 """
 from __future__ import annotations
 
@@ -170,6 +181,9 @@ class EstimatorDriver:
         self._fed = False
         self._back_streak = 0
         self.delay_ns = 0
+        # live, per sensor stream (joints: '', each IMU its name):
+        # [newest stamp, stamp spacing (running mean), wall time of its last reading]
+        self._streams: dict[str, list[int]] = {}
         self.counters: dict[str, int] = dict.fromkeys(INPUT_KEYS, 0)
         self.ticks = {'run': 0, 'merged': 0, 'overruns': 0, 'skipped': 0, 'published': 0}
         self.events: list[tuple[str, str]] = []      # (category, text) for the caller to log
@@ -260,7 +274,18 @@ class EstimatorDriver:
                           'follow the data' if delay > self.lag_ns // 2 else
                           'input stamps caught up with the clock')
             self.delay_ns = delay
-            self._push_wall = time.monotonic_ns()
+            self._push_wall = wall = time.monotonic_ns()
+            stream = self._streams.get(record.sensor if isinstance(record, ImuMeasurement)
+                                       else '')
+            if stream is None:
+                self._streams[record.sensor if isinstance(record, ImuMeasurement) else ''] = \
+                    [t_ns, 0, wall]
+            else:
+                if t_ns > stream[0]:
+                    step = min(t_ns - stream[0], self.lag_ns // 2)
+                    stream[1] = step if stream[1] == 0 else (3 * stream[1] + step) // 4
+                    stream[0] = t_ns
+                stream[2] = wall
         heapq.heappush(self._queue, (_order_key(t_ns, record, self._seq), record))
         self._seq += 1
         self.counters['queued'] += 1
@@ -300,6 +325,7 @@ class EstimatorDriver:
         self._fed = False
         self._back_streak = 0
         self.delay_ns = 0
+        self._streams.clear()
         self.note(f'reset:{category}', f'reset ({category}): {detail}' if detail
                   else f'reset ({category})')
         try:
@@ -368,7 +394,7 @@ class EstimatorDriver:
                 and time.monotonic_ns() - self._push_wall < self.silence_ns):
             # readings are flowing (perhaps a backlog): ticks stay within half a window of
             # the newest one, so the readings still on their way are not too old on arrival
-            T = min(T, self._max_stamp + self.lag_ns // 2)
+            T = min(T, self._max_stamp + self.lag_ns // 2, self.data_horizon())
         self.behind = False
         if self.live and self.last_tick is not None:
             return self._advance_live(T, inclusive)
@@ -401,6 +427,19 @@ class EstimatorDriver:
                 self.ticks['merged'] += k - first
             self.behind = k < last
         return [self._tick(k * p)]
+
+    def data_horizon(self) -> int:
+        """Live: the stamp up to which every flowing sensor stream has delivered, plus
+        1.5 of its stamp spacing (at least one tick period, at most half a window); no
+        limit (a huge value) when no stream is flowing. Module docstring."""
+        wall = time.monotonic_ns()
+        newest = self._max_stamp if self._max_stamp is not None else 0
+        horizon = 1 << 62
+        for stamp, spacing, last in self._streams.values():
+            if wall - last <= self.silence_ns and stamp >= newest - self.lag_ns // 2:
+                allow = min(max(self.period, (3 * spacing) // 2), self.lag_ns // 2)
+                horizon = min(horizon, stamp + allow)
+        return horizon
 
     def idle(self, now_ns: int, silence_ns: int) -> bool:
         """Nothing queued and no reading for ``silence_ns`` of the tick clock: no tick to run."""

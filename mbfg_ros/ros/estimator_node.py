@@ -370,9 +370,11 @@ class EstimatorNode(Node):
             # longer merged ticks after one slow tick)
             self._next_tick_wall = wall + took + min(took * (1.0 / self._load - 1.0),
                                                      4.0 / self.driver.frequency)
-        if (d.behind or d.pending) and self.retry_timer.is_canceled():
+        if (d.behind or (d.pending and self._sim_time)) and self.retry_timer.is_canceled():
             self.retry_timer.reset()      # catch up, or tick readings queued ahead, on the
-            #                               steady clock: a sim clock may have stopped
+            #                               steady clock: a sim clock may have stopped (on
+            #                               the wall clock the tick timer runs on; readings
+            #                               beyond the data horizon wait there)
         self._log_events()
 
     def _on_retry(self) -> None:
