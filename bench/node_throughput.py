@@ -9,7 +9,8 @@ Three processes talk over DDS on loopback (a private ROS_DOMAIN_ID):
   encoder (JointState, angle only, quantised to 4096 counts + 0.05° noise) and
   the coupler IMU (gyro 0.01 rad/s, accelerometer 0.05 m/s²) at the input rate,
   in real time, stamped with the clock, from the four-bar released from rest
-  (truth: DOP853, ``bench/estimator.py``'s ``truth``);
+  (truth: DOP853, ``bench/estimator.py``'s ``truth``); it sleeps until each reading's
+  time, as a driver waiting on its device would, and logs its own lateness per second;
 * this process, which listens to ``/estimator_node/state`` and ``/diagnostics``.
 
 The UR5 rows (issue 13): ``estimator_node`` on ``config/urdf/ur5.urdf`` + ``ur5_sensors.yaml``
