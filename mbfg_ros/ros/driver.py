@@ -275,11 +275,10 @@ class EstimatorDriver:
                           'input stamps caught up with the clock')
             self.delay_ns = delay
             self._push_wall = wall = time.monotonic_ns()
-            stream = self._streams.get(record.sensor if isinstance(record, ImuMeasurement)
-                                       else '')
+            key = record.sensor if isinstance(record, ImuMeasurement) else ''
+            stream = self._streams.get(key)
             if stream is None:
-                self._streams[record.sensor if isinstance(record, ImuMeasurement) else ''] = \
-                    [t_ns, 0, wall]
+                self._streams[key] = [t_ns, 0, wall]
             else:
                 if t_ns > stream[0]:
                     step = min(t_ns - stream[0], self.lag_ns // 2)
