@@ -206,6 +206,8 @@ def generator(data: Path, start_file: Path) -> int:
             late_log.flush()
             second, first = second + 1, i + 1
     late_log.close()
+    start_file.with_suffix('.late_total').write_text(
+        f'{np.percentile(late_ms, 99):.3f} {late_ms.max():.3f}')
     late = (time.time_ns() - start) / NS - float(stamps[-1])
     if late > 0.05:
         print(f'generator: finished {late:.2f} s behind real time', file=sys.stderr)
@@ -301,9 +303,10 @@ def rms(e) -> float:
 
 
 def drive(params: dict, data: Path, busy: bool, domain: int, log: Path, tmp: Path
-          ) -> tuple[list, int, float, list]:
+          ) -> tuple[list, int, float, list, tuple[float, float]]:
     """Run the node with ``params`` under the generator of ``data`` (and a busy core):
-    (states received (arrival ns, stamp ns, q), generator start ns, node CPU %, diagnostics)."""
+    (states received (arrival ns, stamp ns, q), generator start ns, node CPU %, diagnostics,
+    the generator's own lateness p99 / max ms)."""
     from mbfg_ros.ros import conversions as cv
 
     states: list = []
@@ -320,7 +323,11 @@ def drive(params: dict, data: Path, busy: bool, domain: int, log: Path, tmp: Pat
         start = int(start_file.read_text())
         run.spin_while(lambda: True, 2.5)               # two diagnostics after the end
         diags = run.diags
-    return states, start, 100.0 * (cpu1 - cpu0) / (wall1 - wall0), diags
+    try:      # the generator's own lateness (publish − stamp), p99 and max, ms
+        late = tuple(float(x) for x in start_file.with_suffix('.late_total').read_text().split())
+    except (OSError, ValueError):
+        late = (float('nan'), float('nan'))
+    return states, start, 100.0 * (cpu1 - cpu0) / (wall1 - wall0), diags, late
 
 
 def row_counts(v: dict, rate: int, busy: bool, d, lat: list, cpu: float,
@@ -349,8 +356,8 @@ def run_row(rate: int, busy: bool, duration: float, domain: int, tmp: Path) -> d
     params = {'mechanism': MECH, 'frequency': TICKS[rate], 'lag_duration': 0.1,
               'encoder_sigma': ENC_SIGMA,
               'executor': os.environ.get('MBFG_BENCH_EXECUTOR', 'auto')}
-    states, start, cpu, diags = drive(params, data, busy, domain,
-                                      tmp / f'node_{rate}_{busy}.log', tmp)
+    states, start, cpu, diags, late = drive(params, data, busy, domain,
+                                            tmp / f'node_{rate}_{busy}.log', tmp)
     v = {kv.key: kv.value for kv in diags[-1].status[0].values}
     if os.environ.get('MBFG_BENCH_TRACE'):
         for m in diags:
@@ -379,7 +386,7 @@ def run_row(rate: int, busy: bool, duration: float, domain: int, tmp: Path) -> d
     enc = d['kind'] == 0
     raw = [float(wrap_angle(z - crank(true_q(s))))
            for z, s in zip(d['enc'][enc], d['stamp'][enc]) if 0.5 <= s <= duration]
-    return dict(row_counts(v, rate, busy, d, lat, cpu, duration), robot='fourbar',
+    return dict(row_counts(v, rate, busy, d, lat, cpu, duration), robot='fourbar', late=late,
                 crank_mrad=1e3 * rms(ea), p1_mm=1e3 * rms(ep), raw_mrad=1e3 * rms(raw))
 
 
@@ -397,8 +404,8 @@ def run_row_ur5(rate: int, busy: bool, duration: float, domain: int, tmp: Path) 
     params.update({'mechanism': URDF, 'overlay': OVERLAY, 'frequency': TICKS[rate],
                    'encoder_sigma': ENC_SIGMA,
                    'executor': os.environ.get('MBFG_BENCH_EXECUTOR', 'auto')})
-    states, start, cpu, diags = drive(params, data, busy, domain,
-                                      tmp / f'node_ur5_{rate}_{busy}.log', tmp)
+    states, start, cpu, diags, late = drive(params, data, busy, domain,
+                                            tmp / f'node_ur5_{rate}_{busy}.log', tmp)
     v = {kv.key: kv.value for kv in diags[-1].status[0].values}
     t, q = d['t'], d['q']
 
@@ -415,7 +422,7 @@ def run_row_ur5(rate: int, busy: bool, duration: float, domain: int, tmp: Path) 
     enc = d['kind'] == 0
     raw = [z - true_q(st) for z, st in zip(d['enc'][enc], d['stamp'][enc])
            if 0.5 <= st <= duration]
-    return dict(row_counts(v, rate, busy, d, lat, cpu, duration), robot='ur5',
+    return dict(row_counts(v, rate, busy, d, lat, cpu, duration), robot='ur5', late=late,
                 crank_mrad=1e3 * rms(ea), p1_mm=float('nan'), raw_mrad=1e3 * rms(raw))
 
 
@@ -451,7 +458,8 @@ def main(argv: list[str] | None = None) -> int:
                                                                    domain, Path(tmp))
                 rows.append(row)
     head = ('| robot | inputs | ticks | load | sent | received | used | dropped (reason: n) | '
-            'too old | latency p50 / p99 ms | node CPU % | estimates/s | merged ticks | '
+            'too old | latency p50 / p99 ms | generator late p99 / max ms | node CPU % | '
+            'estimates/s | merged ticks | '
             'resets | angle mrad | P1 mm | raw encoder mrad | beats raw |')
     print()
     print(head)
@@ -463,7 +471,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {r['robot']} | {inputs} | {r['ticks']:g} Hz | "
               f"{'one core busy' if r['busy'] else 'quiet'} | {r['sent']} | {r['received']} | "
               f"{r['used']} | {dropped} | {r['too_old']} | {r['lat50']:.1f} / "
-              f"{r['lat99']:.1f} | {r['cpu']:.0f} | {r['est_hz']:.0f} | {r['merged']} | "
+              f"{r['lat99']:.1f} | {r['late'][0]:.1f} / {r['late'][1]:.1f} | "
+              f"{r['cpu']:.0f} | {r['est_hz']:.0f} | {r['merged']} | "
               f"{r['resets']} | {r['crank_mrad']:.3f} | "
               f"{'-' if math.isnan(r['p1_mm']) else format(r['p1_mm'], '.3f')} | "
               f"{r['raw_mrad']:.3f} | {'yes' if r['crank_mrad'] < r['raw_mrad'] else 'NO'} |")
