@@ -8,6 +8,7 @@ made to fail, as on Humble).
 """
 from __future__ import annotations
 
+import subprocess
 import sys
 
 import numpy as np
@@ -24,7 +25,7 @@ from test_ros_nodes import (  # noqa: F401
     start,
     stop,
 )
-from test_ros_support import fourbar_data, fourbar_path, unique_domain
+from test_ros_support import fourbar_data, fourbar_path, ros_env, unique_domain
 
 from mbfg_ros.ros.estimator_node import make_executor
 from mbfg_ros.ros.params import ParameterError
@@ -68,8 +69,35 @@ def test_without_the_events_executor_asking_for_it_is_one_clear_error(monkeypatc
     ex.shutdown()
 
 
-@pytest.mark.skipif(not _has_events_executor(), reason='this rclpy has no EventsExecutor')
+def _events_refused(r: subprocess.CompletedProcess) -> None:
+    lines = [ln for ln in (r.stdout + r.stderr).splitlines() if ln.strip()]
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert len(lines) == 1 and lines[0].startswith('estimator_node: error: ')
+    assert "'events' needs rclpy's EventsExecutor" in lines[0]
+
+
+def test_without_the_events_executor_the_node_refuses_it_at_start_up():
+    """As on Humble (``rclpy.experimental`` made unimportable in the node's process):
+    ``executor: events`` is one error line and exit status 2, not a traceback."""
+    code = ("import sys; sys.modules['rclpy.experimental'] = None; "
+            'from mbfg_ros.ros.estimator_node import main; sys.exit(main())')
+    r = subprocess.run([sys.executable, '-c', code, '--ros-args', '-p',
+                        f'mechanism:={fourbar_path()}', '-p', 'executor:=events'],
+                       env=ros_env(unique_domain(24)), capture_output=True, text=True,
+                       timeout=60)
+    _events_refused(r)
+
+
 def test_with_the_events_executor_the_node_estimates_over_dds(tmp_path):
+    """Where the distro has the EventsExecutor (Kilted, Jazzy 7.1.6 here) the node runs
+    on it over DDS; where it has none (Humble) the node refuses it at start-up."""
+    if not _has_events_executor():
+        r = subprocess.run([sys.executable, '-m', 'mbfg_ros.ros.estimator_node', '--ros-args',
+                            '-p', f'mechanism:={fourbar_path()}', '-p', 'executor:=events'],
+                           env=ros_env(unique_domain(23)), capture_output=True, text=True,
+                           timeout=60)
+        _events_refused(r)
+        return
     system = fourbar_data()[0]
     domain = unique_domain(23)
     proc = start('estimator_node', {'mechanism': fourbar_path(), 'frequency': 100.0,

@@ -12,12 +12,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pinocchio as pin
 import pytest
 
 from mbfg_ros.spatial.dynamics_graph import DynamicsGraph
 from mbfg_ros.spatial.system import build_spatial_system
 
-pin = pytest.importorskip('pinocchio')
 
 DATA = Path(__file__).resolve().parents[1] / 'config' / 'urdf'
 TOL = 1e-9

@@ -11,12 +11,12 @@ to body ``j`` through its joint, in the joint frame = our child link frame).
 from __future__ import annotations
 
 import numpy as np
+import pinocchio as pin
 import pytest
 
 from mbfg_ros.spatial.dynamics_graph import ORDERINGS, DynamicsGraph, solve_nonlinear
 from mbfg_ros.spatial.model import SpatialModel
 
-pin = pytest.importorskip('pinocchio')
 
 TOL = 1e-9
 

@@ -85,6 +85,18 @@ def _trigger_type() -> Any:
     return Trigger
 
 
+def _events_executor_class() -> type:
+    """rclpy's EventsExecutor class, or a :class:`ParameterError` naming the parameter
+    where the distro has none (Humble)."""
+    try:
+        from rclpy.experimental import EventsExecutor
+    except ImportError:
+        raise ParameterError("parameter 'executor': 'events' needs rclpy's "
+                             'EventsExecutor (Kilted, recent Jazzy; not Humble); use '
+                             'auto or single') from None
+    return EventsExecutor
+
+
 def make_executor(kind: str = 'auto') -> rclpy.executors.Executor:
     """``events``: rclpy's EventsExecutor (``rclpy.experimental``: Kilted, and Jazzy's
     7.1.x releases since its backport; not Humble: a clear error there, picked at run
@@ -93,14 +105,7 @@ def make_executor(kind: str = 'auto') -> rclpy.executors.Executor:
     draining their queues (:func:`_drain`), single kept the latency at tens of ms where
     events let it grow to seconds."""
     if kind == 'events':
-        try:
-            from rclpy.experimental import EventsExecutor
-        except ImportError:
-            raise ParameterError("parameter 'executor': 'events' needs rclpy's "
-                                 'EventsExecutor (Kilted, recent Jazzy; not Humble); use '
-                                 'auto or single') from None
-        else:
-            return EventsExecutor()
+        return _events_executor_class()()
     return rclpy.executors.SingleThreadedExecutor()
 
 
@@ -193,6 +198,8 @@ class EstimatorNode(Node):
         v = settings.values
         self.driver = EstimatorDriver(system, settings, live=True)
         self.executor_kind = v['executor']
+        if self.executor_kind == 'events':
+            _events_executor_class()      # at start-up: one error line, exit 2, not a traceback
         self.mech_name = system.mech.name
         self._load = float(v['max_tick_load'])
         self._idle_ns = int(1e9 * settings.config.max_tick_gap)
