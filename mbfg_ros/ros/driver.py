@@ -389,11 +389,12 @@ class EstimatorDriver:
                        f'clock jumped back by {(self._last_clock - now_ns) / NS:.3f} s')
         self._last_clock = now_ns
         T = now_ns - self.delay_ns
+        wall = time.monotonic_ns() if self.live else 0
         if (self.live and self._max_stamp is not None
-                and time.monotonic_ns() - self._push_wall < self.silence_ns):
+                and wall - self._push_wall < self.silence_ns):
             # readings are flowing (perhaps a backlog): ticks stay within half a window of
             # the newest one, so the readings still on their way are not too old on arrival
-            T = min(T, self._max_stamp + self.lag_ns // 2, self.data_horizon())
+            T = min(T, self._max_stamp + self.lag_ns // 2, self.data_horizon(wall))
         self.behind = False
         if self.live and self.last_tick is not None:
             return self._advance_live(T, inclusive)
@@ -427,11 +428,13 @@ class EstimatorDriver:
             self.behind = k < last
         return [self._tick(k * p)]
 
-    def data_horizon(self) -> int:
+    def data_horizon(self, wall: int | None = None) -> int:
         """Live: the stamp up to which every flowing sensor stream has delivered, plus
         1.5 of its stamp spacing (at least one tick period, at most half a window); no
-        limit (a huge value) when no stream is flowing. Module docstring."""
-        wall = time.monotonic_ns()
+        limit (a huge value) when no stream is flowing. ``wall``: ``time.monotonic_ns()``
+        if the caller has it. Module docstring."""
+        if wall is None:
+            wall = time.monotonic_ns()
         newest = self._max_stamp if self._max_stamp is not None else 0
         horizon = 1 << 62
         for stamp, spacing, last in self._streams.values():

@@ -510,6 +510,7 @@ def _spin(node: EstimatorNode) -> None:
             except OSError:     # a signal interrupted the wait: look at the context again
                 continue
     finally:
+        gc.callbacks.remove(node.gc_pauses)
         executor.shutdown()
 
 
