@@ -23,7 +23,8 @@ import time
 from pathlib import Path
 
 import numpy as np
-from node_throughput import ENC_SIGMA, MECH, NodeRun, cpu_seconds, make_data  # noqa: I001
+from node_throughput import (  # noqa: I001
+    ENC_SIGMA, MECH, NodeRun, cpu_seconds, generator_lateness, make_data)
 
 
 def rss_mb(pid: int) -> float:
@@ -48,16 +49,11 @@ def node_side(diags: list, key: str = 'latency.ms_p99') -> str:
     return f'{np.median(x):.1f} / {max(x):.1f}' if x else '-'
 
 
-def generator_late(path: Path, minute: int) -> str:
+def generator_late(late: dict[int, tuple[float, float]], minute: int) -> str:
     """Median and max over the seconds of ``minute`` (1-based) of the load generator's
-    per-second p99 lateness (its publish time − the reading's stamp), from its log."""
-    try:
-        rows = np.loadtxt(path, ndmin=2)
-    except (OSError, ValueError):
-        return '-'
-    x = rows[(rows[:, 0] >= 60 * (minute - 1)) & (rows[:, 0] < 60 * minute), 1] \
-        if rows.size else rows
-    return f'{np.median(x):.1f} / {x.max():.1f}' if len(x) else '-'
+    per-second p99 lateness (its publish time − the reading's stamp)."""
+    x = [p99 for sec, (p99, _) in late.items() if 60 * (minute - 1) <= sec < 60 * minute]
+    return f'{np.median(x):.1f} / {max(x):.1f}' if x else '-'
 
 
 def write_trace(path: Path, diags: list, start_file: Path) -> None:
@@ -67,11 +63,7 @@ def write_trace(path: Path, diags: list, start_file: Path) -> None:
 
     keys = ('latency.ms_p50', 'latency.ms_p99', 'ticks.rate_hz', 'ticks.ms_max', 'gc.ms_max')
     start = int(start_file.read_text())
-    try:
-        late = {int(r[0]): r[1:] for r in np.loadtxt(start_file.with_suffix('.late'),
-                                                      ndmin=2)}
-    except (OSError, ValueError):
-        late = {}
+    late = generator_lateness(start_file)
     with open(path, 'w') as f:
         f.write('second,' + ','.join(keys) + ',generator_late_ms_p99,generator_late_ms_max\n')
         for d in diags:
@@ -129,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(row)
             print(f'| {minute} | {row[1]:.1f} | {row[2]:.1f} / {row[3]:.1f} | '
                   f'{node_side(run.diags[first_diag:])} | '
-                  f"{generator_late(tmp / 'start.late', minute)} | "
+                  f"{generator_late(generator_lateness(tmp / 'start'), minute)} | "
                   f"{node_side(run.diags[first_diag:], 'gc.ms_max')} | "
                   f"{', '.join(f'{k}: {n}' for k, n in sorted(dropped.items())) or '-'} | "
                   f'{row[4]:.0f} | {100 * jif[0] / jif[2]:.0f} / {100 * jif[1] / jif[2]:.1f} | '

@@ -217,6 +217,16 @@ def generator(data: Path, start_file: Path) -> int:
 
 
 
+def generator_lateness(start_file: Path) -> dict[int, tuple[float, float]]:
+    """The generator's per-second lateness log (``<start_file>.late``): second ->
+    (p99, max) ms of publish time − stamp; empty if there is none yet."""
+    try:
+        rows = np.loadtxt(start_file.with_suffix('.late'), ndmin=2)
+    except (OSError, ValueError):
+        return {}
+    return {int(r[0]): (float(r[1]), float(r[2])) for r in rows}
+
+
 class NodeRun:
     """The estimator_node under test and this process's DDS monitor of its outputs.
 
