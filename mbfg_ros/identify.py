@@ -42,8 +42,9 @@ from .planar.dynamics import System, build_system
 from .planar.forces import Forces, mass_matrix
 from .planar.model import Body, Friction, Mechanism
 
-__all__ = ['Parameter', 'IdentifyConfig', 'Identified', 'parameters', 'regressor', 'identify',
-           'identify_states', 'base_columns', 'apply_parameters', 'identified_yaml']
+__all__ = ['Parameter', 'IdentifyConfig', 'Identified', 'Regressed', 'parameters', 'regressor',
+           'regress', 'regress_logs', 'identify', 'identify_states', 'identify_regressed',
+           'base_columns', 'apply_parameters', 'identified_yaml']
 
 _P = np.array([[0.0, -1.0], [1.0, 0.0]])
 
@@ -282,31 +283,102 @@ def base_columns(W: np.ndarray, tol: float = 1e-6) -> tuple[list[int], np.ndarra
     return keep, K
 
 
-def identify_states(sys: System, states: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray,
-                                                        np.ndarray]],
-                    config: IdentifyConfig = IdentifyConfig()) -> Identified:
-    """Fit from (q, q̇, q̈, measured τ) sample sets (already differentiated)."""
-    mech = sys.mech
-    params = parameters(mech, config)
+class Regressed(NamedTuple):
+    """Measured samples turned into the linear problem τ = W π + τ0 (:func:`regress`); fitting
+    several configurations (weights, fixed parameters) to the same data reuses it."""
+
+    params: tuple[Parameter, ...]  # every parameter of the configuration, the fixed ones too
+    W: np.ndarray                  # (N, n_act, p)
+    tau0: np.ndarray               # (N, n_act): what is not identified
+    tau: np.ndarray                # (N, n_act): measured efforts (samples with NaN dropped)
+
+
+def regress(sys: System, states: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                np.ndarray]],
+            config: IdentifyConfig = IdentifyConfig()) -> Regressed:
+    """The regressor of (q, q̇, q̈, measured τ) sample sets, stacked; samples whose measured τ
+    is not finite are left out. Fixed parameters are kept as columns (their YAML values are
+    applied by the fit), so one ``Regressed`` serves every ``fixed`` and ``weights``."""
+    params = parameters(sys.mech, dataclasses.replace(config, fixed=()))
     if not params:
         raise MbfgError('identify: nothing to identify (no bodies, friction or rotors selected)')
+    Ws, t0s, taus = [], [], []
+    for q, qd, qdd, tau in states:
+        W, tau0 = regressor(sys, params, q, qd, qdd)
+        ok = np.isfinite(tau).all(axis=1)
+        Ws.append(W[ok])
+        t0s.append(tau0[ok])
+        taus.append(np.asarray(tau)[ok])
+    if not Ws:
+        raise MbfgError('identify: no data to fit')
+    return Regressed(tuple(params), np.concatenate(Ws), np.concatenate(t0s), np.concatenate(taus))
+
+
+def regress_logs(sys: System, logs: Sequence[JointLog],
+                 config: IdentifyConfig = IdentifyConfig()) -> Regressed:
+    """:func:`regress` of measured logs: differentiated with ``config.derivatives``, ``skip``
+    samples dropped at each end of every log."""
+    skip = config.skip if config.skip is not None else config.derivatives.window // 2
+    states = []
+    for log in logs:
+        st = measured_states(sys, log, config.derivatives)
+        if st.effort is None:
+            raise MbfgError(f'{log.source}: identification needs measured efforts')
+        s = slice(skip, len(st.t) - skip if skip else None)
+        states.append((st.q[s], st.qd[s], st.qdd[s], st.effort[s]))
+    return regress(sys, states, config)
+
+
+def _stacked(data: Regressed | Sequence[Regressed]) -> Regressed:
+    if isinstance(data, Regressed):
+        return data
+    if not data:
+        raise MbfgError('identify: no data to fit')
+    names = [tuple(p.name for p in d.params) for d in data]
+    if any(n != names[0] for n in names):
+        raise MbfgError('identify: the data sets were regressed with different parameters')
+    return Regressed(data[0].params, np.concatenate([d.W for d in data]),
+                     np.concatenate([d.tau0 for d in data]), np.concatenate([d.tau for d in data]))
+
+
+def identify_regressed(sys: System, data: Regressed | Sequence[Regressed],
+                       config: IdentifyConfig = IdentifyConfig()) -> Identified:
+    """Fit ``config``'s free parameters to regressed data (one set or several, stacked); the
+    fixed ones enter τ0 with their YAML values."""
+    mech = sys.mech
+    data = _stacked(data)
+    every = parameters(mech, dataclasses.replace(config, fixed=()))
+    if [p.name for p in every] != [p.name for p in data.params]:
+        raise MbfgError('identify: the data were regressed for other parameters ('
+                        + ', '.join(p.name for p in data.params) + ') than this configuration\'s ('
+                        + ', '.join(p.name for p in every) + ')')
+    params = parameters(mech, config)
+    free = [i for i, p in enumerate(every) if p.name not in config.fixed]
+    held = [i for i, p in enumerate(every) if p.name in config.fixed]
+    W = data.W[:, :, free]
+    tau0 = data.tau0 + (data.W[:, :, held] @ np.array([every[i].value for i in held])
+                        if held else 0.0)
     if isinstance(config.weights, str):
         if config.weights != 'auto':
             raise MbfgError(f"identify: weights {config.weights!r}: give numbers or 'auto'")
-        first = identify_states(sys, states, dataclasses.replace(config, weights=None))
+        first = _fit(sys, params, W, tau0, data.tau, dataclasses.replace(config, weights=None))
         weights = tuple(1.0 / np.maximum(first.rmse, 1e-12 * max(first.rmse.max(), 1e-300)))
-        return identify_states(sys, states, dataclasses.replace(config, weights=weights))
-    Ws, rs = [], []
+        return _fit(sys, params, W, tau0, data.tau, dataclasses.replace(config, weights=weights))
+    return _fit(sys, params, W, tau0, data.tau, config)
+
+
+def _fit(sys: System, params: Sequence[Parameter], W: np.ndarray, tau0: np.ndarray,
+         tau: np.ndarray, config: IdentifyConfig) -> Identified:
+    """Weighted, bounded linear least squares for the base parameters (module docstring)."""
+    mech = sys.mech
     w = np.ones(len(mech.actuators)) if config.weights is None else \
         np.asarray(config.weights, dtype=float)
     if w.shape != (len(mech.actuators),):
         raise MbfgError(f'identify: {len(w)} weights for {len(mech.actuators)} actuators')
-    for q, qd, qdd, tau in states:
-        W, tau0 = regressor(sys, params, q, qd, qdd)
-        ok = np.isfinite(tau).all(axis=1)
-        Ws.append((W[ok] * w[None, :, None]).reshape(-1, len(params)))
-        rs.append(((tau[ok] - tau0[ok]) * w).reshape(-1))
-    A, y = np.vstack(Ws), np.concatenate(rs)
+    if not len(tau):
+        raise MbfgError('identify: no samples with measured efforts to fit')
+    A = (W * w[None, :, None]).reshape(-1, len(params))
+    y = ((tau - tau0) * w).reshape(-1)
     base, K = base_columns(A, config.rank_tol)
     other = [i for i in range(len(params)) if i not in base]
     prior = np.array([p.value for p in params])
@@ -332,18 +404,17 @@ def identify_states(sys: System, states: Sequence[tuple[np.ndarray, np.ndarray, 
                       len(y), new, build_system(new))
 
 
+def identify_states(sys: System, states: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                        np.ndarray]],
+                    config: IdentifyConfig = IdentifyConfig()) -> Identified:
+    """Fit from (q, q̇, q̈, measured τ) sample sets (already differentiated)."""
+    return identify_regressed(sys, regress(sys, states, config), config)
+
+
 def identify(sys: System, logs: Sequence[JointLog], config: IdentifyConfig = IdentifyConfig()
              ) -> Identified:
     """Fit the parameters of ``sys`` to measured motions with measured efforts."""
-    skip = config.skip if config.skip is not None else config.derivatives.window // 2
-    states = []
-    for log in logs:
-        st = measured_states(sys, log, config.derivatives)
-        if st.effort is None:
-            raise MbfgError(f'{log.source}: identification needs measured efforts')
-        s = slice(skip, len(st.t) - skip if skip else None)
-        states.append((st.q[s], st.qd[s], st.qdd[s], st.effort[s]))
-    return identify_states(sys, states, config)
+    return identify_regressed(sys, regress_logs(sys, logs, config), config)
 
 
 def apply_parameters(mech: Mechanism, params: Sequence[Parameter], values: np.ndarray

@@ -19,8 +19,10 @@ from mbfg_ros.identify import (
     _body_unit_matrices,
     apply_parameters,
     identify,
+    identify_regressed,
     identify_states,
     parameters,
+    regress,
     regressor,
 )
 from mbfg_ros.measured import load_joint_csv, measured_inverse, torque_fit
@@ -224,6 +226,52 @@ def test_cli_errors(tmp_path, capsys, args, message):
     assert identify_main([str(YAML), '--measured', str(RUN['01']), *base, *args,
                           '--output', str(tmp_path / 'x.yaml')]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_fixed_parameters_enter_the_fit_at_their_yaml_values():
+    """Noise-free data of a model whose lateral first moment and viscous friction are not zero;
+    held at those (true, YAML) values, the other parameters are recovered exactly: the fixed
+    columns are in the fit's τ0, not dropped with the body or joint they belong to."""
+    params = parameters(SYS.mech)
+    names = [p.name for p in params]
+    truth = np.array([p.value for p in params])
+    truth[names.index('link2.my')] = 0.03
+    truth[names.index('elbow.b')] = 0.02
+    truth[names.index('elbow.fc')] = 0.11
+    true_mech = apply_parameters(SYS.mech, params, truth)
+    true_sys = build_system(true_mech)
+    states = random_states(200, 21)
+    Q, Qd, Qdd = (np.array([s[k] for s in states]) for k in (3, 4, 5))
+    tau = np.array([actuator_efforts(true_sys, *x) for x in zip(Q, Qd, Qdd)])
+    start = dataclasses.replace(true_mech, bodies=tuple(
+        dataclasses.replace(b, I0=1.3 * b.I0) for b in true_mech.bodies))
+    cfg = IdentifyConfig(fixed=('link2.my', 'elbow.b'), bounded=False)
+    res = identify_states(build_system(start), [(Q, Qd, Qdd, tau)], cfg)
+    assert res.rmse.max() < 1e-9
+    free = [p.name for p in res.params]
+    kept = [i for i in res.base]
+    np.testing.assert_allclose(res.values[kept], truth[[names.index(free[i]) for i in kept]],
+                               rtol=1e-6, atol=1e-12)
+    assert res.mech.joints[1].friction.b == 0.02
+
+
+def test_one_regression_serves_every_weighting_and_fixed_set(dfki_runs):
+    """identify() equals identify_regressed() on data regressed once, for several configs."""
+    data = [regress(SYS, [st], IdentifyConfig()) for st in (
+        _states(dfki_runs['01']), _states(dfki_runs['04']))]
+    for cfg in (IdentifyConfig(), ON_AXIS, IdentifyConfig(weights=(2.0, 1.0))):
+        direct = identify(SYS, list(dfki_runs.values()), cfg)
+        reused = identify_regressed(SYS, data, cfg)
+        np.testing.assert_allclose(reused.values, direct.values, rtol=1e-10, atol=1e-14)
+    with pytest.raises(MbfgError, match='regressed for other parameters'):
+        identify_regressed(SYS, data, IdentifyConfig(rotor=False))
+
+
+def _states(log):
+    from mbfg_ros.measured import measured_states
+    st = measured_states(SYS, log, IdentifyConfig().derivatives)
+    s = slice(50, len(st.t) - 50)
+    return st.q[s], st.qd[s], st.qdd[s], st.effort[s]
 
 
 def test_bounds_keep_friction_non_negative():
