@@ -163,12 +163,32 @@ def test_centres_on_axis_and_auto_weights_narrow_the_elbow_cross_validation_gap(
         assert t[0] <= 1.1 * theirs[0], (t, theirs)
 
 
-@pytest.mark.xfail(reason='known gap: fitted on one run, the elbow torque on the other run is '
-                   '11-14 % worse than with DFKI\'s model (fitted on both runs), even with the '
-                   'centres of mass on the link axes and Gautier-Khalil weights', strict=False)
+@pytest.mark.xfail(reason='known limit: fitted on ONE run, the elbow torque on the other run is '
+                   '11-14 % worse than with DFKI\'s model (which was fitted on all of the day\'s '
+                   'runs); single-run fits disagree on the elbow friction (fc 0.04-0.12 N·m '
+                   'across the nine runs, bench/real_hardware.py table 3)', strict=True)
 def test_cross_validation_elbow_within_10_percent(dfki_runs):
     for ours, theirs in cross_validated(dfki_runs, ON_AXIS):
         assert ours[1] <= 1.1 * theirs[1], (ours, theirs)
+
+
+OTHER_RUNS = sorted(p for p in (DATA / 'dfki').glob('design_A.0_20220815_sys_id_trajectory_*.csv')
+                    if p.stem[-2:] not in RUN)
+
+
+def test_held_out_fit_on_the_other_runs_is_within_10_percent_of_dfki_model(dfki_runs):
+    """The like-for-like validation of DFKI's model, which its authors fitted on the day's
+    runs: fitted on the seven other runs of 2022-08-15 (neither 01 nor 04 among them), the
+    torques on 01 and on 04 are within 10 % of DFKI's model's RMSE on both joints."""
+    assert len(OTHER_RUNS) == 7, OTHER_RUNS
+    others = [load_joint_csv(p, ['shoulder', 'elbow'], ['pos_meas1', 'pos_meas2'],
+                             ['vel_meas1', 'vel_meas2'], ['tau_meas1', 'tau_meas2'])
+              for p in OTHER_RUNS]
+    res = identify(SYS, others, ON_AXIS)
+    for k, log in dfki_runs.items():
+        ours, _ = torque_fit(*res.predict(log)[4:6], 50)
+        theirs, _ = torque_fit(*measured_inverse(SYS, log)[4:6], 50)
+        assert (ours <= 1.1 * theirs).all(), (k, ours, theirs)
 
 
 def test_fixed_parameters_keep_their_yaml_values(dfki_runs):
