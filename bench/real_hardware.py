@@ -13,6 +13,9 @@ and the ratio to DFKI's identified model 2.0 (the YAML) on the same run:
    --weights auto`` (centres of mass on the link axes, Gautier-Khalil weights).
 2. Every run: DFKI's model, the on-axis fit on the issue's runs, and the on-axis fit on all
    the other runs (leave one run out), as ratios to DFKI's model.
+Then DFKI's model with each derivative option of ``mbfg-inverse --derivatives`` on the issue's
+runs (Savitzky-Golay of the measured velocities, of the positions, the zero-lag smoother).
+
 3. Fits on one run alone (on-axis): the friction and rotor values and how they carry to the
    other runs; why one run is too little to identify this robot's friction.
 
@@ -41,6 +44,7 @@ from mbfg_ros.measured import (
     DerivativeOptions,
     MeasuredInverse,
     load_joint_csv,
+    measured_inverse,
     measured_states,
     torque_fit,
     torques,
@@ -160,6 +164,29 @@ def single_run_table(full: System, runs: dict[str, Run]) -> list[str]:
     return lines
 
 
+DERIVATIVES = (('velocity (Savitzky-Golay 101/3 of the measured velocities; the default)',
+                OPTIONS),
+               ('savgol (positions only, 101/3)', DerivativeOptions('savgol', 101, 3)),
+               ('smoother (zero-lag GTSAM smoother, jerk 0.5, sigma 2e-4 rad / 0.1 rad/s)',
+                DerivativeOptions('smoother')))
+
+
+def derivatives_table(full: System, paths: dict[str, Path]) -> list[str]:
+    """DFKI's model with each derivative option of mbfg-inverse (--derivatives)."""
+    lines = ['| run | derivatives | shoulder RMSE N·m | elbow RMSE N·m | time s |',
+             '|---|---|---|---|---|']
+    for k, path in paths.items():
+        log = load_run(path)
+        for label, opts in DERIVATIVES:
+            t0 = time.perf_counter()
+            res = measured_inverse(full, log, opts)
+            dt = time.perf_counter() - t0
+            rmse, r = torque_fit(res.tau, res.effort, SKIP)
+            lines.append(f'| {k} | {label} | {rmse[0]:.3f} (r {r[0]:.2f}) | '
+                         f'{rmse[1]:.3f} (r {r[1]:.2f}) | {dt:.1f} |')
+    return lines
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     p.add_argument('runs', nargs='*', type=Path, default=RUNS, help='DFKI CSV runs')
@@ -178,6 +205,9 @@ def main() -> None:
           f'({", ".join(runs)}); derivatives: measured velocities, Savitzky-Golay window '
           f'{OPTIONS.window}, order {OPTIONS.order}; {SKIP} samples dropped at each end\n')
     print('\n'.join(named_table(full, runs, named)))
+    print('\nDFKI\'s model (the YAML) with each derivative option:\n')
+    print('\n'.join(derivatives_table(full, {k: p for p in args.runs
+                                              if (k := p.stem.split('_')[-1]) in named})))
     if len(runs) > 2:
         print()
         print('\n'.join(every_run_table(full, runs, named)))

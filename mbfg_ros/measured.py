@@ -27,6 +27,7 @@ import scipy.signal
 from .control import actuator_efforts
 from .errors import MbfgError, TrajectoryError
 from .inverse import direct_kinematics
+from .motion_smoother import smooth_motion
 from .planar.dynamics import System
 
 __all__ = ['JointLog', 'DerivativeOptions', 'MeasuredInverse', 'load_joint_csv',
@@ -50,16 +51,24 @@ class DerivativeOptions:
     """How ż, z̈ come from the log (:func:`motion_derivatives`).
 
     ``method``: ``savgol`` (positions only: local polynomial of ``order`` over
-    ``window`` samples, its first and second derivatives) or ``velocity``
+    ``window`` samples, its first and second derivatives), ``velocity``
     (measured velocities, smoothed by the same fit, and their derivative; the
-    positions are smoothed too). ``window`` is odd, in samples. The defaults
-    (101 samples = 0.2 s at DFKI's 500 Hz, cubic, measured velocities) gave the
-    lowest torque error on DFKI's trajectory_01 among the windows tried (bench).
+    positions are smoothed too) or ``smoother`` (a zero-lag GTSAM smoother over the
+    whole log, :mod:`mbfg_ros.motion_smoother`: white-noise jerk of density
+    ``jerk``², positions with σ ``position_sigma``, measured velocities, where logged,
+    with σ ``velocity_sigma``). ``window`` is odd, in samples. The defaults
+    (101 samples = 0.2 s at DFKI's 500 Hz, cubic, measured velocities; jerk 0.5
+    with σ 2e-4 rad) gave the lowest torque error on DFKI's trajectory_01 among the
+    values tried. Half a window is dropped at each end when fitting or scoring, whatever
+    the method.
     """
 
     method: str = 'velocity'
     window: int = 101
     order: int = 3
+    jerk: float = 0.5                 # rad/s³/√Hz (smoother)
+    position_sigma: float = 2e-4      # rad (smoother)
+    velocity_sigma: float = 0.1       # rad/s (smoother)
 
 
 class MeasuredInverse(NamedTuple):
@@ -190,8 +199,13 @@ def motion_derivatives(t: np.ndarray, z: np.ndarray, zd_measured: np.ndarray | N
     ``savgol``: Savitzky-Golay on positions (derivatives 0, 1, 2). ``velocity``:
     positions as above, ż and z̈ from the same fit of the measured velocities
     (derivatives 0 and 1): one differentiation fewer, far less noise on z̈.
-    Zero-phase (a centred window), so torques are not delayed.
+    Zero-phase (a centred window), so torques are not delayed. ``smoother``:
+    :func:`mbfg_ros.motion_smoother.smooth_motion` (zero-lag too; uses the measured
+    velocities when logged).
     """
+    if options.method == 'smoother':
+        return smooth_motion(t, z, zd_measured, options.jerk, options.position_sigma,
+                             options.velocity_sigma)
     w, p = int(options.window), int(options.order)
     if w < 3 or w % 2 == 0:
         raise MbfgError(f'Savitzky-Golay window must be odd and >= 3, got {w}')
@@ -213,7 +227,8 @@ def motion_derivatives(t: np.ndarray, z: np.ndarray, zd_measured: np.ndarray | N
             raise MbfgError("derivatives 'velocity' need measured velocities (give the "
                             "velocity columns, or use 'savgol')")
         return zs, sg(zd_measured, 0), sg(zd_measured, 1)
-    raise MbfgError(f"unknown derivative method {options.method!r} (savgol, velocity)")
+    raise MbfgError(f"unknown derivative method {options.method!r} (savgol, velocity, "
+                    "smoother)")
 
 
 def joint_coordinates(sys: System, joints: Sequence[str]) -> tuple[list[int], np.ndarray]:

@@ -2,7 +2,8 @@
 
     mbfg-identify CONFIG (--measured FILE.csv ... | --bag BAG ...) --joints A,B
                   [--position-columns ..] [--velocity-columns ..] [--effort-columns ..]
-                  [--derivatives velocity|savgol] [--window N] [--order P]
+                  [--derivatives velocity|savgol|smoother] [--window N] [--order P]
+                  [--jerk J] [--position-sigma S] [--velocity-sigma S]
                   [--no-friction] [--no-rotor] [--same-rotor] [--weights W1,W2|auto]
                   [--fix NAME,..] [--unbounded]
                   [--validate FILE.csv ...] --output IDENTIFIED.yaml
@@ -42,15 +43,25 @@ def add_measured_arguments(p: argparse.ArgumentParser) -> None:
                    ' default velocity_<joint> if present)')
     p.add_argument('--effort-columns', help="--measured: measured effort column per joint ('' = "
                    'none; default effort_<joint> if present)')
-    p.add_argument('--derivatives', choices=('velocity', 'savgol'), default=None,
-                   help='velocity (measured velocities, the default when given) or savgol '
-                   '(positions only)')
+    p.add_argument('--derivatives', choices=('velocity', 'savgol', 'smoother'), default=None,
+                   help='velocity (Savitzky-Golay fit of the measured velocities, the default '
+                   'when given), savgol (positions only) or smoother (zero-lag GTSAM smoother '
+                   'over the whole log: constant-jerk model, positions and measured velocities)')
     p.add_argument('--window', type=int, default=None,
                    help='Savitzky-Golay window in samples (odd; default '
                    f'{DerivativeOptions.window} for measured motion)')
     p.add_argument('--order', type=int, default=None,
                    help='Savitzky-Golay polynomial order (default '
                    f'{DerivativeOptions.order} for measured motion)')
+    p.add_argument('--jerk', type=float, default=DerivativeOptions.jerk,
+                   help='smoother: square root of the jerk\'s spectral density, rad/s^3/sqrt(Hz) '
+                   f'(default {DerivativeOptions.jerk}; larger follows the data more closely)')
+    p.add_argument('--position-sigma', type=float, default=DerivativeOptions.position_sigma,
+                   help='smoother: position noise, rad (default '
+                   f'{DerivativeOptions.position_sigma})')
+    p.add_argument('--velocity-sigma', type=float, default=DerivativeOptions.velocity_sigma,
+                   help='smoother: measured velocity noise, rad/s (default '
+                   f'{DerivativeOptions.velocity_sigma})')
 
 
 def _split(text: str | None) -> list[str] | None:
@@ -92,7 +103,8 @@ def derivative_options(args: argparse.Namespace, log) -> DerivativeOptions:
     method = args.derivatives or ('velocity' if log.velocity is not None else 'savgol')
     return DerivativeOptions(method,
                              DerivativeOptions.window if args.window is None else args.window,
-                             DerivativeOptions.order if args.order is None else args.order)
+                             DerivativeOptions.order if args.order is None else args.order,
+                             args.jerk, args.position_sigma, args.velocity_sigma)
 
 
 def _main(argv: list[str] | None) -> int:

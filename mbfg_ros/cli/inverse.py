@@ -5,12 +5,15 @@
                  [--window 31] [--order 5]
     mbfg-inverse CONFIG (--measured FILE.csv | --bag BAG [--topic T]) --joints A,B
                  [--position-columns ..] [--velocity-columns ..] [--effort-columns ..]
-                 [--derivatives velocity|savgol] [--window N] [--order P] --output FILE.csv
+                 [--derivatives velocity|savgol|smoother] [--window N] [--order P]
+                 [--jerk J] [--position-sigma S] [--velocity-sigma S] --output FILE.csv
 
 Measured motion (mbfg_ros.measured): joint positions (and velocities, efforts)
 from a CSV with a header row or from a rosbag2's sensor_msgs/JointState; the
 derivatives are zero-phase Savitzky-Golay fits (``--derivatives velocity``:
-measured velocities and their derivative; ``savgol``: positions only); the
+measured velocities and their derivative; ``savgol``: positions only) or a
+zero-lag GTSAM smoother over the whole log (``smoother``: constant-jerk model,
+``--jerk``, ``--position-sigma``, ``--velocity-sigma``); the
 torques are the direct inverse dynamics of the YAML model (friction and rotor
 terms included) at every sample. With measured efforts it prints the torque
 RMSE and correlation r per actuator, and the CSV gets ``effort_<actuator>``.
@@ -190,8 +193,10 @@ def _measured(args: argparse.Namespace, sys_) -> int:
     out = Path(args.output)
     np.savetxt(out, np.hstack(cols), delimiter=',', header=','.join(header), comments='',
                fmt='%.10g')
-    print(f'{log.source}: {len(res.t)} samples, derivatives {opts.method} (window {opts.window}, '
-          f'order {opts.order})')
+    how = (f'jerk {opts.jerk:g}, position sigma {opts.position_sigma:g}, velocity sigma '
+           f'{opts.velocity_sigma:g}') if opts.method == 'smoother' else \
+        f'window {opts.window}, order {opts.order}'
+    print(f'{log.source}: {len(res.t)} samples, derivatives {opts.method} ({how})')
     if res.effort is not None:
         have = [k for k in range(len(names)) if np.isfinite(res.effort[:, k]).all()]
         rmse, r = torque_fit(res.tau[:, have], res.effort[:, have], skip=opts.window // 2)
