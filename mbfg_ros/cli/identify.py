@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 
 from ..errors import MbfgError
-from ..identify import IdentifyConfig, identified_yaml, identify
+from ..identify import IdentifyConfig, identified_yaml, identify_regressed, regress_logs
 from ..measured import DerivativeOptions, load_joint_bag, load_joint_csv, torque_fit
 from ..planar.dynamics import load_system
 from .common import plain, run_cli
@@ -145,7 +145,12 @@ def _main(argv: list[str] | None) -> int:
     cfg = IdentifyConfig(friction=not args.no_friction, rotor=not args.no_rotor,
                          same_rotor=args.same_rotor, fixed=tuple(_split(args.fix) or ()),
                          weights=weights, bounded=not args.unbounded, derivatives=opts)
-    res = identify(sys_, logs, cfg)
+    data = []
+    for k, log in enumerate(logs, 1):
+        print(f'[{k}/{len(logs)}] differentiating and regressing {log.source} '
+              f'({len(log.t)} samples)', file=sys.stderr, flush=True)
+        data.append(regress_logs(sys_, [log], cfg))
+    res = identify_regressed(sys_, data, cfg)
     print(res.report())
     out = Path(args.output)
     out.write_text(identified_yaml(args.config, res))
