@@ -10,11 +10,14 @@ and the ratio to DFKI's identified model 2.0 (the YAML) on the same run:
    01+04 (in-sample); cross-validated on one run each way (fitted on the other run only); and
    held out (fitted on every other run given, none of the issue's runs among them).
    "plain" is ``mbfg-identify`` as it comes; "on-axis" is ``--fix link1.my,link2.my
-   --weights auto`` (centres of mass on the link axes, Gautier-Khalil weights).
+   --weights auto`` (centres of mass on the link axes, Gautier-Khalil weights). Rows marked
+   "smoother" use ``--derivatives smoother`` (defaults) for the fit and the test, and their
+   ratios are to DFKI's model with the same derivatives.
 2. Every run: DFKI's model, the on-axis fit on the issue's runs, and the on-axis fit on all
    the other runs (leave one run out), as ratios to DFKI's model.
 Then DFKI's model with each derivative option of ``mbfg-inverse --derivatives`` on the issue's
-runs (Savitzky-Golay of the measured velocities, of the positions, the zero-lag smoother).
+runs (Savitzky-Golay of the measured velocities, of the positions, the zero-lag smoother), and
+the one-run cross-validation with the smoother at other jerk densities.
 
 3. Fits on one run alone (on-axis): the friction and rotor values and how they carry to the
    other runs; why one run is too little to identify this robot's friction.
@@ -57,6 +60,7 @@ DATA = ROOT / 'test' / 'data' / 'dfki'
 RUNS = sorted(DATA.glob('design_A.0_20220815_sys_id_trajectory_*.csv'))
 OPTIONS = DerivativeOptions('velocity', 101, 3)
 SKIP = OPTIONS.window // 2
+SMOOTHER = DerivativeOptions('smoother')     # jerk 0.5, sigma 2e-4 rad / 0.1 rad/s
 PLAIN = IdentifyConfig()
 # mbfg-identify --fix link1.my,link2.my --weights auto
 ON_AXIS = IdentifyConfig(fixed=('link1.my', 'link2.my'), weights='auto')
@@ -75,8 +79,8 @@ def load_run(path: Path):
                           ['vel_meas1', 'vel_meas2'], ['tau_meas1', 'tau_meas2'])
 
 
-def prepare(full: System, path: Path) -> Run:
-    st = measured_states(full, load_run(path), OPTIONS)
+def prepare(full: System, path: Path, options: DerivativeOptions = OPTIONS) -> Run:
+    st = measured_states(full, load_run(path), options)
     s = slice(SKIP, len(st.t) - SKIP)
     data = regress(full, [(st.q[s], st.qd[s], st.qdd[s], st.effort[s])], PLAIN)
     dfki, _ = torque_fit(torques(full, st.q, st.qd, st.qdd), st.effort, SKIP)
@@ -100,7 +104,8 @@ def cells(system: System, run: Run) -> str:
             f'{ratio[0]:.2f} / {ratio[1]:.2f}')
 
 
-def named_table(full: System, runs: dict[str, Run], named: list[str]) -> list[str]:
+def named_table(full: System, runs: dict[str, Run], named: list[str],
+                smoothed: dict[str, Run]) -> list[str]:
     rigid = build_system(rigid_mechanism(full.mech))
     others = [r for k, r in runs.items() if k not in named]
     both = [runs[k] for k in named]
@@ -124,6 +129,16 @@ def named_table(full: System, runs: dict[str, Run], named: list[str]) -> list[st
                          f'({"+".join(r.name for r in others)}), on-axis (held out)',
                          fits[('on-axis', 'others')].system))
         lines += [f'| {k} | {label} | {cells(system, run)} |' for label, system in rows]
+        # The same with the zero-lag smoother's derivatives (ratios to DFKI's model with them).
+        sm_rows = [('smoother: +friction+rotor (YAML: DFKI model 2.0)', full),
+                   (f'smoother: identified on {"+".join(named)}, on-axis (in-sample)',
+                    fit(full, [smoothed[j] for j in named], ON_AXIS).system)]
+        if rest:
+            sm_rows.append((f'smoother: identified on {"+".join(r.name for r in rest)} only, '
+                            'on-axis (cross-validation)',
+                            fit(full, [smoothed[r.name] for r in rest], ON_AXIS).system))
+        lines += [f'| {k} | {label} | {cells(system, smoothed[k])} |'
+                  for label, system in sm_rows]
         print(f'  table 1: run {k} done', file=sys.stderr, flush=True)
     return lines
 
@@ -168,7 +183,26 @@ DERIVATIVES = (('velocity (Savitzky-Golay 101/3 of the measured velocities; the 
                 OPTIONS),
                ('savgol (positions only, 101/3)', DerivativeOptions('savgol', 101, 3)),
                ('smoother (zero-lag GTSAM smoother, jerk 0.5, sigma 2e-4 rad / 0.1 rad/s)',
-                DerivativeOptions('smoother')))
+                SMOOTHER))
+
+
+def jerk_table(full: System, paths: dict[str, Path]) -> list[str]:
+    """The one-run cross-validation (on-axis) with the smoother at other jerk densities."""
+    names = list(paths)
+    lines = ['| jerk | ' + ' | '.join(f'fit on {names[1 - i]}, test on {k}: / DFKI shoulder '
+                                     '/ elbow' for i, k in enumerate(names[:2])) + ' |',
+             '|---|---|---|']
+    for jerk in (0.3, 0.4, 0.5, 0.7, 1.0):
+        opts = DerivativeOptions('smoother', jerk=jerk)
+        runs = {k: prepare(full, paths[k], opts) for k in names[:2]}
+        cols = []
+        for i, k in enumerate(names[:2]):
+            res = fit(full, [runs[names[1 - i]]], ON_AXIS)
+            ratio = fit_of(res.system, runs[k])[0] / runs[k].dfki
+            cols.append(f'{ratio[0]:.2f} / {ratio[1]:.2f}')
+        lines.append(f'| {jerk:g} | ' + ' | '.join(cols) + ' |')
+        print(f'  jerk {jerk:g} done', file=sys.stderr, flush=True)
+    return lines
 
 
 def derivatives_table(full: System, paths: dict[str, Path]) -> list[str]:
@@ -204,10 +238,20 @@ def main() -> None:
     print(f'load average {os.getloadavg()[0]:.2f} (2 shared cores); {len(runs)} runs '
           f'({", ".join(runs)}); derivatives: measured velocities, Savitzky-Golay window '
           f'{OPTIONS.window}, order {OPTIONS.order}; {SKIP} samples dropped at each end\n')
-    print('\n'.join(named_table(full, runs, named)))
+    smoothed = {}
+    for path in args.runs:
+        if path.stem.split('_')[-1] in named:
+            print(f'  smoother derivatives for {path.name}', file=sys.stderr, flush=True)
+            run = prepare(full, path, SMOOTHER)
+            smoothed[run.name] = run
+    print('\n'.join(named_table(full, runs, named, smoothed)))
+    named_paths = {k: p for p in args.runs if (k := p.stem.split('_')[-1]) in named}
     print('\nDFKI\'s model (the YAML) with each derivative option:\n')
-    print('\n'.join(derivatives_table(full, {k: p for p in args.runs
-                                              if (k := p.stem.split('_')[-1]) in named})))
+    print('\n'.join(derivatives_table(full, named_paths)))
+    if len(named_paths) == 2:
+        print('\nThe one-run cross-validation (on-axis) with the smoother at other jerk '
+              'densities (ratios to DFKI\'s model with the same derivatives):\n')
+        print('\n'.join(jerk_table(full, named_paths)))
     if len(runs) > 2:
         print()
         print('\n'.join(every_run_table(full, runs, named)))

@@ -25,7 +25,7 @@ from mbfg_ros.identify import (
     regress,
     regressor,
 )
-from mbfg_ros.measured import load_joint_csv, measured_inverse, torque_fit
+from mbfg_ros.measured import DerivativeOptions, load_joint_csv, measured_inverse, torque_fit
 from mbfg_ros.planar.dynamics import build_system, load_system
 from mbfg_ros.planar.forces import body_mass_matrix
 from mbfg_ros.planar.mechanism_yaml import load_mechanism
@@ -163,13 +163,29 @@ def test_centres_on_axis_and_auto_weights_narrow_the_elbow_cross_validation_gap(
         assert t[0] <= 1.1 * theirs[0], (t, theirs)
 
 
-@pytest.mark.xfail(reason='known limit: fitted on ONE run, the elbow torque on the other run is '
-                   '11-14 % worse than with DFKI\'s model (which was fitted on all of the day\'s '
-                   'runs); single-run fits disagree on the elbow friction (fc 0.04-0.12 N·m '
-                   'across the nine runs, bench/real_hardware.py table 3)', strict=True)
+@pytest.mark.xfail(reason='known limit: with the default Savitzky-Golay derivatives, fitted on '
+                   'ONE run the elbow torque on the other run is 11-14 % worse than with DFKI\'s '
+                   'model (fitted on all of the day\'s runs); single-run fits disagree on the '
+                   'elbow friction (fc 0.04-0.12 N·m across the nine runs, bench/real_hardware.py '
+                   'table 3). With the smoother\'s derivatives it is within 10 % (next test)',
+                   strict=True)
 def test_cross_validation_elbow_within_10_percent(dfki_runs):
     for ours, theirs in cross_validated(dfki_runs, ON_AXIS):
         assert ours[1] <= 1.1 * theirs[1], (ours, theirs)
+
+
+def test_cross_validation_with_smoother_derivatives_within_10_percent(dfki_runs):
+    """The issue's cross-validation with ``--derivatives smoother`` (its defaults, chosen on
+    DFKI's model's torque error, not on this test): fitted on one run (centres on the link
+    axes, weights auto), the torques on the other are within 10 % of DFKI's model's with the
+    same derivatives, on both joints."""
+    opts = DerivativeOptions('smoother')
+    cfg = dataclasses.replace(ON_AXIS, derivatives=opts)
+    for fit_on, test_on in (('01', '04'), ('04', '01')):
+        res = identify(SYS, [dfki_runs[fit_on]], cfg)
+        ours, _ = torque_fit(*res.predict(dfki_runs[test_on], opts)[4:6], 50)
+        theirs, _ = torque_fit(*measured_inverse(SYS, dfki_runs[test_on], opts)[4:6], 50)
+        assert (ours <= 1.1 * theirs).all(), (fit_on, test_on, ours, theirs)
 
 
 OTHER_RUNS = sorted(p for p in (DATA / 'dfki').glob('design_A.0_20220815_sys_id_trajectory_*.csv')
