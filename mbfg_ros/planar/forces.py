@@ -121,6 +121,14 @@ class _Angle(NamedTuple):
     value: float
 
 
+def _pair(K: np.ndarray) -> np.ndarray:
+    """[[K, −K], [−K, K]] for a 2x2 K (slices: np.block costs ~40 µs per call on the tick)."""
+    out = np.empty((4, 4))
+    out[:2, :2] = out[2:, 2:] = K
+    out[:2, 2:] = out[2:, :2] = -K
+    return out
+
+
 def _angle(ext: np.ndarray, ext_d: np.ndarray, idx: np.ndarray) -> _Angle:
     """Body angle θ = atan2(dy, dx) and its derivatives (ground: θ = 0)."""
     dx, dy = ext[idx[2]] - ext[idx[0]], ext[idx[3]] - ext[idx[1]]
@@ -129,7 +137,7 @@ def _angle(ext: np.ndarray, ext_d: np.ndarray, idx: np.ndarray) -> _Angle:
     Hd = np.array([[2 * dx * dy, dy * dy - dx * dx], [dy * dy - dx * dx, -2 * dx * dy]]) / r2 ** 2
     dd = np.array([ext_d[idx[2]] - ext_d[idx[0]], ext_d[idx[3]] - ext_d[idx[1]]])
     grad = np.concatenate((-G, G))
-    hess = np.block([[Hd, -Hd], [-Hd, Hd]])
+    hess = _pair(Hd)
     Hdd = Hd @ dd
     return _Angle(grad, hess, float(G @ dd), np.concatenate((-Hdd, Hdd)), math.atan2(dy, dx))
 
@@ -249,8 +257,8 @@ class Forces:
                 df_dd = spring.k * e + spring.c * (Pe @ dd)
                 K = -(np.outer(e, df_dd) + f * Pe)
                 Kd = -spring.c * np.outer(e, e)
-                Qq[np.ix_(idx, idx)] += np.block([[K, -K], [-K, K]])
-                Qqd[np.ix_(idx, idx)] += np.block([[Kd, -Kd], [-Kd, Kd]])
+                Qq[np.ix_(idx, idx)] += _pair(K)
+                Qqd[np.ix_(idx, idx)] += _pair(Kd)
         for ia, ib, s in self._rsprings:
             idx, grad, hess, rate_q, phi, rate = self._relative(ext, extd, ia, ib)
             tq = rotational_spring_torque(s, phi, rate)
