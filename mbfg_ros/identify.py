@@ -218,8 +218,10 @@ def regressor(sys: System, params: Sequence[Parameter], q: np.ndarray, qd: np.nd
     fric = {}
     for i, p in enumerate(params):
         if p.kind in ('b', 'fc'):
-            j = mech.joints[p.owner]
-            fric.setdefault(p.owner, []).append((i, p.kind, j.friction or Friction()))
+            f = mech.joints[p.owner].friction or Friction()
+            unit = Friction(b=1.0, fc=0.0) if p.kind == 'b' else \
+                dataclasses.replace(f, b=0.0, fc=1.0, fs=1.0)
+            fric.setdefault(p.owner, []).append((i, unit))
     rotor_c = []
     for i, p in enumerate(params):
         if p.kind == 'Ir':
@@ -244,9 +246,7 @@ def regressor(sys: System, params: Sequence[Parameter], q: np.ndarray, qd: np.nd
             Y[idx, i] = Mk @ qddk[idx] - Gk
         for owner, items in fric.items():
             grad, rate = forces.joint_rate(qk, qdk, mech.joints[owner].bodies)
-            for i, kind, f in items:
-                unit = Friction(b=1.0, fc=0.0) if kind == 'b' else \
-                    dataclasses.replace(f, b=0.0, fc=1.0, fs=1.0)
+            for i, unit in items:
                 Y[:, i] = friction_torque(unit, rate)[0] * grad
         for i, c in rotor_c:
             Y[:, i] += c * (c @ qddk)
