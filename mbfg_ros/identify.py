@@ -7,10 +7,10 @@ moments mx = m·cx, my = m·cy and its inertia I0 about the first point:
     M_b = m·Mm + mx·Mx + my·My + I0·MI,   Q_b = m·[g; 0] + mx·[−g; g]/L + my·[−Pᵀg; Pᵀg]/L
 
 (Mm = diag(I, 0); Mx: −2I/L on (i, i), I/L on (i, j) and (j, i); My: P/L on (i, j);
-MI: ±I/L²). Joint friction ``F = b φ̇ + fc σ(φ̇/v_s)`` is linear in b and fc
-(σ and v_s fixed), and a rotor's ``Ir c cᵀ q̈`` in Ir. With y = M q̈ − Q the
-actuator efforts solve ``B_act τ + Φqᵀλ = y`` (seed 003 Eq. 6.110), linear in
-y, so
+MI: ±I/L²). Joint friction ``F = b φ̇ + (fc + (fs − fc) e) σ(φ̇/v_s)``,
+e = exp(−(φ̇/v_st)²), is linear in b, fc and fs (σ, v_s and v_st fixed), and a
+rotor's ``Ir c cᵀ q̈`` in Ir. With y = M q̈ − Q the actuator efforts solve
+``B_act τ + Φqᵀλ = y`` (seed 003 Eq. 6.110), linear in y, so
 
     τ(q, q̇, q̈) = W(q, q̇, q̈) π + τ0(q, q̇, q̈)
 
@@ -23,7 +23,7 @@ test of W's normalised columns; each other column is a combination W_base K
 of them, so only β = π_base + K π_other is identifiable. The fit keeps the
 other parameters at their YAML values and solves a (weighted, bounded) least
 squares problem for the base ones (``scipy.optimize.lsq_linear``; m, I0, b, fc,
-Ir ≥ 0). Standard errors: σ̂² (WᵀW)⁻¹ of the base columns, σ̂² = RSS/(rows − rank).
+fs, Ir ≥ 0). Standard errors: σ̂² (WᵀW)⁻¹ of the base columns, σ̂² = RSS/(rows − rank).
 """
 from __future__ import annotations
 
@@ -66,7 +66,10 @@ class IdentifyConfig:
 
     ``friction``: b and fc of every revolute joint that is driven by an actuator
     or has friction in the YAML (smooth sign and v_s from the YAML, else tanh and
-    0.01 rad/s); ``rotor``: Ir of every actuator whose rotor coordinates exist;
+    0.01 rad/s); ``stribeck``: also the static level fs of each of those joints (the
+    Stribeck bump ``(fs − fc) exp(−(φ̇/v_st)²)``, v_st from the YAML, default 0.1 rad/s;
+    a joint whose YAML friction has fs ≠ fc always gets it);
+    ``rotor``: Ir of every actuator whose rotor coordinates exist;
     ``same_rotor``: one Ir shared by all of them (identical motors, as DFKI's model has);
     ``weights``: one per actuator (residuals are multiplied by them; default 1), or
     ``'auto'``: Gautier and Khalil's weighted least squares, 1/σ_j per actuator with σ_j
@@ -81,6 +84,7 @@ class IdentifyConfig:
     """
 
     friction: bool = True
+    stribeck: bool = False
     rotor: bool = True
     same_rotor: bool = False
     bodies: bool = True
@@ -137,6 +141,11 @@ def _friction_joints(mech: Mechanism) -> list[int]:
             if j.type == 'revolute' and (j.friction is not None or j.name in driven)]
 
 
+def _has_stribeck(f: Friction, config: IdentifyConfig) -> bool:
+    """Whether a joint's static level fs is a parameter: asked for, or in its YAML friction."""
+    return config.stribeck or f.fs != f.fc
+
+
 def parameters(mech: Mechanism, config: IdentifyConfig = IdentifyConfig()) -> list[Parameter]:
     """The parameter vector π, in the order of preference for base parameters (I0, first
     moments, friction, rotors, masses last: a mass at a fixed point does not show)."""
@@ -153,6 +162,8 @@ def parameters(mech: Mechanism, config: IdentifyConfig = IdentifyConfig()) -> li
             f = j.friction or Friction()
             out.append(Parameter(f'{j.name}.b', 'b', k, f.b, 0.0))
             out.append(Parameter(f'{j.name}.fc', 'fc', k, f.fc, 0.0))
+            if _has_stribeck(f, config):
+                out.append(Parameter(f'{j.name}.fs', 'fs', k, f.fs, 0.0))
     rotors = [k for k, a in enumerate(mech.actuators) if a.rotor is not None]
     if config.rotor and config.same_rotor and rotors:
         out.append(Parameter('rotors.Ir', 'Ir', -1,
@@ -216,11 +227,16 @@ def regressor(sys: System, params: Sequence[Parameter], q: np.ndarray, qd: np.nd
             Mk, Gk = _body_unit_matrices(body)[p.kind]
             body_cols.append((i, idx[keep], Mk[np.ix_(keep, keep)], (Gk @ g)[keep], keep))
     fric = {}
+    stribeck = {p.owner for p in params if p.kind == 'fs'}
     for i, p in enumerate(params):
-        if p.kind in ('b', 'fc'):
+        if p.kind in ('b', 'fc', 'fs'):
             f = mech.joints[p.owner].friction or Friction()
-            unit = Friction(b=1.0, fc=0.0) if p.kind == 'b' else \
-                dataclasses.replace(f, b=0.0, fc=1.0, fs=1.0)
+            # b: b·φ̇; fc: fc·σ (times 1 − e with a Stribeck level); fs: fs·e·σ,
+            # e = exp(−(φ̇/v_st)²): the model's F is linear in b, fc, fs (v_s, v_st fixed).
+            unit = {'b': Friction(b=1.0, fc=0.0),
+                    'fc': dataclasses.replace(f, b=0.0, fc=1.0,
+                                              fs=0.0 if p.owner in stribeck else 1.0),
+                    'fs': dataclasses.replace(f, b=0.0, fc=0.0, fs=1.0)}[p.kind]
             fric.setdefault(p.owner, []).append((i, unit))
     rotor_c = []
     for i, p in enumerate(params):
@@ -433,11 +449,12 @@ def apply_parameters(mech: Mechanism, params: Sequence[Parameter], values: np.nd
         cog = (mx / m, my / m) if m > 0 else (0.0, 0.0)
         bodies[b] = dataclasses.replace(body, mass=m, I0=val.get(('I0', b), body.I0), cog=cog)
     for k, j in enumerate(joints):
-        if ('b', k) in val or ('fc', k) in val:
+        if ('b', k) in val or ('fc', k) in val or ('fs', k) in val:
             f = j.friction or Friction()
             fc = val.get(('fc', k), f.fc)
             joints[k] = dataclasses.replace(j, friction=dataclasses.replace(
-                f, b=val.get(('b', k), f.b), fc=fc, fs=fc if f.fs == f.fc else f.fs))
+                f, b=val.get(('b', k), f.b), fc=fc,
+                fs=val.get(('fs', k), fc if f.fs == f.fc else f.fs)))
     for k, a in enumerate(acts):
         if ('Ir', k) in val:
             acts[k] = dataclasses.replace(a, Ir=val[('Ir', k)])
@@ -464,6 +481,7 @@ def identified_yaml(source: str | Path, result: Identified) -> str:
             fr['fc'] = float(j.friction.fc)
             if j.friction.fs != j.friction.fc:
                 fr['fs'] = float(j.friction.fs)
+                fr.setdefault('v_st', float(j.friction.v_st))
             fr.setdefault('v_s', float(j.friction.v_s))
             fr.setdefault('smooth', j.friction.smooth)
             item['friction'] = fr

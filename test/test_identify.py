@@ -248,6 +248,22 @@ def test_cli_writes_a_yaml_that_reproduces_the_fit(tmp_path, capsys):
     assert load_mechanism(out).joints[1].friction.b > 0
 
 
+def test_cli_stribeck_writes_fs_and_v_st_that_reproduce_the_fit(tmp_path, capsys):
+    out = tmp_path / 'id.yaml'
+    assert identify_main([str(YAML), '--measured', str(RUN['01']), *COLS, '--stribeck',
+                          '--output', str(out)]) == 0
+    text = capsys.readouterr().out
+    assert 'shoulder.fs' in text and 'elbow.fs' in text
+    fit = [float(x) for x in re.search(r'fit RMSE per actuator: shoulder_motor ([0-9.]+), '
+                                       r'elbow_motor ([0-9.]+)', text).groups()]
+    doc = yaml.safe_load(out.read_text())
+    for k in (0, 1):
+        fr = doc['joints'][k]['friction']
+        assert fr['fs'] != fr['fc'] and fr['v_st'] == 0.1, fr
+    res = measured_inverse(load_system(out), load_run('01'))
+    np.testing.assert_allclose(torque_fit(res.tau, res.effort, 50)[0], fit, atol=2e-4)
+
+
 @pytest.mark.parametrize('args, message', [
     (['--effort-columns', ''], 'identification needs measured efforts'),
     (['--weights', '1,x'], "--weights: not numbers"),
@@ -289,6 +305,46 @@ def test_fixed_parameters_enter_the_fit_at_their_yaml_values():
     np.testing.assert_allclose(res.values[kept], truth[[names.index(free[i]) for i in kept]],
                                rtol=1e-6, atol=1e-12)
     assert res.mech.joints[1].friction.b == 0.02
+
+
+def test_stribeck_levels_are_recovered_from_noise_free_data():
+    """Torques of a model with a Stribeck bump on both joints (fs > fc, v_st 0.5 rad/s, slow
+    samples included); the YAML has none (its v_st is the same: the fit keeps v_st). With
+    ``stribeck`` the fit recovers b, fc and fs exactly; without it, the bump is left in the
+    residual."""
+    rng = np.random.default_rng(31)
+    joints = tuple(dataclasses.replace(j, friction=dataclasses.replace(
+        j.friction, b=0.01 * (k + 1), fc=0.08 + 0.02 * k, fs=0.15 + 0.03 * k, v_st=0.5))
+        if j.friction is not None else j for k, j in enumerate(SYS.mech.joints))
+    true_sys = build_system(dataclasses.replace(SYS.mech, joints=joints))
+    states = random_states(300, 32)
+    Q, Qd, Qdd = (np.array([s[k] for s in states]) for k in (3, 4, 5))
+    slow = rng.uniform(-0.8, 0.8, (100, 2))          # joint rates near v_st
+    states_slow = [(q, qd, qdd, *natural_state(DFKI, q, qd, qdd)) for q, qd, qdd in zip(
+        rng.uniform(-np.pi, np.pi, (100, 2)), slow, rng.uniform(-40, 40, (100, 2)))]
+    Q = np.vstack((Q, [s[3] for s in states_slow]))
+    Qd = np.vstack((Qd, [s[4] for s in states_slow]))
+    Qdd = np.vstack((Qdd, [s[5] for s in states_slow]))
+    tau = np.array([actuator_efforts(true_sys, *x) for x in zip(Q, Qd, Qdd)])
+    yaml_sys = build_system(dataclasses.replace(SYS.mech, joints=tuple(
+        dataclasses.replace(j, friction=dataclasses.replace(j.friction, v_st=0.5))
+        if j.friction is not None else j for j in SYS.mech.joints)))
+    with_fs = identify_states(yaml_sys, [(Q, Qd, Qdd, tau)],
+                              IdentifyConfig(stribeck=True, bounded=False))
+    got = {p.name: v for p, v in zip(with_fs.params, with_fs.values)}
+    for k, j in enumerate(joints):
+        if j.friction is None:
+            continue
+        for kind in ('b', 'fc', 'fs'):
+            assert got[f'{j.name}.{kind}'] == pytest.approx(getattr(j.friction, kind),
+                                                            rel=1e-6), (j.name, kind)
+    assert with_fs.rmse.max() < 1e-9
+    assert with_fs.mech.joints[1].friction.fs == pytest.approx(joints[1].friction.fs, rel=1e-6)
+    without = identify_states(yaml_sys, [(Q, Qd, Qdd, tau)], IdentifyConfig(bounded=False))
+    assert 'elbow.fs' not in [p.name for p in without.params]
+    assert without.rmse.max() > 1e-3
+    # A YAML with a Stribeck level gets fs as a parameter without asking.
+    assert 'elbow.fs' in [p.name for p in parameters(true_sys.mech)]
 
 
 def test_one_regression_serves_every_weighting_and_fixed_set(dfki_runs):

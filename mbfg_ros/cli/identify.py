@@ -4,7 +4,7 @@
                   [--position-columns ..] [--velocity-columns ..] [--effort-columns ..]
                   [--derivatives velocity|savgol|smoother] [--window N] [--order P]
                   [--jerk J] [--position-sigma S] [--velocity-sigma S]
-                  [--no-friction] [--no-rotor] [--same-rotor] [--weights W1,W2|auto]
+                  [--no-friction] [--stribeck] [--no-rotor] [--same-rotor] [--weights W1,W2|auto]
                   [--fix NAME,..] [--unbounded]
                   [--validate FILE.csv ...] --output IDENTIFIED.yaml
 
@@ -117,6 +117,9 @@ def _main(argv: list[str] | None) -> int:
                    'identified model on (repeatable; same columns as --measured)')
     add_measured_arguments(p)
     p.add_argument('--no-friction', action='store_true', help='do not fit joint friction')
+    p.add_argument('--stribeck', action='store_true', help='also fit each friction joint\'s '
+                   'static level fs (Stribeck bump, v_st from the YAML, default 0.1 rad/s; '
+                   'joints whose YAML friction has fs already get it)')
     p.add_argument('--no-rotor', action='store_true', help='do not fit rotor inertias')
     p.add_argument('--same-rotor', action='store_true', help='one rotor inertia for all motors '
                    '(identical motors)')
@@ -142,7 +145,8 @@ def _main(argv: list[str] | None) -> int:
         except ValueError:
             raise MbfgError(f'--weights: not numbers: {args.weights!r}') from None
     opts = derivative_options(args, logs[0])
-    cfg = IdentifyConfig(friction=not args.no_friction, rotor=not args.no_rotor,
+    cfg = IdentifyConfig(friction=not args.no_friction, stribeck=args.stribeck,
+                         rotor=not args.no_rotor,
                          same_rotor=args.same_rotor, fixed=tuple(_split(args.fix) or ()),
                          weights=weights, bounded=not args.unbounded, derivatives=opts)
     data = []
