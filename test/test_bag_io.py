@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mbfg_ros.bag import BagError, BagWriter, bag_topics, read_messages, typestore
+from mbfg_ros.core.bag import BagError, BagWriter, bag_topics, read_messages, typestore
 from mbfg_ros.ros import conversions as cv
 
 JS = cv.TYPES['JointState']

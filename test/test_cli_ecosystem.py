@@ -83,7 +83,7 @@ def small_bag(tmp_path_factory):
 
     from test_ros_support import T0, fourbar_data
 
-    from mbfg_ros.demo import write_simulation_bag
+    from mbfg_ros.cli.demo import write_simulation_bag
     system, traj, recs = fourbar_data(duration=0.2)
     bag = tmp_path_factory.mktemp('bag') / 'b'
     write_simulation_bag(bag, system, traj, [replace(r, t=r.t - T0) for r in recs])

@@ -12,7 +12,7 @@ import pytest
 from mbfg_ros.cli.common import speed_phrase
 from mbfg_ros.cli.simulate import energy_drift, plot_trajectory
 from mbfg_ros.cli.simulate import main as simulate_main
-from mbfg_ros.forward import energy
+from mbfg_ros.simulation.forward import energy
 from mbfg_ros.planar.dynamics import load_system
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,7 +37,7 @@ def test_plot_is_written_at_exactly_the_path_given(tmp_path, capsys):
 
 
 def test_forward_plot_axes_carry_units(tmp_path):
-    from mbfg_ros.forward import ForwardConfig, simulate
+    from mbfg_ros.simulation.forward import ForwardConfig, simulate
     sys_ = load_system(CONFIG / 'fourbar_inverse.yaml')
     traj = simulate(sys_, 0.01, ForwardConfig())
     labels = plot_trajectory(tmp_path / 'p.png', traj, sys_.names, 't', ['m'] * 4 + ['rad'])
@@ -78,7 +78,7 @@ def test_speed_is_said_as_faster_or_slower_than_real_time():
 
 @pytest.mark.parametrize('module', ['mbfg_ros.cli.simulate', 'mbfg_ros.cli.inverse',
                                     'mbfg_ros.cli.statics', 'mbfg_ros.cli.replay',
-                                    'mbfg_ros.demo'])
+                                    'mbfg_ros.cli.demo'])
 def test_help_shows_no_raw_rst_backquotes(module, capsys):
     main = __import__(module, fromlist=['main']).main
     with pytest.raises(SystemExit) as exc:
@@ -106,7 +106,7 @@ def test_a_closed_pipe_ends_quietly_without_a_traceback(tmp_path):
 
 def test_demo_outputs_are_named_after_the_mechanism_with_units_per_joint(tmp_path, capsys):
     from mbfg_ros.cli.replay import plot_replay, replay
-    from mbfg_ros.demo import main as demo_main
+    from mbfg_ros.cli.demo import main as demo_main
     out = tmp_path / 'demo'
     assert demo_main(['--mechanism', str(CONFIG / 'slider_crank.yaml'), '--duration', '0.2',
                       '--out', str(out)]) == 0
@@ -127,7 +127,7 @@ def test_demo_outputs_are_named_after_the_mechanism_with_units_per_joint(tmp_pat
 
 
 def test_replay_with_no_matching_joint_names_fails_naming_both_sides(tmp_path, capsys):
-    from mbfg_ros.bag import BagWriter, typestore
+    from mbfg_ros.core.bag import BagWriter, typestore
     from mbfg_ros.cli.replay import main as replay_main
     from mbfg_ros.ros import conversions as cv
     kit = cv.rosbags_kit(typestore())
@@ -157,8 +157,8 @@ def test_inverse_plot_has_a_title_and_a_reactions_panel(tmp_path):
     header = (tmp_path / 'tau.csv').read_text().splitlines()[0].split(',')
     assert 'p0_on_body0_fx' in header and 'theta0_on_body0_m' in header
     from mbfg_ros.cli.inverse import plot_inverse
-    from mbfg_ros.inverse import inverse_dynamics
-    from mbfg_ros.reactions import JointReactions
+    from mbfg_ros.planar.problems.inverse import inverse_dynamics
+    from mbfg_ros.planar.problems.reactions import JointReactions
     sys_ = load_system(CONFIG / 'fourbar_inverse.yaml')
     res = inverse_dynamics(sys_, t, 0.3 * np.sin(t)[:, None], [4])
     rx = [JointReactions(sys_)(res.q[k], res.qd[k], res.qdd[k], res.Q[k]) for k in range(3)]
@@ -174,7 +174,7 @@ def test_urdf_demo_runs_the_arm_end_to_end(tmp_path, capsys):
     estimated (the numbers are the estimator's, compared here with the simulated truth)."""
     import re
 
-    from mbfg_ros.demo import main as demo_main
+    from mbfg_ros.cli.demo import main as demo_main
     urdf = CONFIG / 'urdf'
     out = tmp_path / 'demo'
     assert demo_main(['--mechanism', str(urdf / 'ur5.urdf'), '--overlay',

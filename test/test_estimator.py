@@ -11,10 +11,10 @@ import pytest
 import reference_fourbar as ref
 from conftest import DATA
 
-from mbfg_ros.control import actuator_efforts
-from mbfg_ros.estimator import Estimator, EstimatorConfig
-from mbfg_ros.inverse_direct import inverse_dynamics_direct
-from mbfg_ros.measurements import ImuMeasurement, JointMeasurement
+from mbfg_ros.estimation.control import actuator_efforts
+from mbfg_ros.estimation.estimator import Estimator, EstimatorConfig
+from mbfg_ros.planar.problems.inverse_direct import inverse_dynamics_direct
+from mbfg_ros.core.measurements import ImuMeasurement, JointMeasurement
 from mbfg_ros.planar.dynamics import forward_accel, load_system
 from mbfg_ros.planar.kinematics import solve_acceleration, solve_position, solve_velocity
 from mbfg_ros.planar.sensors import (

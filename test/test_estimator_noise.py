@@ -10,8 +10,8 @@ from conftest import CONFIG, DATA
 from dfki_reference import DFKI, dfki_terms
 from scipy.integrate import solve_ivp
 
-from mbfg_ros.estimator import Estimator, EstimatorConfig, coordinate_sigmas
-from mbfg_ros.measurements import JointMeasurement
+from mbfg_ros.estimation.estimator import Estimator, EstimatorConfig, coordinate_sigmas
+from mbfg_ros.core.measurements import JointMeasurement
 from mbfg_ros.planar.dynamics import load_system
 
 DP = load_system(CONFIG / 'dfki_double_pendulum.yaml')       # x1 y1 x2 y2 | 2 angles

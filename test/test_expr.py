@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from mbfg_ros.errors import ExpressionError
+from mbfg_ros.core.errors import ExpressionError
 from mbfg_ros.planar.expr import evaluate
 
 

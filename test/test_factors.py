@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from conftest import CONFIG, DATA
 
-from mbfg_ros import factors as F
+from mbfg_ros.core import factors as F
 from mbfg_ros.planar.dynamics import load_system
 
 SYSTEMS = [load_system(CONFIG / 'fourbars1-with-rel-angle.yaml'),

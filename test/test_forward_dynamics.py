@@ -18,8 +18,8 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 import reference_fourbar as ref  # noqa: E402
 
-from mbfg_ros.errors import MbfgError  # noqa: E402
-from mbfg_ros.forward import ForwardConfig, ForwardSimulator, energy, simulate  # noqa: E402
+from mbfg_ros.core.errors import MbfgError  # noqa: E402
+from mbfg_ros.simulation.forward import ForwardConfig, ForwardSimulator, energy, simulate  # noqa: E402
 from mbfg_ros.planar.dynamics import load_system  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

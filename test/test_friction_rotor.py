@@ -12,9 +12,9 @@ import pytest
 from conftest import CONFIG, numerical_jacobian
 from dfki_reference import DFKI, dfki_tau, dfki_terms, natural_state
 
-from mbfg_ros.control import actuator_efforts
-from mbfg_ros.errors import MechanismError
-from mbfg_ros.inverse_direct import DirectInverseDynamics
+from mbfg_ros.estimation.control import actuator_efforts
+from mbfg_ros.core.errors import MechanismError
+from mbfg_ros.planar.problems.inverse_direct import DirectInverseDynamics
 from mbfg_ros.planar.dynamics import build_system, forward_accel, load_system
 from mbfg_ros.planar.friction import friction_torque
 from mbfg_ros.planar.kinematics import solve_velocity
@@ -198,7 +198,7 @@ def test_bad_friction_and_rotor_values_name_file_and_key(edit, message):
 
 def test_statics_are_unchanged_by_friction_and_rotor():
     """Smooth friction is zero at rest and a rotor stores no potential energy."""
-    from mbfg_ros.statics import static_equilibrium
+    from mbfg_ros.planar.problems.statics import static_equilibrium
     a = static_equilibrium(build_system(parse_mechanism(FRICTION_YAML)))
     b = static_equilibrium(build_system(parse_mechanism(rigid_text(FRICTION_YAML))))
     assert a.verdict == b.verdict
@@ -219,7 +219,7 @@ def test_forward_simulation_with_friction_and_rotor_follows_dfki_ode():
     by scipy (DOP853, rtol 1e-10), with a torque on both motors."""
     from scipy.integrate import solve_ivp
 
-    from mbfg_ros.forward import ForwardConfig, simulate
+    from mbfg_ros.simulation.forward import ForwardConfig, simulate
     sys = build_system(parse_mechanism(dfki_yaml_at(1.0, 0.5)))
 
     def u(t):
@@ -238,7 +238,7 @@ def test_forward_simulation_with_friction_and_rotor_follows_dfki_ode():
 
 def test_staged_inverse_dynamics_with_friction_and_rotor_equals_dfki():
     """The factor-graph (staged batch) inverse dynamics on a smooth motion of both joints."""
-    from mbfg_ros.inverse import InverseConfig, inverse_dynamics
+    from mbfg_ros.planar.problems.inverse import InverseConfig, inverse_dynamics
     t = np.linspace(0, 1, 201)
     q1, q2 = 0.8 * np.sin(2 * t), 0.5 * np.sin(3 * t + 0.3)
     qd = np.stack((1.6 * np.cos(2 * t), 1.5 * np.cos(3 * t + 0.3)), 1)
@@ -253,7 +253,7 @@ def test_staged_inverse_dynamics_with_friction_and_rotor_equals_dfki():
 def test_joint_reactions_balance_with_friction_as_a_couple():
     """Newton-Euler on each body holds with friction (no residual), and each joint's friction
     appears as a couple on its two bodies, +F(φ̇) on the first and −F(φ̇) on the second."""
-    from mbfg_ros.reactions import JointReactions
+    from mbfg_ros.planar.problems.reactions import JointReactions
     sys = build_system(parse_mechanism(FRICTION_YAML.replace('Ir: 0.01', 'Ir: 0').replace(
         'Ir: 0.02', 'Ir: 0')))
     q = sys.q0

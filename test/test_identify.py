@@ -12,9 +12,9 @@ from conftest import CONFIG, DATA
 from dfki_reference import DFKI, dfki_tau, natural_state
 
 from mbfg_ros.cli.identify import main as identify_main
-from mbfg_ros.control import actuator_efforts
-from mbfg_ros.errors import MbfgError
-from mbfg_ros.identify import (
+from mbfg_ros.estimation.control import actuator_efforts
+from mbfg_ros.core.errors import MbfgError
+from mbfg_ros.planar.problems.identify import (
     IdentifyConfig,
     _body_unit_matrices,
     apply_parameters,
@@ -25,7 +25,9 @@ from mbfg_ros.identify import (
     regress,
     regressor,
 )
-from mbfg_ros.measured import DerivativeOptions, load_joint_csv, measured_inverse, torque_fit
+from mbfg_ros.planar.problems.measured import (
+    DerivativeOptions, load_joint_csv, measured_inverse, torque_fit,
+)
 from mbfg_ros.planar.dynamics import build_system, load_system
 from mbfg_ros.planar.forces import body_mass_matrix
 from mbfg_ros.planar.mechanism_yaml import load_mechanism
@@ -360,7 +362,7 @@ def test_one_regression_serves_every_weighting_and_fixed_set(dfki_runs):
 
 
 def _states(log):
-    from mbfg_ros.measured import measured_states
+    from mbfg_ros.planar.problems.measured import measured_states
     st = measured_states(SYS, log, IdentifyConfig().derivatives)
     s = slice(50, len(st.t) - 50)
     return st.q[s], st.qd[s], st.qdd[s], st.effort[s]

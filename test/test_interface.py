@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mbfg_ros.interface import MultibodySystem
+from mbfg_ros.core.interface import MultibodySystem
 from mbfg_ros.planar.dynamics import load_system
 from mbfg_ros.spatial.system import build_spatial_system
 
@@ -81,7 +81,7 @@ def test_the_factor_graph_forward_dynamics_takes_a_urdf_robot():
     trapezoidal integrator (spatial/simulate.py): the same equations, two solvers."""
     from pathlib import Path
 
-    from mbfg_ros.forward import ForwardConfig, simulate
+    from mbfg_ros.simulation.forward import ForwardConfig, simulate
     from mbfg_ros.spatial.simulate import simulate_spatial
     from mbfg_ros.spatial.system import build_spatial_system
     urdf = Path(__file__).resolve().parents[1] / 'config' / 'urdf'

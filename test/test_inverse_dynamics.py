@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from mbfg_ros.cli.inverse import main as inverse_main
-from mbfg_ros.errors import AssemblyError, MbfgError
-from mbfg_ros.inverse import (
+from mbfg_ros.core.errors import AssemblyError, MbfgError
+from mbfg_ros.planar.problems.inverse import (
     BatchModel,
     InverseConfig,
     StepModel,
@@ -14,11 +14,13 @@ from mbfg_ros.inverse import (
     inverse_dynamics,
     step_error,
 )
-from mbfg_ros.inverse_direct import DirectInverseDynamics, LeanKinematics, inverse_dynamics_direct
-from mbfg_ros.inverse_kinematics import _direct_kinematics_sequential
+from mbfg_ros.planar.problems.inverse_direct import (
+    DirectInverseDynamics, LeanKinematics, inverse_dynamics_direct,
+)
+from mbfg_ros.planar.problems.inverse_kinematics import _direct_kinematics_sequential
 from mbfg_ros.planar.dynamics import load_system
 from mbfg_ros.planar.kinematics import r_s_matrices
-from mbfg_ros.trajectory import load_trajectory
+from mbfg_ros.core.trajectory import load_trajectory
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / 'config'             # upstream files, copied unchanged (config/SOURCE.md)

@@ -3,10 +3,10 @@ from pathlib import Path
 
 import numpy as np
 
-from mbfg_ros.hybrid import hybrid_dynamics
-from mbfg_ros.inverse_direct import DirectInverseDynamics
+from mbfg_ros.planar.problems.hybrid import hybrid_dynamics
+from mbfg_ros.planar.problems.inverse_direct import DirectInverseDynamics
 from mbfg_ros.planar.dynamics import forward_accel, load_system
-from mbfg_ros.reactions import JointReactions, constraint_multipliers
+from mbfg_ros.planar.problems.reactions import JointReactions, constraint_multipliers
 
 CONFIG = Path(__file__).resolve().parents[1] / 'config'
 

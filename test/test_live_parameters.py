@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from test_ros_support import fourbar_data, fourbar_path
 
-from mbfg_ros.estimator import LIVE_FIELDS
+from mbfg_ros.estimation.estimator import LIVE_FIELDS
 from mbfg_ros.ros.driver import EstimatorDriver
 from mbfg_ros.ros.params import ESTIMATOR_PARAMS, ParameterError, check_live, parse_estimator
 

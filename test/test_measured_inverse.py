@@ -11,10 +11,10 @@ import pytest
 from conftest import CONFIG, DATA
 from dfki_reference import DFKI, dfki_tau
 
-from mbfg_ros.bag import BagWriter, typestore
+from mbfg_ros.core.bag import BagWriter, typestore
 from mbfg_ros.cli.inverse import main as inverse_main
-from mbfg_ros.errors import MbfgError, TrajectoryError
-from mbfg_ros.measured import (
+from mbfg_ros.core.errors import MbfgError, TrajectoryError
+from mbfg_ros.planar.problems.measured import (
     DerivativeOptions,
     load_joint_bag,
     load_joint_csv,
@@ -163,7 +163,7 @@ def test_csv_errors_name_file_and_line(tmp_path):
     with pytest.raises(TrajectoryError, match=r'back.csv:4: time 0.05 does not increase'):
         load_joint_csv(tmp_path / 'back.csv', ['shoulder', 'elbow'], ['a', 'b'])
     with pytest.raises(MbfgError, match='unknown derivative method'):
-        from mbfg_ros.measured import motion_derivatives
+        from mbfg_ros.planar.problems.measured import motion_derivatives
         motion_derivatives(np.arange(10.0), np.zeros((10, 1)), None,
                            DerivativeOptions('spline', 5, 2))
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from conftest import CONFIG, DATA, UPSTREAM_MECHANISMS
 
-from mbfg_ros.errors import AssemblyError, MechanismError
+from mbfg_ros.core.errors import AssemblyError, MechanismError
 from mbfg_ros.planar.dynamics import build_system, load_system
 from mbfg_ros.planar.mechanism_yaml import load_mechanism, parse_mechanism
 from mbfg_ros.planar.model import GROUND

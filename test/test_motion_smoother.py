@@ -10,9 +10,11 @@ import pytest
 from conftest import CONFIG, DATA
 
 from mbfg_ros.cli.inverse import main as inverse_main
-from mbfg_ros.errors import MbfgError
-from mbfg_ros.measured import DerivativeOptions, load_joint_csv, measured_inverse, torque_fit
-from mbfg_ros.motion_smoother import smooth_motion
+from mbfg_ros.core.errors import MbfgError
+from mbfg_ros.planar.problems.measured import (
+    DerivativeOptions, load_joint_csv, measured_inverse, torque_fit,
+)
+from mbfg_ros.core.motion_smoother import smooth_motion
 from mbfg_ros.planar.dynamics import load_system
 
 YAML = CONFIG / 'dfki_double_pendulum.yaml'

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from conftest import DATA, numerical_jacobian
 
-from mbfg_ros.observations import (
+from mbfg_ros.estimation.observations import (
     Observation,
     interpolation_weights,
     interval_error,

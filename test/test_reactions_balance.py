@@ -16,11 +16,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mbfg_ros.inverse import InverseConfig, inverse_dynamics
+from mbfg_ros.planar.problems.inverse import InverseConfig, inverse_dynamics
 from mbfg_ros.planar.dynamics import load_system
 from mbfg_ros.planar.model import GROUND
-from mbfg_ros.reactions import JointReactions
-from mbfg_ros.statics import static_equilibrium
+from mbfg_ros.planar.problems.reactions import JointReactions
+from mbfg_ros.planar.problems.statics import static_equilibrium
 
 CONFIG = Path(__file__).resolve().parents[1] / 'config'
 # The Newton-Euler written here has no joint friction and no rotor bodies: the DFKI plant (both)

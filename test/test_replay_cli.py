@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from test_ros_support import REPO, T0, fourbar_data, fourbar_path, fourbar_system
 
-from mbfg_ros.bag import bag_topics, read_messages
+from mbfg_ros.core.bag import bag_topics, read_messages
 from mbfg_ros.cli.replay import main, replay
-from mbfg_ros.demo import write_simulation_bag
+from mbfg_ros.cli.demo import write_simulation_bag
 from mbfg_ros.planar.sensors import joint_positions, wrap_angle
 from mbfg_ros.ros import conversions as cv
 
@@ -93,8 +93,8 @@ def test_a_missing_bag_is_one_line_and_exit_2(tmp_path, capsys):
 
 
 def test_a_bag_without_sensor_topics_is_one_line_and_exit_2(tmp_path, capsys):
-    from mbfg_ros.bag import BagWriter
-    kit = cv.rosbags_kit(__import__('mbfg_ros.bag').bag.typestore())
+    from mbfg_ros.core.bag import BagWriter
+    kit = cv.rosbags_kit(__import__('mbfg_ros.core.bag').core.bag.typestore())
     with BagWriter(tmp_path / 'b') as w:
         w.write('/chatter', cv.TYPES['Clock'], 10**9, cv.clock_msg(kit, 10**9))
     rc = main([str(fourbar_path()), str(tmp_path / 'b'), '--quiet'])

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from test_ros_support import REPO
 
-from mbfg_ros.bag import typestore
-from mbfg_ros.measurements import quaternion_from_yaw, quaternion_yaw
+from mbfg_ros.core.bag import typestore
+from mbfg_ros.core.measurements import quaternion_from_yaw, quaternion_yaw
 from mbfg_ros.ros import conversions as cv
 from mbfg_ros.ros.params import (
     ESTIMATOR_PARAMS,

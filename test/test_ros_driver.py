@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 from test_ros_support import fourbar_data, fourbar_path, fourbar_system, stamp_of
 
-from mbfg_ros.control import CommandLaw
-from mbfg_ros.inverse_direct import inverse_dynamics_direct
-from mbfg_ros.measurements import JointMeasurement
+from mbfg_ros.estimation.control import CommandLaw
+from mbfg_ros.planar.problems.inverse_direct import inverse_dynamics_direct
+from mbfg_ros.core.measurements import JointMeasurement
 from mbfg_ros.planar.dynamics import forward_accel
 from mbfg_ros.planar.sensors import SensorModel
 from mbfg_ros.ros.conversions import Reference

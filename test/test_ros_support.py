@@ -34,7 +34,7 @@ def fourbar_data(duration: float = 1.0, rate: float = 200.0, seed: int = 3):
     """
     from dataclasses import replace
 
-    from mbfg_ros.forward import ForwardConfig, simulate
+    from mbfg_ros.simulation.forward import ForwardConfig, simulate
     from mbfg_ros.planar.sensors import SensorConfig, simulate_measurements
 
     system = fourbar_system()

@@ -14,7 +14,7 @@ from test_ros_nodes import Peer, start, stop
 from test_ros_support import REPO, ros_env, unique_domain
 from test_spatial_estimator import _readings, _simulate_ur5
 
-from mbfg_ros.bag import BagWriter, typestore
+from mbfg_ros.core.bag import BagWriter, typestore
 from mbfg_ros.cli.replay import replay
 from mbfg_ros.ros import conversions as cv
 from mbfg_ros.spatial.system import build_spatial_system
@@ -175,7 +175,7 @@ def test_urdf_simulator_node_records_a_bag_the_estimator_replays(tmp_path):
     assert len(common) > 400
     err = np.array([est[t] - truth[t] for t in common])
     assert np.sqrt(np.mean(err ** 2)) < 0.5e-3          # the encoders: 1e-3 rad
-    from mbfg_ros.bag import read_messages
+    from mbfg_ros.core.bag import read_messages
     msgs = list(read_messages(bag, {'/joint_states': cv.TYPES['JointState']}))
     assert list(msgs[0].msg.name) == list(build_spatial_system(URDF / 'ur5.urdf').names)
 

@@ -104,7 +104,7 @@ def test_inverse_on_a_urdf_refuses_measured_input_and_wrong_columns(tmp_path, ca
 
 def _trajectory_bag(path: Path, joints: list[str], t: np.ndarray, q: np.ndarray,
                     qd: np.ndarray | None, qdd: np.ndarray | None) -> None:
-    from mbfg_ros.bag import BagWriter, typestore
+    from mbfg_ros.core.bag import BagWriter, typestore
     store = typestore()
     JT = store.types['trajectory_msgs/msg/JointTrajectory']
     JTP = store.types['trajectory_msgs/msg/JointTrajectoryPoint']

@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mbfg_ros import factors as F
-from mbfg_ros.estimator import Estimator, EstimatorConfig
-from mbfg_ros.measurements import ImuMeasurement, JointMeasurement
-from mbfg_ros.observations import (Observation, interpolation_weights, interval_error,
+from mbfg_ros.core import factors as F
+from mbfg_ros.estimation.estimator import Estimator, EstimatorConfig
+from mbfg_ros.core.measurements import ImuMeasurement, JointMeasurement
+from mbfg_ros.estimation.observations import (Observation, interpolation_weights, interval_error,
                                    observation_error)
 from mbfg_ros.spatial.sensor_model import quaternion_matrix, so3_log
 from mbfg_ros.spatial.sensors import quaternion_from_matrix
@@ -262,7 +262,7 @@ def test_command_law_on_the_arm_is_computed_torque_in_controller_order(ur5):
     URDF (built independently by pinocchio's own parser)."""
     import pinocchio as pin
 
-    from mbfg_ros.control import CommandLaw
+    from mbfg_ros.estimation.control import CommandLaw
     order = ['wrist_3_joint', 'shoulder_pan_joint', 'elbow_joint', 'wrist_1_joint',
              'shoulder_lift_joint', 'wrist_2_joint']
     law = CommandLaw(ur5, order, kp=100.0, kd=20.0)

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mbfg_ros.inverse_direct import inverse_dynamics_direct
+from mbfg_ros.planar.problems.inverse_direct import inverse_dynamics_direct
 from mbfg_ros.planar.dynamics import forward_accel, load_system
 from mbfg_ros.spatial.dynamics import SpatialDynamics
 from mbfg_ros.spatial.system import build_spatial_system

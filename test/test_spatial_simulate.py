@@ -8,7 +8,7 @@ import pinocchio as pin
 import pytest
 from scipy.integrate import solve_ivp
 
-from mbfg_ros.errors import MbfgError
+from mbfg_ros.core.errors import MbfgError
 from mbfg_ros.spatial.dynamics_graph import DynamicsGraph
 from mbfg_ros.spatial.inverse_trajectory import inverse_trajectory
 from mbfg_ros.spatial.simulate import simulate_spatial

@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mbfg_ros.errors import MechanismError
+from mbfg_ros.core.errors import MechanismError
 from mbfg_ros.spatial.dynamics import SpatialDynamics
 from mbfg_ros.spatial.urdf import load_spatial
 

@@ -16,8 +16,8 @@ from scipy.optimize import brentq
 
 from mbfg_ros.cli.statics import main as statics_main
 from mbfg_ros.planar.dynamics import load_system
-from mbfg_ros.reactions import JointReactions
-from mbfg_ros.statics import StaticsError, classify, start_pose, static_equilibrium
+from mbfg_ros.planar.problems.reactions import JointReactions
+from mbfg_ros.planar.problems.statics import StaticsError, classify, start_pose, static_equilibrium
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / 'config'

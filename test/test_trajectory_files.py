@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from mbfg_ros.cli.inverse import main as inverse_main
-from mbfg_ros.errors import TrajectoryError
-from mbfg_ros.trajectory import derivatives, load_trajectory
+from mbfg_ros.core.errors import TrajectoryError
+from mbfg_ros.core.trajectory import derivatives, load_trajectory
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / 'config'             # upstream files, copied unchanged (config/SOURCE.md)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mbfg_ros.errors import MechanismError
+from mbfg_ros.core.errors import MechanismError
 from mbfg_ros.planar.mechanism_yaml import parse_mechanism
 from mbfg_ros.planar.model import GROUND
 

@@ -21,7 +21,7 @@ from typing import NamedTuple, Sequence
 import gtsam
 import numpy as np
 
-from .planar.dynamics import System
+from ..dynamics import System
 
 __all__ = ['HybridResult', 'hybrid_dynamics']
 

@@ -17,8 +17,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from .measurements import ImuMeasurement, JointMeasurement
-from .planar.model import Mechanism
+from ..core.measurements import ImuMeasurement, JointMeasurement
+from ..planar.model import Mechanism
 
 __all__ = ['LimitGate']
 

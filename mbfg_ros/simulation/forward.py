@@ -1,7 +1,7 @@
 """Forward dynamics as a factor graph solved step by step (seed 000 §5.1-5.2).
 
 Per time step the graph holds the state x_k = [q, q̇, q̈] (stacked, one
-variable, see :mod:`mbfg_ros.factors`) and, in independent coordinates,
+variable, see :mod:`mbfg_ros.core.factors`) and, in independent coordinates,
 Z_k = [z, ż, z̈]:
 
 * dependent coordinates, seed 000 Fig. 2: f_dpc + f_dvc + f_ddyn
@@ -55,15 +55,15 @@ import gtsam
 import numpy as np
 import scipy.linalg
 
-from .errors import MbfgError
-from .factors import (
+from ..core.errors import MbfgError
+from ..core.factors import (
     basis_matrix,
     custom_factor,
     stacked_indep_state_error,
     stacked_integrator_jacobians,
     stacked_state_error,
 )
-from .interface import MultibodySystem as System
+from ..core.interface import MultibodySystem as System
 
 __all__ = ['ForwardConfig', 'ForwardSimulator', 'Trajectory', 'simulate', 'energy', 'IC_BASES',
            'SOLVERS', 'COORDINATES', 'INTEGRATORS']

@@ -1,7 +1,7 @@
 """The equations of the staged inverse-dynamics graph (seed 000 §5.3, §7.2), per sample
 (:class:`StepModel`, :func:`step_error`) and batched over all samples at once
 (:class:`BatchModel`, the same equations over a sample axis; the tests compare the two).
-:mod:`mbfg_ros.inverse` assembles and solves the graph from them.
+:mod:`mbfg_ros.planar.problems.inverse` assembles and solves the graph from them.
 """
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from typing import Sequence
 import numpy as np
 
 from .inverse_direct import LeanKinematics
-from .planar.angle_rows import angle_hess, angle_hess_matrix, angle_local
-from .planar.dynamics import System, forward_accel
-from .planar.kinematics import selector
+from ..angle_rows import angle_hess, angle_hess_matrix, angle_local
+from ..dynamics import System, forward_accel
+from ..kinematics import selector
 
 __all__ = ['StepModel', 'step_error', 'BatchModel']
 

@@ -34,9 +34,9 @@ from typing import Callable, Sequence
 import gtsam
 import numpy as np
 
-from .planar.constraints import Constraints
-from .planar.dynamics import System, forward_accel
-from .planar.kinematics import selector
+from ..planar.constraints import Constraints
+from ..planar.dynamics import System, forward_accel
+from ..planar.kinematics import selector
 
 __all__ = [
     'ErrorFn', 'custom_factor', 'prior_factor', 'euler_error',

@@ -12,12 +12,12 @@ x_k = [q, q̇, q̈] (key ``x<k>``):
 * integrator (:func:`factors.stacked_trapezoidal_error`, Eq. 23) to x_{k−1};
 * one observation factor on x_k holding the readings stamped at t_k, and one
   on (x_{k−1}, x_k) holding those stamped inside (t_{k−1}, t_k), evaluated at
-  the state interpolated between the two keys (:mod:`mbfg_ros.observations`).
+  the state interpolated between the two keys (:mod:`mbfg_ros.estimation.observations`).
 
 Planar or spatial: ``q`` is the planar mechanism's natural coordinates (seed 000) or a
 URDF robot's joint coordinates of its spanning tree (seed 002/004, with loop-closure
 rows where it has loops). The estimator only talks to the formulation seam
-(:class:`~mbfg_ros.interface.MultibodySystem`: ``state_terms``, ``sensor_model``,
+(:class:`~mbfg_ros.core.interface.MultibodySystem`: ``state_terms``, ``sensor_model``,
 ``torques``, ``actuator_joints``); each formulation's sensor model owns its residuals
 (a planar IMU reads z rate, in-plane force and yaw; a spatial one 3 axes and SO(3)).
 
@@ -60,7 +60,7 @@ Covariance: ``marginalCovariance`` of the newest key every
 ``covariance_every`` ticks (default 10: it costs ~0.05 ms, a tenth of a tick).
 
 Input contract: records arrive validated (the ROS edge and
-:mod:`mbfg_ros.gate` check lengths, finiteness and physical limits once);
+:mod:`mbfg_ros.estimation.gate` check lengths, finiteness and physical limits once);
 NaN means "not given". Here each reading passes an innovation gate
 (robot_localization's ``*_rejection_threshold``): its Mahalanobis distance to
 the prediction from the last estimate, ``|z − h(x̂(t))| / sqrt(σ² + Σ (H_j
@@ -82,8 +82,8 @@ alternate from tick to tick (:func:`factors.stacked_trapezoidal_jerk_error`).
 
 Robustness (never raises from ``add``/``tick``): see :class:`Estimator`.
 
-Modules: the parameters and per-coordinate noise are in :mod:`mbfg_ros.estimator_config`,
-the start-up state from the first readings in :mod:`mbfg_ros.estimator_start`.
+Modules: the parameters and per-coordinate noise are in :mod:`mbfg_ros.estimation.config`,
+the start-up state from the first readings in :mod:`mbfg_ros.estimation.start`.
 """
 from __future__ import annotations
 
@@ -98,13 +98,13 @@ from typing import Sequence
 import gtsam
 import numpy as np
 
-from . import factors as F
-from .estimator_config import LIVE_FIELDS, EstimatorConfig, coordinate_sigmas
-from .estimator_start import seed_position, seed_velocity
-from .interface import MultibodySystem as System
-from .measurements import Estimate, ImuMeasurement, JointMeasurement
+from ..core import factors as F
+from .config import LIVE_FIELDS, EstimatorConfig, coordinate_sigmas
+from .start import seed_position, seed_velocity
+from ..core.interface import MultibodySystem as System
+from ..core.measurements import Estimate, ImuMeasurement, JointMeasurement
 from .observations import Observation, interval_factor, observation_factor, residuals
-from .planar.sensors import wrap_angle
+from ..planar.sensors import wrap_angle
 
 __all__ = ['EstimatorConfig', 'Estimator', 'LIVE_FIELDS', 'coordinate_sigmas']
 

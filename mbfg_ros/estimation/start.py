@@ -9,8 +9,8 @@ import math
 import numpy as np
 
 from .observations import Observation
-from .interface import MultibodySystem as System
-from .planar.sensors import SensorModel, wrap_angle
+from ..core.interface import MultibodySystem as System
+from ..planar.sensors import SensorModel, wrap_angle
 
 __all__ = ['seed_position', 'seed_velocity']
 

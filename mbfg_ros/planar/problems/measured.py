@@ -9,9 +9,10 @@ turns it into torques:
    equals its angle (``joint position + offset``, :meth:`Mechanism.angle_coordinate`);
 2. ż, z̈ from :func:`motion_derivatives` (Savitzky-Golay fits, documented there);
 3. q, q̇, q̈ from the position, velocity and acceleration problems (seed 000
-   Eqs. 10, 12: :func:`mbfg_ros.inverse.direct_kinematics`);
+   Eqs. 10, 12: :func:`mbfg_ros.planar.problems.inverse.direct_kinematics`);
 4. τ from ``B_act τ + Φqᵀλ = M q̈ − Q(q, q̇)`` (seed 003 Eq. 6.110, with the
-   YAML's friction and rotor terms in Q and M): :func:`mbfg_ros.control.actuator_efforts`.
+   YAML's friction and rotor terms in Q and M):
+   :func:`mbfg_ros.estimation.control.actuator_efforts`.
 """
 from __future__ import annotations
 
@@ -24,11 +25,11 @@ from typing import NamedTuple, Sequence
 import numpy as np
 import scipy.signal
 
-from .control import actuator_efforts
-from .errors import MbfgError, TrajectoryError
+from ...estimation.control import actuator_efforts
+from ...core.errors import MbfgError, TrajectoryError
 from .inverse import direct_kinematics
-from .motion_smoother import smooth_motion
-from .planar.dynamics import System
+from ...core.motion_smoother import smooth_motion
+from ..dynamics import System
 
 __all__ = ['JointLog', 'DerivativeOptions', 'MeasuredInverse', 'load_joint_csv',
            'load_joint_bag', 'joint_coordinates', 'motion_derivatives', 'measured_inverse',
@@ -54,7 +55,7 @@ class DerivativeOptions:
     ``window`` samples, its first and second derivatives), ``velocity``
     (measured velocities, smoothed by the same fit, and their derivative; the
     positions are smoothed too) or ``smoother`` (a zero-lag GTSAM smoother over the
-    whole log, :mod:`mbfg_ros.motion_smoother`: white-noise jerk of density
+    whole log, :mod:`mbfg_ros.core.motion_smoother`: white-noise jerk of density
     ``jerk``², positions with σ ``position_sigma``, measured velocities, where logged,
     with σ ``velocity_sigma``). ``window`` is odd, in samples. The defaults
     (101 samples = 0.2 s at DFKI's 500 Hz, cubic, measured velocities; jerk 0.5
@@ -143,7 +144,7 @@ def load_joint_bag(path: str | Path, joints: Sequence[str], topic: str = '/joint
 
     Velocity and effort are kept when every message carries them for the joints.
     """
-    from .bag import read_messages
+    from ...core.bag import read_messages
     rows_t, pos, vel, eff = [], [], [], []
     topic = topic if topic.startswith('/') else '/' + topic
     for m in read_messages(path, {topic: 'sensor_msgs/msg/JointState'}):
@@ -200,7 +201,7 @@ def motion_derivatives(t: np.ndarray, z: np.ndarray, zd_measured: np.ndarray | N
     positions as above, ż and z̈ from the same fit of the measured velocities
     (derivatives 0 and 1): one differentiation fewer, far less noise on z̈.
     Zero-phase (a centred window), so torques are not delayed. ``smoother``:
-    :func:`mbfg_ros.motion_smoother.smooth_motion` (zero-lag too; uses the measured
+    :func:`mbfg_ros.core.motion_smoother.smooth_motion` (zero-lag too; uses the measured
     velocities when logged).
     """
     if options.method == 'smoother':
@@ -297,7 +298,7 @@ def torques(sys: System, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.n
 def _guess(sys: System, z0: np.ndarray, z_idx: Sequence[int]) -> np.ndarray:
     """The assembled pose moved to the first sample's coordinates (keeps the assembly branch
     for open chains whose joint angles are coordinates)."""
-    from .planar.kinematics import solve_position
+    from ..kinematics import solve_position
     return solve_position(sys.constraints, sys.q0,
                           {int(c): float(v) for c, v in zip(z_idx, z0)}, source=sys.mech.source)
 

@@ -17,8 +17,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .planar.model import Mechanism
-from .planar.sensors import wrap_angle
+from ..planar.model import Mechanism
+from ..planar.sensors import wrap_angle
 
 __all__ = ['actuator_efforts', 'actuator_index', 'CommandLaw']
 

@@ -6,7 +6,7 @@ prescribed coordinate; columns separated by whitespace and/or commas; lines
 starting with ``%`` or ``#`` (and blank lines) are comments. Time must
 increase strictly; every value must be finite.
 
-Every problem raises :class:`~mbfg_ros.errors.TrajectoryError` naming the
+Every problem raises :class:`~mbfg_ros.core.errors.TrajectoryError` naming the
 file and the line (``file:line: what``).
 """
 from __future__ import annotations

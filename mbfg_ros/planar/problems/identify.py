@@ -36,11 +36,11 @@ import numpy as np
 import scipy.optimize
 import yaml
 
-from .errors import MbfgError
+from ...core.errors import MbfgError
 from .measured import DerivativeOptions, JointLog, MeasuredInverse, measured_states, torques
-from .planar.dynamics import System, build_system
-from .planar.forces import Forces, mass_matrix
-from .planar.model import Body, Friction, Mechanism
+from ..dynamics import System, build_system
+from ..forces import Forces, mass_matrix
+from ..model import Body, Friction, Mechanism
 
 __all__ = ['Parameter', 'IdentifyConfig', 'Identified', 'Regressed', 'parameters', 'regressor',
            'regress', 'regress_logs', 'identify', 'identify_states', 'identify_regressed',
@@ -250,7 +250,7 @@ def regressor(sys: System, params: Sequence[Parameter], q: np.ndarray, qd: np.nd
                     c[carrier] += 1.0
                 c[joint] += mech.actuators[k].gr
                 rotor_c.append((i, c))
-    from .planar.friction import friction_torque
+    from ..friction import friction_torque
     n_act = forces.n_act
     W = np.zeros((N, n_act, len(params)))
     tau0 = np.zeros((N, n_act))

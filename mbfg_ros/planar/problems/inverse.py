@@ -57,8 +57,9 @@ Two additions to the seed's graph, both forced by the maths:
   initialised with Q from the direct (virtual power) inverse dynamics.
 
 Modules: this one holds the configuration, the result, the linear systems of the stages and
-the solvers; the equations per sample and batched are in :mod:`mbfg_ros.inverse_models`, the
-direct-kinematics initialisation in :mod:`mbfg_ros.inverse_kinematics`.
+the solvers; the equations per sample and batched are in
+:mod:`mbfg_ros.planar.problems.inverse_models`, the
+direct-kinematics initialisation in :mod:`mbfg_ros.planar.problems.inverse_kinematics`.
 """
 from __future__ import annotations
 
@@ -70,12 +71,12 @@ from typing import Callable, NamedTuple, Sequence
 import gtsam
 import numpy as np
 
-from .errors import MbfgError
+from ...core.errors import MbfgError
 from .inverse_direct import DirectInverseDynamics
 from .inverse_kinematics import direct_kinematics
 from .inverse_models import BatchModel, StepModel, step_error
-from .planar.dynamics import System
-from .trajectory import derivatives
+from ..dynamics import System
+from ...core.trajectory import derivatives
 
 __all__ = ['InverseConfig', 'InverseResult', 'inverse_dynamics', 'direct_kinematics',
            'step_error', 'StepModel', 'BatchModel']

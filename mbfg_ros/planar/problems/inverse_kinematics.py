@@ -8,11 +8,11 @@ from typing import Sequence
 
 import numpy as np
 
-from .errors import AssemblyError, MbfgError
+from ...core.errors import AssemblyError, MbfgError
 from .inverse_direct import LeanKinematics
 from .inverse_models import BatchModel
-from .planar.dynamics import System
-from .trajectory import derivatives
+from ..dynamics import System
+from ...core.trajectory import derivatives
 
 __all__ = ['direct_kinematics']
 

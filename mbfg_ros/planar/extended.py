@@ -11,7 +11,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .planar.model import Mechanism
+from .model import Mechanism
 
 __all__ = ['Extended', 'point_columns']
 

@@ -40,8 +40,8 @@ from typing import NamedTuple, Sequence
 import gtsam
 import numpy as np
 
-from .factors import custom_factor
-from .planar.sensors import SensorModel, wrap_angle
+from ..core.factors import custom_factor
+from ..planar.sensors import SensorModel, wrap_angle
 
 __all__ = ['Observation', 'interpolation_weights', 'residuals', 'observation_error',
            'observation_factor', 'interval_error', 'interval_factor', 'observation_sigmas']

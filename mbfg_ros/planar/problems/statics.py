@@ -40,9 +40,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .errors import AssemblyError, MbfgError
-from .planar.dynamics import System
-from .planar.kinematics import solve_position
+from ...core.errors import AssemblyError, MbfgError
+from ..dynamics import System
+from ..kinematics import solve_position
 
 __all__ = ['Equilibrium', 'StaticsError', 'static_equilibrium', 'reduced_stiffness',
            'classify', 'VERDICTS', 'start_pose']

@@ -32,16 +32,16 @@ from typing import NamedTuple, Sequence
 import numpy as np
 import scipy.linalg.lapack as lapack
 
-from .errors import MbfgError
-from .planar.angle_rows import (
+from ...core.errors import MbfgError
+from ..angle_rows import (
     ANGLE_U_MAP,
     angle_hess,
     angle_hess_matrix,
     angle_local,
     angle_row_rate,
 )
-from .planar.constraints import Constraints
-from .planar.dynamics import System
+from ..constraints import Constraints
+from ..dynamics import System
 
 __all__ = ['LeanKinematics', 'KinTerms', 'RowSelection', 'DirectInverseDynamics',
            'DirectWorkspace', 'inverse_dynamics_direct']

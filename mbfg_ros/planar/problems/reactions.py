@@ -58,9 +58,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .planar.dynamics import System
-from .planar.forces import body_mass_matrix
-from .planar.model import GROUND, Slider
+from ..dynamics import System
+from ..forces import body_mass_matrix
+from ..model import GROUND, Slider
 
 __all__ = ['constraint_multipliers', 'Reactions', 'JointReactions', 'joint_reactions',
            'KINDS']

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .interface import MultibodySystem as System
+from ..core.interface import MultibodySystem as System
 
 __all__ = ['EstimatorConfig', 'LIVE_FIELDS', 'coordinate_sigmas']
 
