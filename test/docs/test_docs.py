@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / 'README.md').read_text()
 
 
@@ -46,7 +46,7 @@ def test_every_file_the_docs_and_configs_name_exists():
     for text in texts:
         named |= set(re.findall(r'\b((?:test|config|bench)/[\w./-]+\.(?:py|yaml|txt|md))',
                                 text))
-    assert 'test/test_statics_equilibrium.py' in named
+    assert 'test/planar/test_statics_equilibrium.py' in named
     missing = sorted(p for p in named if not (ROOT / p).exists())
     assert not missing, missing
 
@@ -67,7 +67,7 @@ def test_no_paragraph_runs_into_the_list_above_it():
 def test_readme_statics_section_shows_the_balance_check():
     section = README.split('### Statics and reactions you can check')[1].split('\n## ')[0]
     for word in ('force_balance', 'moment_balance', 'pivot_on_bar', 'saddle', '--no-stable',
-                 'test/test_reactions_balance.py'):
+                 'test/planar/test_reactions_balance.py'):
         assert word in section, word
 
 
