@@ -53,7 +53,8 @@ Live only (``live=True``):
 
 Torque commands (issue 25, ``docs/torque-commands.md``): every command is clamped to
 its joints' effort ratings (``commands.saturated``); none goes out while the newest
-reading is older than ``command_timeout``, before the first estimate, or for one
+reading is older than ``command_timeout`` (in the tick's time, and live also since it
+arrived: a node working off a backlog sends none), before the first estimate, or for one
 window (``lag_duration``) after an (re-)initialisation or reset; the tick's level is
 then ERROR and its message says why (``commands.withheld.<reason>``). With no
 reference, or after its last point, the command is a PD hold (kp, kd, dynamics
@@ -205,6 +206,7 @@ class EstimatorDriver:
         self._inits = (0, 0)                  # the estimator's (initialisations, resets)
         self._hold_s: np.ndarray | None = None    # the latched pose of the PD hold
         self._newest_used = -1                # newest stamp the estimator accepted (ns)
+        self._newest_wall = 0                 # live: when the newest accepted one arrived
         self.command_counters: dict[str, int] = dict.fromkeys(COMMAND_KEYS, 0)
         # estimated actuator effort of each named joint (-1: not actuated -> NaN)
         self._effort_src = np.array([next((i for i, a in enumerate(mech.actuators)
@@ -330,7 +332,8 @@ class EstimatorDriver:
                     stream[1] = step if stream[1] == 0 else (3 * stream[1] + step) // 4
                     stream[0] = t_ns
                 stream[2] = wall
-        heapq.heappush(self._queue, (_order_key(t_ns, record, self._seq), record))
+        heapq.heappush(self._queue, (_order_key(t_ns, record, self._seq), record,
+                                     time.monotonic_ns() if self.live else 0))
         self._seq += 1
         self.counters['queued'] += 1
         if len(self._queue) > self.max_queue:
@@ -513,7 +516,7 @@ class EstimatorDriver:
         q = self._queue
         est = self.estimator
         while q and q[0][0][0] <= t_ns:
-            key, rec = heapq.heappop(q)
+            key, rec, wall = heapq.heappop(q)
             try:
                 ok = est.add(rec)
             except Exception as exc:  # noqa: BLE001
@@ -523,6 +526,7 @@ class EstimatorDriver:
             if ok:
                 self._fed = True
                 self._newest_used = max(self._newest_used, key[0])
+                self._newest_wall = max(self._newest_wall, wall)
             else:
                 self.counters['rejected_by_estimator'] += 1
 
@@ -576,6 +580,8 @@ class EstimatorDriver:
             return 'initialising'
         if t_ns - self._newest_used > self.command_timeout_ns:
             return 'timeout'
+        if self.live and time.monotonic_ns() - self._newest_wall > self.command_timeout_ns:
+            return 'timeout'          # live and behind: the data arrived too long ago
         return ''
 
     def _command(self, est: Estimate | None, t_ns: int) -> tuple[np.ndarray | None, str]:

@@ -185,3 +185,27 @@ def test_a_peer_string_reaches_the_log_capped():
     assert len(d.events) == 2
     for _, text in d.events:
         assert len(text) <= 4 * LOG_CHARS + 40 and 'characters)' in text, len(text)
+
+
+def test_the_controller_yaml_wires_the_commands_to_an_effort_controller(ur5_run):
+    """config/forward_command_controller.yaml: an effort forward_command_controller whose
+    joints are the estimator's command_joints, in order; the estimator part is valid and
+    its commands come out in that order."""
+    import yaml
+
+    from mbfg_ros.ros.params import load_params_file
+    path = REPO / 'config' / 'forward_command_controller.yaml'
+    data = yaml.safe_load(path.read_text())
+    ctrl = data['effort_controller']['ros__parameters']
+    assert data['controller_manager']['ros__parameters']['effort_controller']['type'] == \
+        'forward_command_controller/ForwardCommandController'
+    assert ctrl['interface_name'] == 'effort'
+    values = load_params_file(path)
+    assert values['command_joints'] == ctrl['joints']
+    system = ur5_run[0]
+    settings = parse_estimator({**values, 'mechanism': str(URDF / 'ur5.urdf'),
+                                'overlay': str(URDF / 'ur5_sensors.yaml')})
+    d = EstimatorDriver(system, settings)
+    assert list(d.law.names) == ctrl['joints']
+    assert d.command_timeout_ns == int(0.02 * NS)
+    assert '-r ~/torque_commands:=/effort_controller/commands' in path.read_text()
