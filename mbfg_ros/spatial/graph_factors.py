@@ -31,31 +31,29 @@ from typing import Callable, Sequence
 import gtsam
 import numpy as np
 
+from ..core.angles import skew
+
 __all__ = ['ad', 'Ad', 'coad', 'joint_transform', 'twist_error', 'accel_error', 'wrench_error',
            'torque_error', 'pose_error', 'wrench_equivalence_error', 'planar_wrench_error',
            'custom', 'vec']
 
 
-def _skew(x: np.ndarray) -> np.ndarray:
-    return np.array([[0.0, -x[2], x[1]], [x[2], 0.0, -x[0]], [-x[1], x[0], 0.0]])
-
-
 def ad(x: np.ndarray) -> np.ndarray:
     """``ad(x)`` of a twist ``x = [w; v]``: ``[[w×, 0], [v×, w×]]`` (seed 002 §III)."""
     out = np.zeros((6, 6))
-    W = _skew(x[:3])
+    W = skew(x[:3])
     out[:3, :3] = W
     out[3:, 3:] = W
-    out[3:, :3] = _skew(x[3:])
+    out[3:, :3] = skew(x[3:])
     return out
 
 
 def coad(h: np.ndarray) -> np.ndarray:
     """``B(h)`` with ``B(h) x = ad(x)ᵀ h`` for a wrench ``h = [m; f]``."""
     out = np.zeros((6, 6))
-    out[:3, :3] = _skew(h[:3])
-    out[:3, 3:] = _skew(h[3:])
-    out[3:, :3] = _skew(h[3:])
+    out[:3, :3] = skew(h[:3])
+    out[:3, 3:] = skew(h[3:])
+    out[3:, :3] = skew(h[3:])
     return out
 
 
@@ -65,7 +63,7 @@ def Ad(T: np.ndarray) -> np.ndarray:
     out = np.zeros((6, 6))
     out[:3, :3] = R
     out[3:, 3:] = R
-    out[3:, :3] = _skew(p) @ R
+    out[3:, :3] = skew(p) @ R
     return out
 
 
@@ -136,7 +134,7 @@ def wrench_error(A_c: np.ndarray, V_c: np.ndarray, F_j: np.ndarray, R_c: np.ndar
         i = 3
         if R_c is not None:
             Hp = np.zeros((6, 6))
-            Hp[:, :3] = -G[:, 3:] @ _skew(Rg)
+            Hp[:, :3] = -G[:, 3:] @ skew(Rg)
             H[3] = Hp
             i = 4
         for HF, Hth in child_H:
