@@ -23,6 +23,8 @@ What the estimator (and the ROS edge) need besides:
 
 * ``m``, ``state_terms(q, qd, tau, jacobians)``: constraint rows and forward dynamics of the
   state factor (seed 000 Eqs. 24-26) with their Jacobians in one evaluation;
+  ``independent_state_error(basis, tau, xs, want)``: the stacked independent-coordinate
+  state factor (seed 000 Eqs. 27, 30-32; planar only, a spatial system raises);
 * ``joint_names``, ``actuator_joints``, ``joint_coordinate(name)``: what encoders and
   ``effort`` fields name, and the coordinate equal to a revolute joint's angle;
 * ``description``: the :class:`EdgeDescription` (joints, limits, IMUs, actuators,
@@ -220,6 +222,10 @@ class MultibodySystem(Protocol):
 
     def state_terms(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray | None,
                     jacobians: bool = True): ...
+
+    def independent_state_error(self, basis: Sequence[int] | np.ndarray,
+                                tau: np.ndarray | None, xs: Sequence[np.ndarray], want: bool
+                                ) -> tuple[np.ndarray, list[np.ndarray] | None]: ...
 
     def sensor_model(self) -> SensorModel: ...
 

@@ -131,6 +131,13 @@ class System:
         a = forward_accel(self, q, qd, tau, jacobians=jacobians, terms=t)
         return StateTerms(t.phi, t.phi_q, t.phi_q_dot, a.qdd, a.qdd_q, a.qdd_qd)
 
+    def independent_state_error(self, basis: Sequence[int] | np.ndarray,
+                                tau: np.ndarray | None, xs: Sequence[np.ndarray], want: bool):
+        """f_ipc + f_ivc + f_iac + f_idyn on stacked x and Z
+        (:func:`mbfg_ros.planar.factors.stacked_indep_state_error`)."""
+        from .factors import stacked_indep_state_error     # factors builds on this module
+        return stacked_indep_state_error(self, basis, tau, xs, want)
+
     @property
     def actuator_joints(self) -> tuple[str | None, ...]:
         """The joint each actuator drives (None: an actuator between points)."""

@@ -15,7 +15,8 @@ Twists, accelerations and wrenches are ``[angular; linear]`` 6-vectors in the li
 explicit (the seed's choice, end of §III): the wrench factor holds the link's pose and adds
 ``G [0; R_cᵀ g]``. Every function returns the error and, when ``H`` is given, fills the
 Jacobian list in key order (``H[i]`` has one column per tangent dimension of key ``i``;
-Pose3 tangent = ``[rotation; translation]``, right perturbation).
+Pose3 tangent = ``[rotation; translation]``, right perturbation). ``dynamics_graph`` binds
+them with the package's one binder, :func:`mbfg_ros.core.factors.custom_factor`.
 
 Closed loops (§VII): a loop joint ``ℓ`` between frames ``A = T_p T_pA`` and ``B = T_c T_cB``
 carries two wrench variables, ``W_c`` applied to ``c`` (in ``c``'s frame) and ``W_p`` applied
@@ -26,7 +27,7 @@ picks the minimum-norm torques when motors are redundant.
 """
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Sequence
 
 import gtsam
 import numpy as np
@@ -34,8 +35,7 @@ import numpy as np
 from ..core.angles import skew
 
 __all__ = ['ad', 'Ad', 'coad', 'joint_transform', 'twist_error', 'accel_error', 'wrench_error',
-           'torque_error', 'pose_error', 'wrench_equivalence_error', 'planar_wrench_error',
-           'custom', 'vec']
+           'torque_error', 'pose_error', 'wrench_equivalence_error', 'planar_wrench_error']
 
 
 def ad(x: np.ndarray) -> np.ndarray:
@@ -194,24 +194,3 @@ def planar_wrench_error(W: np.ndarray, P: np.ndarray, H: list | None = None) -> 
     if H is not None:
         H[0] = P.copy()
     return P @ W
-
-
-# -- GTSAM wrappers -----------------------------------------------------------------------
-
-def vec(values: gtsam.Values, key: int) -> np.ndarray:
-    """A vector variable (6-vector or a joint scalar stored as a 1-vector)."""
-    return values.atVector(key)
-
-
-def custom(noise: gtsam.noiseModel.Base, keys: Sequence[int],
-           error: Callable[[gtsam.Values, list | None], np.ndarray]) -> gtsam.CustomFactor:
-    """A ``CustomFactor`` whose ``error(values, H)`` fills ``H`` (a list) in key order."""
-    def func(_this: gtsam.CustomFactor, values: gtsam.Values, jac: list | None) -> np.ndarray:
-        if jac is None:
-            return error(values, None)
-        H: list = [None] * len(keys)
-        e = error(values, H)
-        for i, h in enumerate(H):
-            jac[i] = h
-        return e
-    return gtsam.CustomFactor(noise, gtsam.KeyVector(list(keys)), func)
