@@ -65,7 +65,7 @@ test-jazzy: venv-jazzy
 test-all: test test-jazzy
 
 demo: venv
-	$(PY) -m mbfg_ros.demo
+	$(PY) -m mbfg_ros.cli.demo
 
 bench: venv
 	@shopt -s nullglob; for f in bench/*.py; do \

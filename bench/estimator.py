@@ -33,7 +33,7 @@ if str(REPO) not in sys.path:
 
 from common import truth  # noqa: E402
 
-from mbfg_ros.estimator import Estimator, EstimatorConfig  # noqa: E402
+from mbfg_ros.estimation.estimator import Estimator, EstimatorConfig  # noqa: E402
 from mbfg_ros.planar.dynamics import System, build_system, load_system  # noqa: E402
 from mbfg_ros.planar.sensors import SensorConfig, SensorModel, simulate_measurements, wrap_angle  # noqa: E402,E501
 
@@ -145,7 +145,8 @@ def main(argv=None) -> int:
     ap.add_argument('--seed', type=int, default=0)
     ap.add_argument('--truth', choices=('dop853', 'forward'), default='dop853',
                     help='truth generator: scipy DOP853 (default) or the package\'s '
-                    'factor-graph forward dynamics (mbfg_ros.forward.simulate, dt 1 ms)')
+                    'factor-graph forward dynamics '
+                    '(mbfg_ros.simulation.forward.simulate, dt 1 ms)')
     args = ap.parse_args(argv)
     path = args.mechanism or (DEFAULT_YAML if DEFAULT_YAML.exists() else FALLBACK_YAML)
     sys_ = load_system(path)
@@ -154,7 +155,7 @@ def main(argv=None) -> int:
     print(f'mechanism {path.name}, {duration:g} s, truth {args.truth} sampled at 1 kHz')
     t0 = time.perf_counter()
     if args.truth == 'forward':
-        from mbfg_ros.forward import ForwardConfig, simulate
+        from mbfg_ros.simulation.forward import ForwardConfig, simulate
         tr = simulate(sys_, duration, ForwardConfig(dt=1e-3))
         t, q, qd, qdd = tr.t, tr.q, tr.qd, tr.qdd
     else:

@@ -40,7 +40,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from mbfg_ros.estimator import Estimator, EstimatorConfig  # noqa: E402
+from mbfg_ros.estimation.estimator import Estimator, EstimatorConfig  # noqa: E402
 from mbfg_ros.spatial.sensor_sim import (SpatialSensorConfig, reference_motion,  # noqa: E402
                                          simulate_spatial_measurements, track_reference,
                                          with_payload)

@@ -22,7 +22,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / 'test')]
 
 import reference_fourbar as ref  # noqa: E402
 
-from mbfg_ros.forward import SOLVERS, ForwardConfig, ForwardSimulator  # noqa: E402
+from mbfg_ros.simulation.forward import SOLVERS, ForwardConfig, ForwardSimulator  # noqa: E402
 from mbfg_ros.planar.dynamics import load_system  # noqa: E402
 
 # seed 000 Table 1: Nw -> (DC RMSE mm, DC ms, IC RMSE mm, IC ms)

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import numpy as np
 
-from mbfg_ros.inverse import InverseConfig, inverse_dynamics
-from mbfg_ros.inverse_direct import DirectInverseDynamics
+from mbfg_ros.planar.problems.inverse import InverseConfig, inverse_dynamics
+from mbfg_ros.planar.problems.inverse_direct import DirectInverseDynamics
 from mbfg_ros.planar.dynamics import load_system
-from mbfg_ros.trajectory import load_trajectory
+from mbfg_ros.core.trajectory import load_trajectory
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).resolve().parents[1] / 'config'

@@ -21,7 +21,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / 'test')]
 
 import reference_fourbar as ref  # noqa: E402
 
-from mbfg_ros.forward import SOLVERS, ForwardConfig, ForwardSimulator, energy  # noqa: E402
+from mbfg_ros.simulation.forward import SOLVERS, ForwardConfig, ForwardSimulator, energy  # noqa: E402
 from mbfg_ros.planar.dynamics import load_system  # noqa: E402
 
 

@@ -1,7 +1,8 @@
 """Torques on DFKI's real double pendulum (issue 11): the package's models against measurement.
 
-Every run is differentiated once (mbfg_ros.measured: measured velocities, Savitzky-Golay window
-101 / order 3, 50 samples dropped at each end) and regressed once (mbfg_ros.identify.regress);
+Every run is differentiated once (mbfg_ros.planar.problems.measured: measured velocities,
+Savitzky-Golay window 101 / order 3, 50 samples dropped at each end) and regressed once
+(mbfg_ros.planar.problems.identify.regress);
 each fit below reuses those. Torque RMSE and correlation r against tau_meas, shoulder / elbow,
 and the ratio to DFKI's identified model 2.0 (the YAML) on the same run:
 
@@ -36,14 +37,14 @@ from typing import NamedTuple
 
 import numpy as np
 
-from mbfg_ros.identify import (
+from mbfg_ros.planar.problems.identify import (
     IdentifyConfig,
     Identified,
     Regressed,
     identify_regressed,
     regress,
 )
-from mbfg_ros.measured import (
+from mbfg_ros.planar.problems.measured import (
     DerivativeOptions,
     MeasuredInverse,
     load_joint_csv,

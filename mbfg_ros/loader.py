@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .errors import MechanismError
+from .core.errors import MechanismError
 
 __all__ = ['load_mechanism', 'is_urdf', 'mechanism_warning']
 

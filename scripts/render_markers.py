@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from mbfg_ros.planar.dynamics import load_system  # noqa: E402
-from mbfg_ros.forward import ForwardConfig, simulate  # noqa: E402
+from mbfg_ros.simulation.forward import ForwardConfig, simulate  # noqa: E402
 from mbfg_ros.ros.driver import EstimatorDriver  # noqa: E402
 from mbfg_ros.ros.marker_png import render_png  # noqa: E402
 from mbfg_ros.ros.markers import (ESTIMATE_STYLE, TRUTH_STYLE, MarkerGeometry,  # noqa: E402

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
-from ..errors import MbfgError
+from ..core.errors import MbfgError
 
 __all__ = ['run_cli', 'Progress', 'save_figure', 'plain', 'speed_phrase', 'load_checked',
            'check_writable']

@@ -10,7 +10,7 @@
 
 Inverse dynamics is linear in the bodies' masses, first moments and inertias,
 the joints' viscous and Coulomb friction and the rotor inertias
-(mbfg_ros.identify). The runs (several --measured or --bag) are stacked into
+(mbfg_ros.planar.problems.identify). The runs (several --measured or --bag) are stacked into
 one least-squares problem; the tool prints the identifiable base parameters
 with standard errors and the fit RMSE per actuator, writes the mechanism YAML
 with the identified values, and with --validate prints the torque RMSE and r
@@ -22,9 +22,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..errors import MbfgError
-from ..identify import IdentifyConfig, identified_yaml, identify_regressed, regress_logs
-from ..measured import DerivativeOptions, load_joint_bag, load_joint_csv, torque_fit
+from ..core.errors import MbfgError
+from ..planar.problems.identify import (
+    IdentifyConfig, identified_yaml, identify_regressed, regress_logs,
+)
+from ..planar.problems.measured import (
+    DerivativeOptions, load_joint_bag, load_joint_csv, torque_fit,
+)
 from ..planar.dynamics import load_system
 from .common import plain, run_cli
 

@@ -8,7 +8,7 @@
                  [--derivatives velocity|savgol|smoother] [--window N] [--order P]
                  [--jerk J] [--position-sigma S] [--velocity-sigma S] --output FILE.csv
 
-Measured motion (mbfg_ros.measured): joint positions (and velocities, efforts)
+Measured motion (mbfg_ros.planar.problems.measured): joint positions (and velocities, efforts)
 from a CSV with a header row or from a rosbag2's sensor_msgs/JointState; the
 derivatives are zero-phase Savitzky-Golay fits (``--derivatives velocity``:
 measured velocities and their derivative; ``savgol``: positions only) or a
@@ -26,7 +26,7 @@ coordinate (default: the YAML actuators' coordinates, else the default
 independent coordinates). CSV columns: t,tau_<actuator>... (generalized
 force on each actuated coordinate, positive when it pushes the coordinate
 to increase), then with --reactions the joint reactions of
-mbfg_ros.reactions: <joint>_on_<body>_fx/_fy for pins and sliders,
+mbfg_ros.planar.problems.reactions: <joint>_on_<body>_fx/_fy for pins and sliders,
 <joint>_on_<body>_m for the couples of angle constraints, rotational springs
 and joint motors.
 """
@@ -38,12 +38,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import MbfgError
-from ..inverse import InverseConfig, InverseResult, inverse_dynamics
-from ..measured import measured_inverse, torque_fit
+from ..core.errors import MbfgError
+from ..planar.problems.inverse import InverseConfig, InverseResult, inverse_dynamics
+from ..planar.problems.measured import measured_inverse, torque_fit
 from ..planar.model import Mechanism
-from ..reactions import Reactions
-from ..trajectory import load_trajectory
+from ..planar.problems.reactions import Reactions
+from ..core.trajectory import load_trajectory
 from .common import Progress, check_writable, load_checked, plain, run_cli, save_figure
 from .identify import add_measured_arguments, derivative_options, measured_logs
 from .spatial import add_urdf_arguments, inverse_urdf, is_urdf
@@ -120,7 +120,7 @@ def _main(argv: list[str] | None) -> int:
     header = ['t'] + [f'tau_{n}' for n in names]
     rx = None
     if args.reactions:
-        from ..reactions import JointReactions
+        from ..planar.problems.reactions import JointReactions
         jr = JointReactions(sys_)
         rx = [jr(res.q[k], res.qd[k], res.qdd[k], res.Q[k]) for k in range(len(res.t))]
         force = [k for k, kind in enumerate(rx[0].kinds) if kind in ('pin', 'slider')]
@@ -163,7 +163,8 @@ def plot_inverse(path: Path, mech: Mechanism, res: InverseResult, names: list[st
             if kind in ('pin', 'slider') and rx[0].bodies[k] >= 0:
                 axr.plot(res.t, [np.linalg.norm(r.forces[k]) for r in rx], label=rx[0].labels[k])
         axr.set_ylabel('|reaction force| [N]')
-        titles.append('joint reactions: force on each body at each joint (mbfg_ros.reactions)')
+        titles.append('joint reactions: force on each body at each joint '
+                      '(mbfg_ros.planar.problems.reactions)')
         axr.set_title(titles[1], fontsize=9)
         axr.legend(fontsize=7, ncol=3)
         axr.grid(True)

@@ -36,7 +36,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..loader import load_mechanism, mechanism_warning
-from ..bag import BagError, BagWriter, bag_topics, read_messages, typestore
+from ..core.bag import BagError, BagWriter, bag_topics, read_messages, typestore
 from ..ros import conversions as cv
 from ..ros.driver import EstimatorDriver, TickOutput
 from ..ros.params import ESTIMATOR_PARAMS, load_params_file, parse_estimator

@@ -16,8 +16,8 @@ from typing import Sequence
 
 import numpy as np
 
-from ..errors import MbfgError
-from ..forward import (
+from ..core.errors import MbfgError
+from ..simulation.forward import (
     COORDINATES,
     IC_BASES,
     INTEGRATORS,

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import MbfgError
-from ..trajectory import load_trajectory
+from ..core.errors import MbfgError
+from ..core.trajectory import load_trajectory
 from .common import Progress, save_figure
 
 __all__ = ['is_urdf', 'add_urdf_arguments', 'simulate_urdf', 'inverse_urdf']

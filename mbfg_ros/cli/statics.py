@@ -12,7 +12,7 @@ until a stable one is found (--no-stable keeps the first equilibrium).
 
 The CSV has name,value rows: every coordinate of q, stability (the
 verdict), stiffness_eig0.. (ascending), potential_energy, then the joint
-reactions (see mbfg_ros.reactions): <joint>_on_<body>_fx/_fy for pins and
+reactions (see mbfg_ros.planar.problems.reactions): <joint>_on_<body>_fx/_fy for pins and
 sliders, <slider>_normal, <joint>_on_<body>_m for the couples of angle
 constraints and rotational springs, distance_<body>_<point>_<point>_tension
 for the force each distance constraint carries. Exit status: 0 for an
@@ -28,10 +28,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import MbfgError
+from ..core.errors import MbfgError
 from ..planar.dynamics import System
-from ..reactions import JointReactions, Reactions
-from ..statics import Equilibrium, StaticsError, start_pose, static_equilibrium
+from ..planar.problems.reactions import JointReactions, Reactions
+from ..planar.problems.statics import Equilibrium, StaticsError, start_pose, static_equilibrium
 from .common import check_writable, load_checked, run_cli, save_figure
 
 __all__ = ['main', 'parse_start', 'plot_equilibrium']

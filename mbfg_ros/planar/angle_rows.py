@@ -86,7 +86,7 @@ def angle_local(u: np.ndarray, ud: np.ndarray, cos: Callable = math.cos,
     ``u``, ``ud`` unpack into (ax, ay, bx, by, θ) and their rates: floats for
     one row (the per-tick path, with ``math.cos``/``math.sin``), or arrays of
     any common shape for many rows and samples at once (pass ``np.cos``,
-    ``np.sin``; :class:`mbfg_ros.inverse.BatchModel` does).
+    ``np.sin``; :class:`mbfg_ros.planar.problems.inverse.BatchModel` does).
     """
     ax, ay, bx, by, th = u
     dax, day, dbx, dby, dth = ud

@@ -38,7 +38,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..extended import Extended
+from .extended import Extended
 from .angle_rows import ANGLE_U_MAP, angle_derivatives, angle_third
 from .model import GROUND, Mechanism
 

@@ -35,7 +35,7 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
-from ..errors import MechanismError
+from ..core.errors import MechanismError
 from .constraints import Constraints, ConstraintTerms
 from .forces import Forces, mass_matrix
 from .kinematics import choose_independent, independent_rows, r_s_matrices, solve_position
@@ -110,7 +110,7 @@ class System:
 
     def torques(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray:
         """Actuator efforts for (q, q̇, q̈) (:func:`control.actuator_efforts`)."""
-        from ..control import actuator_efforts
+        from ..estimation.control import actuator_efforts
         return actuator_efforts(self, q, qd, qdd)
 
     def state_terms(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray | None,

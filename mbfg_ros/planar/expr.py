@@ -12,7 +12,7 @@ import ast
 import math
 from typing import Callable, Mapping
 
-from ..errors import ExpressionError
+from ..core.errors import ExpressionError
 
 __all__ = ['evaluate', 'FUNCTIONS', 'CONSTANTS']
 

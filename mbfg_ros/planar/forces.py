@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..extended import Extended, point_columns
+from .extended import Extended, point_columns
 from .friction import friction_torque, rotor_mass_matrix
 from .model import GROUND, Body, Mechanism, RotationalSpring, Spring
 
@@ -99,7 +99,7 @@ class ElementLoad(NamedTuple):
     motor between a body and the ground); None for a load that acts on the
     points themselves (point forces, translational springs, point masses,
     coordinate actuators): a point shared by several bodies is a pin, and
-    :mod:`mbfg_ros.reactions` gives such a load to the first body through it.
+    :mod:`mbfg_ros.planar.problems.reactions` gives such a load to the first body through it.
     ``couple``: the moment of the forces when they form a pure couple (body
     torques, rotational springs, joint motors), else 0.
     """

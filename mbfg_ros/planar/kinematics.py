@@ -14,7 +14,7 @@ from typing import Mapping, NamedTuple, Sequence
 import numpy as np
 import scipy.linalg
 
-from ..errors import AssemblyError
+from ..core.errors import AssemblyError
 from .constraints import Constraints
 
 __all__ = ['solve_position', 'solve_velocity', 'solve_acceleration', 'independent_rows',

@@ -16,7 +16,7 @@ from typing import Any, Mapping, Sequence
 
 import yaml
 
-from ..errors import ExpressionError, MechanismError
+from ..core.errors import ExpressionError, MechanismError
 from .expr import evaluate
 from .model import (
     GROUND,

@@ -15,7 +15,7 @@ from typing import Mapping
 
 import numpy as np
 
-from ..errors import MechanismError
+from ..core.errors import MechanismError
 
 __all__ = ['Point', 'Body', 'RelativeCoordinate', 'Slider', 'PointForce', 'BodyTorque',
            'Spring', 'RotationalSpring', 'Actuator', 'Joint', 'JointLimits', 'Imu', 'Mechanism',

@@ -1,6 +1,6 @@
 """Measurement models h(q, q̇, q̈) of encoders and IMUs, with analytic Jacobians.
 
-Shared by the observation factors (:mod:`mbfg_ros.observations`) and the
+Shared by the observation factors (:mod:`mbfg_ros.estimation.observations`) and the
 simulator (:func:`simulate_measurements`), so both read the same physics.
 
 Body angle (natural coordinates, seed 000 §2): a body with basic points i, j
@@ -29,8 +29,8 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
-from ..extended import Extended, point_columns
-from ..measurements import ImuMeasurement, JointMeasurement, quaternion_from_yaw
+from .extended import Extended, point_columns
+from ..core.measurements import ImuMeasurement, JointMeasurement, quaternion_from_yaw
 from .dynamics import System
 from .forces import body_matrix_A
 from .model import GROUND, Imu, Mechanism
@@ -326,8 +326,8 @@ class SensorModel:
                          s_orient: np.ndarray) -> list:
         """Observations of one 3-axis IMU record on a plane whose normal is z: the z rate,
         the in-plane specific force and the yaw (each part when finite)."""
-        from ..measurements import quaternion_yaw
-        from ..observations import Observation
+        from ..core.measurements import quaternion_yaw
+        from ..estimation.observations import Observation
         out = []
         if gyro is not None and np.isfinite(gyro[2]):
             out.append(Observation('gyro', k, gyro[2:], s_gyro[2:]))

@@ -7,7 +7,7 @@ without a ROS installation:
 - :mod:`.conversions`: message <-> record (duck-typed, works for rclpy messages
   and for rosbags' deserialised dataclasses alike).
 - :mod:`.params`: every node parameter declared once (description, range),
-  parsed into the frozen :class:`~mbfg_ros.estimator.EstimatorConfig`.
+  parsed into the frozen :class:`~mbfg_ros.estimation.estimator.EstimatorConfig`.
 - :mod:`.driver`: the tick schedule and the per-tick outputs shared by the live
   node and the replay tool (same input -> same estimates).
 """

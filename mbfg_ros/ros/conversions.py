@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from ..measurements import Estimate, ImuMeasurement, JointMeasurement
+from ..core.measurements import Estimate, ImuMeasurement, JointMeasurement
 
 __all__ = ['InputRejected', 'stamp_ns', 'ns_to_stamp_fields', 'joint_state_to_record',
            'imu_to_record', 'Reference', 'trajectory_to_reference', 'MessageKit',

@@ -9,7 +9,7 @@ ticks due. Pure Python (no rclpy) so ``mbfg-replay`` uses the very same object.
 Input, in order (every outcome counted under a fixed key, :data:`INPUT_KEYS`):
 
 1. structure (:mod:`.conversions`): stamps, lengths, names, finiteness;
-2. physical limits (:class:`~mbfg_ros.gate.LimitGate`, from the YAML);
+2. physical limits (:class:`~mbfg_ros.estimation.gate.LimitGate`, from the YAML);
 3. time: a stamp more than ``future_tolerance`` ahead of the clock is
    ``future``; stamps back by more than the backwards tolerance, ten in a
    row, are a bag loop (reset ``backwards``), fewer are dropped as
@@ -61,10 +61,10 @@ from typing import Any
 
 import numpy as np
 
-from ..control import CommandLaw
-from ..estimator import LIVE_FIELDS, Estimator
-from ..gate import LimitGate
-from ..measurements import Estimate, ImuMeasurement, JointMeasurement
+from ..estimation.control import CommandLaw
+from ..estimation.estimator import LIVE_FIELDS, Estimator
+from ..estimation.gate import LimitGate
+from ..core.measurements import Estimate, ImuMeasurement, JointMeasurement
 from . import conversions as cv
 from .conversions import Reference
 from .params import EstimatorSettings, ParameterError
@@ -317,7 +317,7 @@ class EstimatorDriver:
 
     def reset(self, category: str = 'manual', detail: str = '') -> None:
         """Forget queue, tick grid position and estimator state; counted by category
-        (:data:`~mbfg_ros.estimator.RESET_REASONS`), noted with ``detail``."""
+        (:data:`~mbfg_ros.estimation.estimator.RESET_REASONS`), noted with ``detail``."""
         self._queue.clear()
         self.last_tick = None
         self._max_stamp = None
@@ -334,7 +334,8 @@ class EstimatorDriver:
 
     def reconfigure(self, values: dict[str, Any]) -> None:
         """Apply validated live parameters (``ros2 param set``): the estimator's noise
-        σ's (:data:`~mbfg_ros.estimator.LIVE_FIELDS`) and the command law's ``kp``, ``kd``.
+        σ's (:data:`~mbfg_ros.estimation.estimator.LIVE_FIELDS`) and the command law's
+        ``kp``, ``kd``.
 
         :raises ValueError: a value the estimator refuses (nothing changed then).
         """

@@ -28,7 +28,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..extended import Extended, point_columns
+from ..planar.extended import Extended, point_columns
 from ..planar.forces import body_matrix_A
 from ..planar.model import GROUND, Mechanism
 

@@ -4,7 +4,7 @@ The table (:data:`ESTIMATOR_PARAMS`, :data:`SIMULATOR_PARAMS`) gives name,
 default, description and range; :func:`declare` turns it into
 ``ParameterDescriptor`` declarations on a node, :func:`parse_estimator`
 validates the values and builds the frozen
-:class:`~mbfg_ros.estimator.EstimatorConfig` the core receives
+:class:`~mbfg_ros.estimation.estimator.EstimatorConfig` the core receives
 (generate_parameter_library's habit: one place, one frozen object).
 The replay tool reads the same table from a ROS parameters file
 (:func:`load_params_file`), so the node and the replay agree on names,
@@ -20,8 +20,8 @@ from typing import Any, Mapping, Sequence
 
 import yaml
 
-from ..errors import MbfgError
-from ..estimator import EstimatorConfig
+from ..core.errors import MbfgError
+from ..estimation.estimator import EstimatorConfig
 
 _CONFIG_DEFAULTS = {f.name: f.default for f in dataclasses.fields(EstimatorConfig)}
 

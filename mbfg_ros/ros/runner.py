@@ -10,7 +10,7 @@ import rclpy
 import rclpy.executors
 from rclpy.node import Node
 
-from ..errors import MbfgError
+from ..core.errors import MbfgError
 from . import conversions as cv
 
 __all__ = ['run_node', 'stop_on_signals']

@@ -1,6 +1,6 @@
 """ROS 2 simulator node: factor-graph forward dynamics publishing what the sensors read.
 
-Integrates a YAML mechanism with :class:`~mbfg_ros.forward.ForwardSimulator`
+Integrates a YAML mechanism with :class:`~mbfg_ros.simulation.forward.ForwardSimulator`
 (seed 000 §5.1/5.2), or a URDF robot (``mechanism`` a ``.urdf`` file, or
 ``robot_description``, plus ``overlay``) with
 :class:`~mbfg_ros.spatial.simulate.SpatialStepper`, under the actuator efforts last received on
@@ -84,7 +84,7 @@ class SimulatorNode(Node):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__('simulator_node', **kwargs)
         self.stop_requested = threading.Event()     # set by run_node on SIGINT/SIGTERM
-        from ..forward import ForwardConfig, ForwardSimulator
+        from ..simulation.forward import ForwardConfig, ForwardSimulator
 
         declare(self, SIMULATOR_PARAMS)
         self.settings = s = parse_simulator(read(self, SIMULATOR_PARAMS), self.get_name())
@@ -119,7 +119,7 @@ class SimulatorNode(Node):
         self.bag = None
         self.bag_kit = None
         if s.record:
-            from ..bag import BagWriter, typestore
+            from ..core.bag import BagWriter, typestore
             store = typestore()
             self.bag = BagWriter(s.output, s.storage, store)
             self.bag.open()

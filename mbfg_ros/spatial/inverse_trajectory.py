@@ -14,8 +14,8 @@ from typing import Callable, NamedTuple, Sequence
 
 import numpy as np
 
-from ..errors import MbfgError
-from ..trajectory import derivatives
+from ..core.errors import MbfgError
+from ..core.trajectory import derivatives
 from .system import SpatialSystem
 
 __all__ = ['SpatialInverseResult', 'inverse_trajectory', 'load_joint_trajectory']
@@ -87,7 +87,7 @@ def load_joint_trajectory(path: str, topic: str, joints: Sequence[str]
     in the order of ``joints``; t is each point's ``time_from_start``. Rates and
     accelerations are returned when every point carries them for every joint.
     """
-    from ..bag import read_messages
+    from ..core.bag import read_messages
     topic = topic if topic.startswith('/') else '/' + topic
     for m in read_messages(path, {topic: 'trajectory_msgs/msg/JointTrajectory'}):
         msg = m.msg

@@ -1,8 +1,8 @@
 """The estimator's measurement models on a spatial (URDF) mechanism.
 
 Same contract as the planar :class:`~mbfg_ros.planar.sensors.SensorModel`, so the
-observation factors (:mod:`mbfg_ros.observations`), the innovation gate and the start-up
-of :class:`~mbfg_ros.estimator.Estimator` serve both formulations:
+observation factors (:mod:`mbfg_ros.estimation.observations`), the innovation gate and the start-up
+of :class:`~mbfg_ros.estimation.estimator.Estimator` serve both formulations:
 
 * encoders read a tree joint coordinate directly: ``h = q_j`` (rad or m), rate ``q̇_j``
   (joint coordinates are the state, seed 004 §5);
@@ -141,7 +141,7 @@ class SpatialSensorModel:
                          quat: np.ndarray | None, s_gyro: np.ndarray, s_accel: np.ndarray,
                          s_orient: np.ndarray) -> list:
         """Observations of one 3-axis IMU record (each part when finite)."""
-        from ..observations import Observation
+        from ..estimation.observations import Observation
         out = []
         if gyro is not None and np.all(np.isfinite(gyro)):
             out.append(Observation('gyro', k, np.asarray(gyro, float), s_gyro))

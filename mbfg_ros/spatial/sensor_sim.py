@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..measurements import ImuMeasurement, JointMeasurement
+from ..core.measurements import ImuMeasurement, JointMeasurement
 from ..planar.sensors import sample_indices, wrap_angle
 from .model import SpatialModel
 from .sensors import quaternion_from_matrix

@@ -19,7 +19,7 @@ from typing import Callable, NamedTuple, Union
 
 import numpy as np
 
-from ..errors import MbfgError
+from ..core.errors import MbfgError
 from .system import SpatialSystem
 
 __all__ = ['SpatialTrajectory', 'SpatialStepper', 'simulate_spatial', 'INTEGRATORS']

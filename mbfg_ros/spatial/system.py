@@ -24,7 +24,7 @@ from typing import Mapping, Union
 
 import numpy as np
 
-from ..errors import AssemblyError
+from ..core.errors import AssemblyError
 from .backend import spatial_dynamics
 from .description import SpatialDescription, describe
 from .dynamics import SpatialDynamics

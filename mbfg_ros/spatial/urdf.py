@@ -43,7 +43,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ..errors import MechanismError
+from ..core.errors import MechanismError
 from ..planar.mechanism_yaml import load_yaml
 from .model import LoopJoint, SpatialImu, SpatialModel
 

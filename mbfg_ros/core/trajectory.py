@@ -1,0 +1,119 @@
+"""Prescribed-motion files for inverse dynamics.
+
+Format (the one of seed 000's library, ``config/trajectories/*.txt``): plain
+text, one sample per line, first column the time [s], then one column per
+prescribed coordinate; columns separated by whitespace and/or commas; lines
+starting with ``%`` or ``#`` (and blank lines) are comments. Time must
+increase strictly; every value must be finite.
+
+Every problem raises :class:`~mbfg_ros.core.errors.TrajectoryError` naming the
+file and the line (``file:line: what``).
+"""
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+import scipy.interpolate
+import scipy.signal
+
+from .errors import TrajectoryError
+
+__all__ = ['Trajectory', 'load_trajectory', 'parse_trajectory', 'derivatives']
+
+_SPLIT = re.compile(r'[,\s]+')
+
+
+class Trajectory(NamedTuple):
+    """Samples of a prescribed motion: ``t`` (N,), ``z`` (N, k), with the file name."""
+
+    t: np.ndarray
+    z: np.ndarray
+    source: str
+
+
+def load_trajectory(path: str | Path, columns: int | None = None) -> Trajectory:
+    """Read a trajectory file; ``columns``: expected number of coordinate columns.
+
+    :raises TrajectoryError: unreadable file, bad number, NaN/inf, wrong column
+        count, time not strictly increasing, fewer than 3 samples.
+    """
+    source = str(path)
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise TrajectoryError(f'{source}: cannot read file: {exc.strerror}') from None
+    return parse_trajectory(text, source=source, columns=columns)
+
+
+def parse_trajectory(text: str, *, source: str = '<string>',
+                     columns: int | None = None) -> Trajectory:
+    """Parse trajectory text (see :func:`load_trajectory`)."""
+    rows: list[list[float]] = []
+    lines: list[int] = []
+    width = None
+    for lineno, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line[0] in '%#':
+            continue
+        fields = [f for f in _SPLIT.split(line) if f]
+        try:
+            values = [float(f) for f in fields]
+        except ValueError:
+            bad = next(f for f in fields if not _is_float(f))
+            raise TrajectoryError(f'{source}:{lineno}: not a number: {bad!r}') from None
+        if not all(math.isfinite(v) for v in values):
+            raise TrajectoryError(f'{source}:{lineno}: value is NaN or infinite')
+        want = width if width is not None else (None if columns is None else columns + 1)
+        if want is not None and len(values) != want:
+            what = (f'expected {want} columns (time + {want - 1} coordinates)'
+                    if columns is not None else f'expected {want} columns like the first line')
+            raise TrajectoryError(f'{source}:{lineno}: {what}, got {len(values)}')
+        if len(values) < 2:
+            raise TrajectoryError(f'{source}:{lineno}: need a time column and at least one '
+                                  f'coordinate column, got {len(values)} column(s)')
+        if rows and values[0] <= rows[-1][0]:
+            raise TrajectoryError(f'{source}:{lineno}: time {values[0]:g} does not increase '
+                                  f'(previous sample at line {lines[-1]} has t={rows[-1][0]:g})')
+        width = len(values)
+        rows.append(values)
+        lines.append(lineno)
+    if len(rows) < 3:
+        raise TrajectoryError(f'{source}: need at least 3 samples, found {len(rows)}')
+    data = np.array(rows)
+    return Trajectory(data[:, 0].copy(), data[:, 1:].copy(), source)
+
+
+def _is_float(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def derivatives(t: np.ndarray, z: np.ndarray, window: int = 31, order: int = 5
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """ż and z̈ at the samples, for initialising and regularising inverse dynamics.
+
+    Uniform sampling: Savitzky-Golay local polynomial fits (``order`` over
+    ``window`` samples), which also average out the rounding of the file's
+    numbers (the seed's trajectory has 8 digits: a cubic spline's z̈ is then
+    off by up to 0.03 rad/s², the fit's by 1e-4). Non-uniform sampling: a
+    not-a-knot cubic spline.
+    """
+    t = np.asarray(t, dtype=float)
+    z = np.asarray(z, dtype=float)
+    dt = np.diff(t)
+    N = len(t)
+    if N >= 7 and np.ptp(dt) <= 1e-6 * dt.mean():
+        w = min(window, N if N % 2 else N - 1)
+        p = min(order, w - 2)
+        h = float(dt.mean())
+        return (scipy.signal.savgol_filter(z, w, p, deriv=1, delta=h, axis=0, mode='interp'),
+                scipy.signal.savgol_filter(z, w, p, deriv=2, delta=h, axis=0, mode='interp'))
+    spline = scipy.interpolate.CubicSpline(t, z, axis=0)
+    return spline(t, 1), spline(t, 2)

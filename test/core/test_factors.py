@@ -1,0 +1,148 @@
+"""Every factor of seed 000 §6: Jacobians vs finite differences, through GTSAM too."""
+import functools
+
+import gtsam
+import numpy as np
+import pytest
+from conftest import CONFIG, DATA
+
+from mbfg_ros.core import factors as F
+from mbfg_ros.planar.dynamics import load_system
+
+SYSTEMS = [load_system(CONFIG / 'fourbars1-with-rel-angle.yaml'),
+           load_system(CONFIG / 'pick-and-place-robot.yaml'),
+           load_system(DATA / 'extensions.yaml'),
+           load_system(DATA / 'quick_return.yaml')]
+
+
+def cases(sys, rng):
+    n, d = sys.n, sys.dof
+    idx = list(sys.z_idx)
+    r = rng.standard_normal
+    q = sys.q0 + 0.2 * r(n)
+    tau = np.linspace(-1, 1, sys.forces.n_act)
+    c = sys.constraints
+    return {
+        'euler (22)': (functools.partial(F.euler_error, 0.01), [r(n), r(n), r(n)]),
+        'trapezoidal (23)': (functools.partial(F.trapezoidal_error, 0.01),
+                             [r(n), r(n), r(n), r(n)]),
+        'f_dpc (24)': (functools.partial(F.position_constraint_error, c), [q]),
+        'f_dvc (25)': (functools.partial(F.velocity_constraint_error, c), [q, r(n)]),
+        'f_ddyn (26)': (functools.partial(F.forward_dynamics_error, sys, tau), [q, r(n), r(n)]),
+        'f_idyn (27)': (functools.partial(F.forward_dynamics_indep_error, sys, idx, tau),
+                        [q, r(n), r(d)]),
+        'f_didyn (28)': (functools.partial(F.inverse_dynamics_error, sys, tau),
+                         [q, r(n), r(n), r(n)]),
+        'f_iidyn (29)': (functools.partial(F.inverse_dynamics_indep_error, sys, idx, tau),
+                         [q, r(n), r(d), r(n)]),
+        'f_ipc (30)': (functools.partial(F.ipc_error, c, idx), [q, r(d)]),
+        'f_ivc (31)': (functools.partial(F.ivc_error, c, idx), [q, r(n), r(d)]),
+        'f_iac (32)': (functools.partial(F.iac_error, c, idx), [q, r(n), r(n), r(d)]),
+        'stacked state': (functools.partial(F.stacked_state_error, sys, tau),
+                          [np.concatenate((q, r(n), r(n)))]),
+        'stacked trapezoidal': (functools.partial(F.stacked_trapezoidal_error, n, 0.01),
+                                [r(3 * n), r(3 * n)]),
+        'stacked euler': (functools.partial(F.stacked_euler_error, n, 0.01),
+                          [r(3 * n), r(3 * n)]),
+        'stacked independent': (functools.partial(F.stacked_indep_state_error, sys, idx, tau),
+                                [np.concatenate((q, r(n), r(n))), r(3 * d)]),
+        'stacked independent, tangent basis': (
+            functools.partial(F.stacked_indep_state_error, sys,
+                              np.linalg.svd(c.phi_q(q))[2][n - d:], tau),
+            [np.concatenate((q, r(n), r(n))), r(3 * d)]),
+    }
+
+
+def numeric(fn, xs, i, h=1e-6):
+    x = xs[i]
+    J = np.zeros((len(fn(xs, False)[0]), len(x)))
+    for k in range(len(x)):
+        xp = [v.copy() for v in xs]
+        xm = [v.copy() for v in xs]
+        xp[i][k] += h
+        xm[i][k] -= h
+        J[:, k] = (fn(xp, False)[0] - fn(xm, False)[0]) / (2 * h)
+    return J
+
+
+@pytest.mark.parametrize('sys', SYSTEMS, ids=lambda s: s.mech.name)
+@pytest.mark.parametrize('seed', [0, 1, 2])
+def test_factor_jacobians_match_finite_differences(sys, seed):
+    for name, (fn, xs) in cases(sys, np.random.default_rng(seed)).items():
+        e, J = fn(xs, True)
+        e_only, none = fn(xs, False)
+        assert none is None
+        np.testing.assert_array_equal(e, e_only)
+        assert len(J) == len(xs)
+        for i, Ji in enumerate(J):
+            assert Ji.shape == (len(e), len(xs[i])), name
+            scale = 1.0 + np.abs(Ji).max()
+            np.testing.assert_allclose(Ji / scale, numeric(fn, xs, i) / scale, atol=1e-6,
+                                       err_msg=f'{name}, variable {i}')
+
+
+@pytest.mark.parametrize('sys', SYSTEMS, ids=lambda s: s.mech.name)
+def test_custom_factors_linearise_and_evaluate_in_gtsam(sys):
+    for name, (fn, xs) in cases(sys, np.random.default_rng(7)).items():
+        e, J = fn(xs, True)
+        keys = [gtsam.symbol('x', i) for i in range(len(xs))]
+        factor = F.custom_factor(keys, gtsam.noiseModel.Unit.Create(len(e)), fn)
+        values = gtsam.Values()
+        for k, x in zip(keys, xs):
+            values.insert(k, x)
+        assert factor.error(values) == pytest.approx(0.5 * e @ e), name   # no Jacobians asked
+        A, b = factor.linearize(values).jacobian()
+        np.testing.assert_allclose(A, np.hstack(J), atol=1e-12, err_msg=name)
+        np.testing.assert_allclose(b, -e, atol=1e-12, err_msg=name)
+
+
+def test_optimising_the_position_factor_recovers_an_assembled_pose():
+    sys = SYSTEMS[0]
+    key = gtsam.symbol('q', 0)
+    graph = gtsam.NonlinearFactorGraph()
+    graph.add(F.custom_factor([key], gtsam.noiseModel.Isotropic.Sigma(sys.m, 1e-3),
+                              functools.partial(F.position_constraint_error, sys.constraints)))
+    theta = 0.7
+    prior = np.full(sys.n, 1e3)
+    prior[4] = 1e-6
+    target = sys.q0.copy()
+    target[4] = theta
+    graph.add(F.prior_factor(key, target, gtsam.noiseModel.Diagonal.Sigmas(prior)))
+    init = gtsam.Values()
+    init.insert(key, sys.q0)
+    q = gtsam.LevenbergMarquardtOptimizer(graph, init).optimize().atVector(key)
+    # Independent truth: the crank tip is on the unit circle at angle theta.
+    np.testing.assert_allclose(q[:2], [np.cos(theta), np.sin(theta)], atol=1e-6)
+    assert np.abs(sys.constraints.phi(q)).max() < 1e-6
+
+
+def test_a_custom_factor_at_the_same_values_is_not_evaluated_again():
+    """ISAM2's batch step relinearises every factor at its unchanged linearisation
+    point; the kept evaluation answers it without running Python again, with the same
+    numbers, and any other point is evaluated afresh."""
+    calls = []
+
+    def fn(xs, jac):
+        calls.append(xs[0].copy())
+        e = np.array([xs[0][0] ** 2 - xs[1][0], xs[0][1]])
+        return e, ([np.array([[2 * xs[0][0], 0.0], [0.0, 1.0]]),
+                    np.array([[-1.0], [0.0]])] if jac else None)
+
+    f = F.custom_factor([1, 2], gtsam.noiseModel.Unit.Create(2), fn)
+    v = gtsam.Values()
+    v.insert(1, np.array([3.0, 4.0]))
+    v.insert(2, np.array([5.0]))
+    first = f.linearize(v)
+    again = f.linearize(v)
+    assert len(calls) == 1
+    np.testing.assert_array_equal(first.jacobian()[0], again.jacobian()[0])
+    np.testing.assert_allclose(first.jacobian()[0], [[6.0, 0.0, -1.0], [0.0, 1.0, 0.0]])
+    assert f.error(v) == pytest.approx(0.5 * (4.0 ** 2 + 4.0 ** 2))
+    assert len(calls) == 1                   # the residual was kept too
+    w = gtsam.Values()
+    w.insert(1, np.array([1.0, 0.0]))
+    w.insert(2, np.array([5.0]))
+    np.testing.assert_allclose(f.linearize(w).jacobian()[0],
+                               [[2.0, 0.0, -1.0], [0.0, 1.0, 0.0]])
+    assert len(calls) == 2
+    assert f.error(w) == pytest.approx(0.5 * 16.0)

@@ -1,0 +1,97 @@
+"""The formulation seam: the planar and the spatial systems answer the same questions the
+same way (interface.MultibodySystem) — the four-bar written both ways."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mbfg_ros.core.interface import MultibodySystem
+from mbfg_ros.planar.dynamics import load_system
+from mbfg_ros.spatial.system import build_spatial_system
+
+ROOT = Path(__file__).resolve().parents[1]
+URDF = ROOT / 'config' / 'urdf'
+
+
+@pytest.fixture(scope='module')
+def both():
+    planar = load_system(ROOT / 'config' / 'fourbar.yaml')
+    spatial = build_spatial_system(URDF / 'fourbar.urdf', URDF / 'fourbar_loops.yaml')
+    return planar, spatial
+
+
+def test_both_systems_implement_the_interface(both):
+    for system in both:
+        assert isinstance(system, MultibodySystem)
+
+
+def test_the_same_questions_give_consistent_answers(both):
+    planar, spatial = both
+    assert planar.angle_coordinates == ()                  # x1, y1, x2, y2: lengths
+    assert spatial.angle_coordinates == (0, 1, 2)          # three revolute joints
+    for system in both:
+        q = np.asarray(system.q0, float)
+        qd = np.zeros(system.n)
+        phi, phi_q, gamma = system.constraint_terms(q, qd)
+        assert np.abs(phi).max() < 1e-9 and phi_q.shape == (len(phi), system.n)
+        assert np.allclose(gamma, 0.0)                     # at rest
+        M = system.mass_matrix(q)
+        assert M.shape == (system.n, system.n) and np.allclose(M, M.T)
+        B = system.actuator_matrix(q)
+        tau = np.full(B.shape[1], 1.5)
+        qdd = system.accelerations(q, qd, tau)
+        assert np.abs(phi_q @ qdd + gamma).max() < 1e-9    # the loop stays closed
+        assert system.torques(q, qd, qdd) == pytest.approx(tau, abs=1e-9)
+
+
+@pytest.mark.parametrize('which', ['planar', 'spatial', 'spatial_tree'])
+def test_accelerations_with_jacobians_and_generalized_forces(both, which):
+    if which == 'spatial_tree':
+        system = build_spatial_system(URDF / 'ur5.urdf')
+    else:
+        system = both[0] if which == 'planar' else both[1]
+    rng = np.random.default_rng(3)
+    q = np.asarray(system.q0, float)
+    _, phi_q, _ = system.constraint_terms(q, np.zeros(system.n))
+    _, sv, Vt = np.linalg.svd(phi_q) if len(phi_q) else (None, np.zeros(0), np.eye(system.n))
+    N = Vt[int(np.sum(sv > 1e-9)):].T
+    qd = N @ rng.normal(size=N.shape[1])
+    tau = rng.normal(size=system.actuator_matrix(q).shape[1])
+    qdd, dq, dqd = system.accelerations(q, qd, tau, jacobians=True)
+    assert qdd == pytest.approx(system.accelerations(q, qd, tau), rel=1e-11, abs=1e-12)
+    h = 1e-6
+    for k in range(system.n):
+        e = np.zeros(system.n)
+        e[k] = h
+        acc = system.accelerations
+        num_q = (acc(q + e, qd, tau) - acc(q - e, qd, tau)) / (2 * h)
+        num_v = (acc(q, qd + e, tau) - acc(q, qd - e, tau)) / (2 * h)
+        assert dq[:, k] == pytest.approx(num_q, rel=1e-5, abs=1e-5)
+        assert dqd[:, k] == pytest.approx(num_v, rel=1e-5, abs=1e-5)
+    # M q̈ − Q is a constraint force: it has no component along the free motions
+    resid = system.mass_matrix(q) @ qdd - system.generalized_forces(q, qd, tau)
+    assert np.abs(N.T @ resid).max() < 1e-9
+
+
+def test_the_factor_graph_forward_dynamics_takes_a_urdf_robot():
+    """forward.py (seed 000 Fig. 2, dependent coordinates: stacked state factor + trapezoidal
+    integrators in GTSAM) through the interface on URDF robots, against the spatial Newton
+    trapezoidal integrator (spatial/simulate.py): the same equations, two solvers."""
+    from pathlib import Path
+
+    from mbfg_ros.simulation.forward import ForwardConfig, simulate
+    from mbfg_ros.spatial.simulate import simulate_spatial
+    from mbfg_ros.spatial.system import build_spatial_system
+    urdf = Path(__file__).resolve().parents[1] / 'config' / 'urdf'
+    arm = build_spatial_system(urdf / 'ur5.urdf')
+    a, b = simulate(arm, 0.3, ForwardConfig(dt=1e-3)), simulate_spatial(arm, 0.3, 1e-3)
+    assert np.abs(a.q - b.q).max() < 1e-9 and np.abs(a.qd - b.qd).max() < 1e-8
+    assert np.abs(a.q[-1] - a.q[0]).max() > 0.01                # it moved
+    loop = build_spatial_system(urdf / 'fourbar.urdf', urdf / 'fourbar_loops.yaml')
+    c, d = simulate(loop, 0.3, ForwardConfig(dt=1e-3)), simulate_spatial(loop, 0.3, 1e-3)
+    assert c.phi_norm.max() < 1e-8                               # the loop stays closed
+    assert np.abs(c.q - d.q).max() < 1e-5                        # projection vs tight factors
+    with pytest.raises(Exception, match='independent coordinates are planar only'):
+        simulate(arm, 0.01, ForwardConfig(dt=1e-3, coordinates='independent'))

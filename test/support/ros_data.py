@@ -1,0 +1,77 @@
+"""Shared helpers of the ROS-edge tests (simulated four-bar data, ROS env), plus their checks.
+
+Imported by test_ros_*.py, test_replay*.py, test_bag*.py and test_launch*.py.
+"""
+from __future__ import annotations
+
+import functools
+import os
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+T0 = 1.0        # stamp of simulation time 0
+
+
+def fourbar_path() -> Path:
+    """The four-bar with joints crank/coupler_joint, actuator crank_motor, IMU coupler_imu."""
+    cfg = REPO / 'config' / 'fourbar.yaml'
+    return cfg if cfg.exists() else REPO / 'test' / 'data' / 'fourbar_estimator.yaml'
+
+
+@functools.lru_cache(maxsize=None)
+def fourbar_system():
+    from mbfg_ros.planar.dynamics import load_system
+    return load_system(fourbar_path())
+
+
+@functools.lru_cache(maxsize=None)
+def fourbar_data(duration: float = 1.0, rate: float = 200.0, seed: int = 3):
+    """(system, trajectory, noisy measurement records) of the four-bar in free fall.
+
+    Records are stamped ``T0 + t``.
+    """
+    from dataclasses import replace
+
+    from mbfg_ros.simulation.forward import ForwardConfig, simulate
+    from mbfg_ros.planar.sensors import SensorConfig, simulate_measurements
+
+    system = fourbar_system()
+    traj = simulate(system, duration, ForwardConfig(dt=1e-3))
+    cfg = SensorConfig(encoder_rate=rate, encoder_counts=4096, encoder_sigma=0.002,
+                       imu_rate=rate, gyro_sigma=0.01, accel_sigma=0.05)
+    recs = simulate_measurements(system, traj.t, traj.q, traj.qd, traj.qdd, cfg,
+                                 np.random.default_rng(seed))
+    recs = [replace(r, t=r.t + T0) for r in recs]
+    return system, traj, recs
+
+
+def stamp_of(rec) -> int:
+    return int(round(rec.t * 1e9))
+
+
+def ros_env(domain: int) -> dict:
+    """Environment of a node subprocess: the Makefile's ROS exports, a private domain."""
+    env = dict(os.environ)
+    env.update({'RMW_IMPLEMENTATION': 'rmw_fastrtps_cpp', 'ROS_DOMAIN_ID': str(domain),
+                'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST',
+                'PYTHONPATH': str(REPO) + os.pathsep + env.get('PYTHONPATH', ''),
+                'PYTHONUNBUFFERED': '1', 'RCUTILS_COLORIZED_OUTPUT': '0'})
+    return env
+
+
+def unique_domain(offset: int = 0) -> int:
+    """A domain id private to this test process (0..101 are valid everywhere)."""
+    return 10 + (os.getpid() * 7 + offset) % 90
+
+
+def test_fourbar_data_is_stamped_after_t0_and_sorted():
+    _, traj, recs = fourbar_data()
+    stamps = [r.t for r in recs]
+    assert stamps == sorted(stamps)
+    assert stamps[0] == T0 and abs(stamps[-1] - (T0 + traj.t[-1])) < 1e-9
+
+
+def test_unique_domain_is_a_valid_domain_id():
+    assert all(0 <= unique_domain(k) <= 101 for k in range(10))
