@@ -2,7 +2,7 @@
 
 Free fall of fourbars1.yaml from rest, dt = 1 ms, trapezoidal, default solver.
 For each Nw and both factor graphs (DC: Fig. 2, IC: Fig. 3) prints the q RMSE
-against the independent DOP853 reference (test/reference_fourbar.py) and the
+against the independent DOP853 reference (test/support/reference_fourbar.py) and the
 median and 99th-percentile wall time per step, beside the seed's values
 (C++, i7-8700, RMSE vs MSC Adams). Run: ``python bench/forward_dynamics.py``
 (``--quick`` for a CI smoke run: Nw 2 and 5, 1 s).

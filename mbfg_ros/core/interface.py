@@ -25,6 +25,9 @@ What the estimator (and the ROS edge) need besides:
   state factor (seed 000 Eqs. 24-26) with their Jacobians in one evaluation;
 * ``joint_names``, ``actuator_joints``, ``joint_coordinate(name)``: what encoders and
   ``effort`` fields name, and the coordinate equal to a revolute joint's angle;
+* ``description``: the :class:`EdgeDescription` (joints, limits, IMUs, actuators,
+  coordinate names) the ROS edge and the CLIs read; the formulations keep their own
+  model objects to themselves;
 * ``sensor_model()``: the measurement models of the encoders and IMUs (frame and sensor
   kinematics: ``planar.sensors.SensorModel``, ``spatial.sensor_model.SpatialSensorModel``).
 """
@@ -34,7 +37,76 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-__all__ = ['MultibodySystem']
+__all__ = ['MultibodySystem', 'EdgeDescription', 'EdgeJoint', 'EdgeActuator', 'EdgeSensor',
+           'JointLimits']
+
+
+class JointLimits(Protocol):
+    """Physical limits of a joint's readings (rad or m; rad/s or m/s; N·m or N)."""
+
+    @property
+    def position(self) -> tuple[float, float]: ...
+
+    @property
+    def velocity(self) -> float: ...
+
+    @property
+    def effort(self) -> float: ...
+
+
+class EdgeJoint(Protocol):
+    """A joint as ``sensor_msgs/JointState`` names it: name, ``revolute``/``prismatic``,
+    limits."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def type(self) -> str: ...
+
+    @property
+    def limits(self) -> JointLimits: ...
+
+
+class EdgeActuator(Protocol):
+    """A motor: its name and the joint it drives."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def joint(self) -> str: ...
+
+
+class EdgeSensor(Protocol):
+    """An IMU: its name (its topic is ``imu/<name>`` unless a launch file remaps it)."""
+
+    @property
+    def name(self) -> str: ...
+
+
+class EdgeDescription(Protocol):
+    """What the ROS edge, the command law and the CLIs read of a mechanism, planar or
+    spatial (the planar ``Mechanism`` and the spatial ``SpatialDescription`` both satisfy
+    it): names, joints with their limits, IMUs, actuators, coordinate names."""
+
+    @property
+    def source(self) -> str: ...
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def joints(self) -> tuple[EdgeJoint, ...]: ...
+
+    @property
+    def sensors(self) -> tuple[EdgeSensor, ...]: ...
+
+    @property
+    def actuators(self) -> tuple[EdgeActuator, ...]: ...
+
+    @property
+    def coordinate_names(self) -> tuple[str, ...]: ...
 
 
 @runtime_checkable
@@ -82,3 +154,6 @@ class MultibodySystem(Protocol):
                     jacobians: bool = True): ...
 
     def sensor_model(self): ...
+
+    @property
+    def description(self) -> EdgeDescription: ...

@@ -12,7 +12,7 @@ the row takes its formulas from here, each form for its job:
   (the per-tick path) or for arrays of rows and samples (``inverse_models.BatchModel``);
 * :func:`angle_row_rate`: gradient and q̇ᵀΦqq q̇ only, the cheapest per-tick form.
 
-``test/test_angle_rows.py`` checks the contracted forms against the full tensors and the
+``test/planar/test_angle_rows.py`` checks the contracted forms against the full tensors and the
 tensors against finite differences.
 """
 from __future__ import annotations

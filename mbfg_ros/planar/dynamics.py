@@ -138,6 +138,11 @@ class System:
             return None
         return self.mech.angle_coordinate(j.bodies)
 
+    @property
+    def description(self):
+        """The edge description (:class:`~mbfg_ros.core.interface.EdgeDescription`)."""
+        return self.mech
+
     def sensor_model(self):
         """The estimator's measurement models (:class:`~mbfg_ros.planar.sensors.SensorModel`)."""
         from .sensors import SensorModel

@@ -17,7 +17,7 @@ def spatial_dynamics(model: SpatialModel, backend: str = 'auto'
                      ) -> Union[SpatialDynamics, PinocchioDynamics]:
     """τ/M/q̈ with Jacobians for the tree of ``model`` (README: "Spatial robots (URDF)").
 
-    Both give the same numbers to ~1e-13 (``test/test_spatial_dynamics.py``);
+    Both give the same numbers to ~1e-13 (``test/spatial/test_spatial_dynamics.py``);
     ``bench/spatial_dynamics.py`` measures their cost.
     """
     if backend not in BACKENDS:

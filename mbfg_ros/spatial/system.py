@@ -141,6 +141,11 @@ class SpatialSystem:
         j = names.index(name)
         return j if self.model.joint_type[j] == 'revolute' else None
 
+    @property
+    def description(self):
+        """The edge description (:class:`~mbfg_ros.core.interface.EdgeDescription`)."""
+        return self.mech
+
     def sensor_model(self):
         """The estimator's measurement models (:class:`.sensor_model.SpatialSensorModel`)."""
         from .sensor_model import SpatialSensorModel

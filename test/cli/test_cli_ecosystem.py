@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_ros_support import fourbar_path
+from support.ros_data import fourbar_path
 
 from mbfg_ros.cli.inverse import main as inverse_main
 from mbfg_ros.cli.replay import main as replay_main
@@ -21,7 +21,7 @@ from mbfg_ros.cli.statics import main as statics_main
 from mbfg_ros.planar.dynamics import load_system
 from mbfg_ros.planar.mechanism_yaml import load_mechanism
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 FOURBAR = """\
 name: fb

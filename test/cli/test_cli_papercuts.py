@@ -15,7 +15,7 @@ from mbfg_ros.cli.simulate import main as simulate_main
 from mbfg_ros.simulation.forward import energy
 from mbfg_ros.planar.dynamics import load_system
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / 'config'
 DATA = ROOT / 'test' / 'data'
 PNG = b'\x89PNG\r\n\x1a\n'

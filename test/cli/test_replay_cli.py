@@ -6,7 +6,7 @@ import functools
 
 import numpy as np
 import pytest
-from test_ros_support import REPO, T0, fourbar_data, fourbar_path, fourbar_system
+from support.ros_data import REPO, T0, fourbar_data, fourbar_path, fourbar_system
 
 from mbfg_ros.core.bag import bag_topics, read_messages
 from mbfg_ros.cli.replay import main, replay

@@ -10,8 +10,8 @@ import pytest
 from mbfg_ros.cli.inverse import main as inverse_main
 from mbfg_ros.cli.simulate import main as simulate_main
 
-DATA = Path(__file__).resolve().parents[1] / 'config' / 'urdf'
-BAD = Path(__file__).resolve().parent / 'data' / 'urdf'     # error-test files
+DATA = Path(__file__).resolve().parents[2] / 'config' / 'urdf'
+BAD = Path(__file__).resolve().parents[1] / 'data' / 'urdf'     # error-test files
 PNG = b'\x89PNG\r\n\x1a\n'
 
 

@@ -11,7 +11,7 @@ from mbfg_ros.core.interface import MultibodySystem
 from mbfg_ros.planar.dynamics import load_system
 from mbfg_ros.spatial.system import build_spatial_system
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 URDF = ROOT / 'config' / 'urdf'
 
 
@@ -84,7 +84,7 @@ def test_the_factor_graph_forward_dynamics_takes_a_urdf_robot():
     from mbfg_ros.simulation.forward import ForwardConfig, simulate
     from mbfg_ros.spatial.simulate import simulate_spatial
     from mbfg_ros.spatial.system import build_spatial_system
-    urdf = Path(__file__).resolve().parents[1] / 'config' / 'urdf'
+    urdf = Path(__file__).resolve().parents[2] / 'config' / 'urdf'
     arm = build_spatial_system(urdf / 'ur5.urdf')
     a, b = simulate(arm, 0.3, ForwardConfig(dt=1e-3)), simulate_spatial(arm, 0.3, 1e-3)
     assert np.abs(a.q - b.q).max() < 1e-9 and np.abs(a.qd - b.qd).max() < 1e-8

@@ -8,11 +8,11 @@ from mbfg_ros.cli.inverse import main as inverse_main
 from mbfg_ros.core.errors import TrajectoryError
 from mbfg_ros.core.trajectory import derivatives, load_trajectory
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / 'config'             # upstream files, copied unchanged (config/SOURCE.md)
 ADAMS = REPO / 'test' / 'data' / 'InverseDynamics_4bars_MSC.tab'
 SEED_TRAJ = DATA / 'fourbars1-with-rel-angle-trajectory.txt'
-CONFIG = Path(__file__).resolve().parents[1] / 'config' / 'fourbar_inverse.yaml'
+CONFIG = Path(__file__).resolve().parents[2] / 'config' / 'fourbar_inverse.yaml'
 
 
 def test_the_seed_trajectory_file_loads_as_is():

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PKG = 'mbfg_ros'
 SOURCES = ['package.xml', 'setup.py', 'setup.cfg', 'resource', PKG, 'launch', 'config']
 CONSOLE_SCRIPTS = [

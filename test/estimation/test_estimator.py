@@ -1,6 +1,6 @@
 """Online estimator: accuracy against an independent truth, robustness, recovery, long runs.
 
-The truth is test/reference_fourbar.py (Lagrange's equation in the crank
+The truth is test/support/reference_fourbar.py (Lagrange's equation in the crank
 angle, DOP853 rtol 1e-12), which shares no code with mbfg_ros.
 """
 import math
@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-import reference_fourbar as ref
+from support import reference_fourbar as ref
 from conftest import DATA
 
 from mbfg_ros.estimation.control import actuator_efforts

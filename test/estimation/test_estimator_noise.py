@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 from conftest import CONFIG, DATA
-from dfki_reference import DFKI, dfki_terms
+from support.dfki_reference import DFKI, dfki_terms
 from scipy.integrate import solve_ivp
 
 from mbfg_ros.estimation.estimator import Estimator, EstimatorConfig, coordinate_sigmas

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from test_ros_support import fourbar_data, fourbar_path
+from support.ros_data import fourbar_data, fourbar_path
 
 from mbfg_ros.planar.sensors import joint_positions, wrap_angle
 from mbfg_ros.ros.driver import EstimatorDriver

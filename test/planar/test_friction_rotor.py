@@ -1,7 +1,7 @@
 """Joint friction and geared rotor inertia (issue 11, item 1).
 
 The reference is DFKI's documented double-pendulum plant, written out in
-test/dfki_reference.py from their documented form; its parameters are read from
+test/support/dfki_reference.py from their documented form; its parameters are read from
 DFKI's own file (test/data/dfki), not from the package's YAML.
 """
 import math
@@ -10,7 +10,7 @@ import re
 import numpy as np
 import pytest
 from conftest import CONFIG, numerical_jacobian
-from dfki_reference import DFKI, dfki_tau, dfki_terms, natural_state
+from support.dfki_reference import DFKI, dfki_tau, dfki_terms, natural_state
 
 from mbfg_ros.estimation.control import actuator_efforts
 from mbfg_ros.core.errors import MechanismError

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import yaml
 from conftest import CONFIG, DATA
-from dfki_reference import DFKI, dfki_tau, natural_state
+from support.dfki_reference import DFKI, dfki_tau, natural_state
 
 from mbfg_ros.cli.identify import main as identify_main
 from mbfg_ros.estimation.control import actuator_efforts

@@ -22,10 +22,10 @@ from mbfg_ros.planar.dynamics import load_system
 from mbfg_ros.planar.kinematics import r_s_matrices
 from mbfg_ros.core.trajectory import load_trajectory
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / 'config'             # upstream files, copied unchanged (config/SOURCE.md)
 ADAMS = REPO / 'test' / 'data' / 'InverseDynamics_4bars_MSC.tab'
-CONFIG = Path(__file__).resolve().parents[1] / 'config'
+CONFIG = Path(__file__).resolve().parents[2] / 'config'
 
 
 @pytest.fixture(scope='module')
@@ -266,7 +266,7 @@ def test_direct_inverse_dynamics_workspaces_are_independent():
     with their own workspaces give the sequential answers and their own multipliers."""
     import threading
 
-    sys_ = load_system(Path(__file__).resolve().parents[1] / 'config' / 'fourbar.yaml')
+    sys_ = load_system(Path(__file__).resolve().parents[2] / 'config' / 'fourbar.yaml')
     direct = DirectInverseDynamics(sys_)
     rng = np.random.default_rng(0)
     states = []

@@ -8,7 +8,7 @@ from mbfg_ros.planar.problems.inverse_direct import DirectInverseDynamics
 from mbfg_ros.planar.dynamics import forward_accel, load_system
 from mbfg_ros.planar.problems.reactions import JointReactions, constraint_multipliers
 
-CONFIG = Path(__file__).resolve().parents[1] / 'config'
+CONFIG = Path(__file__).resolve().parents[2] / 'config'
 
 
 def _cross(a, b):

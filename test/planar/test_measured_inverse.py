@@ -1,6 +1,6 @@
 """Inverse dynamics on measured motion (issue 11, item 2): CSV and bag input, derivative
 options, torque fit against measured effort; on a motion with known torques (DFKI's equations,
-test/dfki_reference.py) and on DFKI's real runs."""
+test/support/dfki_reference.py) and on DFKI's real runs."""
 from __future__ import annotations
 
 import math
@@ -9,7 +9,7 @@ import re
 import numpy as np
 import pytest
 from conftest import CONFIG, DATA
-from dfki_reference import DFKI, dfki_tau
+from support.dfki_reference import DFKI, dfki_tau
 
 from mbfg_ros.core.bag import BagWriter, typestore
 from mbfg_ros.cli.inverse import main as inverse_main

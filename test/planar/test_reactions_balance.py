@@ -22,7 +22,7 @@ from mbfg_ros.planar.model import GROUND
 from mbfg_ros.planar.problems.reactions import JointReactions
 from mbfg_ros.planar.problems.statics import static_equilibrium
 
-CONFIG = Path(__file__).resolve().parents[1] / 'config'
+CONFIG = Path(__file__).resolve().parents[2] / 'config'
 # The Newton-Euler written here has no joint friction and no rotor bodies: the DFKI plant (both)
 # is checked by test_friction_rotor.py (reactions with friction; dynamics against DFKI's model).
 # every mechanism YAML of config/ (the ROS parameters files, estimator*.yaml, are not one)
@@ -309,7 +309,7 @@ def test_every_element_kind_at_once_balances_in_motion():
 def test_test_mechanisms_balance_in_motion_with_their_motors(name):
     """Mobile slider (quick-return), every extension key, springs on sliders."""
     from mbfg_ros.planar.dynamics import forward_accel
-    sys = load_system(Path(__file__).resolve().parent / 'data' / name)
+    sys = load_system(Path(__file__).resolve().parents[1] / 'data' / name)
     q = sys.q0
     N = np.linalg.svd(sys.constraints.phi_q(q))[2][sys.n - sys.dof:]
     qd = 0.8 * N.sum(axis=0)

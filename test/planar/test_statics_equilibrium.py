@@ -19,7 +19,7 @@ from mbfg_ros.planar.dynamics import load_system
 from mbfg_ros.planar.problems.reactions import JointReactions
 from mbfg_ros.planar.problems.statics import StaticsError, classify, start_pose, static_equilibrium
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / 'config'
 DATA = ROOT / 'test' / 'data'
 G = 9.81

@@ -11,7 +11,7 @@ import ast
 import fnmatch
 
 import pytest
-from test_ros_support import REPO
+from support.ros_data import REPO
 
 from mbfg_ros.ros.params import ESTIMATOR_PARAMS, SIMULATOR_PARAMS
 

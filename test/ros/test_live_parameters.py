@@ -3,7 +3,7 @@ reaches the estimator and the command law (the DDS path is in test_ros_services.
 from __future__ import annotations
 
 import pytest
-from test_ros_support import fourbar_data, fourbar_path
+from support.ros_data import fourbar_data, fourbar_path
 
 from mbfg_ros.estimation.estimator import LIVE_FIELDS
 from mbfg_ros.ros.driver import EstimatorDriver

@@ -5,7 +5,7 @@ import subprocess
 import sys
 
 import numpy as np
-from test_ros_support import REPO, fourbar_system
+from support.ros_data import REPO, fourbar_system
 
 from mbfg_ros.ros.marker_png import render_png
 from mbfg_ros.ros.markers import ESTIMATE_STYLE, TRUTH_STYLE, MarkerGeometry, MarkerPublisher

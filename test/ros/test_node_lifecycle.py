@@ -16,7 +16,7 @@ import sys
 import time
 
 import pytest
-from test_ros_support import fourbar_path, ros_env, unique_domain
+from support.ros_data import fourbar_path, ros_env, unique_domain
 
 pytestmark = pytest.mark.ros
 

@@ -6,7 +6,7 @@ from types import SimpleNamespace as NS
 
 import numpy as np
 import pytest
-from test_ros_support import REPO
+from support.ros_data import REPO
 
 from mbfg_ros.core.bag import typestore
 from mbfg_ros.core.measurements import quaternion_from_yaw, quaternion_yaw

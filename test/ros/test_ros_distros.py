@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import rclpy
 import rclpy.executors
-from test_ros_nodes import (  # noqa: F401
+from support.ros_nodes import (  # noqa: F401
     SENSORS,
     STATE_AND_DIAGNOSTICS,
     Peer,
@@ -25,7 +25,7 @@ from test_ros_nodes import (  # noqa: F401
     start,
     stop,
 )
-from test_ros_support import fourbar_data, fourbar_path, ros_env, unique_domain
+from support.ros_data import fourbar_data, fourbar_path, ros_env, unique_domain
 
 from mbfg_ros.ros.estimator_node import make_executor
 from mbfg_ros.ros.params import ParameterError

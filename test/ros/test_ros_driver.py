@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_ros_support import fourbar_data, fourbar_path, fourbar_system, stamp_of
+from support.ros_data import fourbar_data, fourbar_path, fourbar_system, stamp_of
 
 from mbfg_ros.estimation.control import CommandLaw
 from mbfg_ros.planar.problems.inverse_direct import inverse_dynamics_direct

@@ -10,7 +10,7 @@ import time
 
 import numpy as np
 import pytest
-from test_ros_nodes import (  # noqa: F401
+from support.ros_nodes import (  # noqa: F401
     Peer,
     _msg,
     _publish_in_real_time,
@@ -19,7 +19,7 @@ from test_ros_nodes import (  # noqa: F401
     start,
     stop,
 )
-from test_ros_support import fourbar_data, fourbar_path, unique_domain
+from support.ros_data import fourbar_data, fourbar_path, unique_domain
 
 from mbfg_ros.ros import conversions as cv
 from mbfg_ros.ros.markers import MarkerGeometry, marker_array_to_segments

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_ros_nodes import (  # noqa: F401
+from support.ros_nodes import (  # noqa: F401
     SENSORS,
     STATE_AND_DIAGNOSTICS,
     Peer,
@@ -19,7 +19,7 @@ from test_ros_nodes import (  # noqa: F401
     start,
     stop,
 )
-from test_ros_support import fourbar_data, fourbar_path, unique_domain
+from support.ros_data import fourbar_data, fourbar_path, unique_domain
 
 from mbfg_ros.planar.sensors import joint_positions, joint_velocities, wrap_angle
 from mbfg_ros.ros import conversions as cv

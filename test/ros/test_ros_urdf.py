@@ -10,9 +10,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_ros_nodes import Peer, start, stop
-from test_ros_support import REPO, ros_env, unique_domain
-from test_spatial_estimator import _readings, _simulate_ur5
+from support.ros_nodes import Peer, start, stop
+from support.ros_data import REPO, ros_env, unique_domain
+from support.ur5 import readings as _readings, simulate_ur5 as _simulate_ur5
 
 from mbfg_ros.core.bag import BagWriter, typestore
 from mbfg_ros.cli.replay import replay

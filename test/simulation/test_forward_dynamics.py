@@ -1,28 +1,24 @@
 """Forward dynamics (seed 000 §5.1-5.2, §7.1) against an independent reference.
 
-The reference (test/reference_fourbar.py) integrates the four-bar's crank
+The reference (test/support/reference_fourbar.py) integrates the four-bar's crank
 angle ODE from Lagrange's equations with DOP853 at rtol 1e-12 and shares no
 code with the package.
 """
 from __future__ import annotations
 
 import csv
-import os
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, os.path.dirname(__file__))
-
-import reference_fourbar as ref  # noqa: E402
+from support import reference_fourbar as ref  # noqa: E402
 
 from mbfg_ros.core.errors import MbfgError  # noqa: E402
 from mbfg_ros.simulation.forward import ForwardConfig, ForwardSimulator, energy, simulate  # noqa: E402
 from mbfg_ros.planar.dynamics import load_system  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / 'config'
 
 

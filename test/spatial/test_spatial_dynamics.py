@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from spatial_random import PinReference, random_urdf
+from support.spatial_random import PinReference, random_urdf
 
 from mbfg_ros.spatial.backend import spatial_dynamics
 from mbfg_ros.spatial.dynamics import SpatialDynamics
@@ -23,7 +23,7 @@ TOL = 1e-9
 STATES = 100
 
 
-DATA = Path(__file__).resolve().parents[1] / 'config' / 'urdf'
+DATA = Path(__file__).resolve().parents[2] / 'config' / 'urdf'
 
 
 def _cases():

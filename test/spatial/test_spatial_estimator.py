@@ -14,15 +14,16 @@ import pytest
 
 from mbfg_ros.core import factors as F
 from mbfg_ros.estimation.estimator import Estimator, EstimatorConfig
-from mbfg_ros.core.measurements import ImuMeasurement, JointMeasurement
+from mbfg_ros.core.measurements import JointMeasurement
 from mbfg_ros.estimation.observations import (Observation, interpolation_weights, interval_error,
                                    observation_error)
 from mbfg_ros.spatial.sensor_model import quaternion_matrix, so3_log
-from mbfg_ros.spatial.sensors import quaternion_from_matrix
 from mbfg_ros.spatial.simulate import simulate_spatial
 from mbfg_ros.spatial.system import build_spatial_system
+from support.ur5 import readings as _readings
+from support.ur5 import simulate_ur5 as _simulate_ur5
 
-URDF = Path(__file__).resolve().parents[1] / 'config' / 'urdf'
+URDF = Path(__file__).resolve().parents[2] / 'config' / 'urdf'
 
 
 @pytest.fixture(scope='module')
@@ -109,36 +110,6 @@ def test_orientation_residual_is_the_rotation_between_reading_and_model(ur5):
     e, _ = observation_error(sm, [ob], [x], False)
     np.testing.assert_allclose(e, delta, atol=1e-12)
     np.testing.assert_allclose(w, 0, atol=0)
-
-
-def _simulate_ur5(sys_, duration=2.0, dt=2e-3):
-    n = sys_.n
-    g0 = sys_.torques(sys_.q0, np.zeros(n), np.zeros(n))
-    amp = np.array([5, 10, 5, 0.3, 0.3, 0.005])
-    damp = np.array([2, 2, 1, 0.05, 0.05, 0.001])
-
-    def tau(t, q, qd):
-        return g0 + amp * np.sin(2 * np.pi * 0.7 * t + np.arange(n)) - damp * qd
-    tr = simulate_spatial(sys_, duration, dt, tau=tau)
-    return tr, np.array([tau(t, q, qd) for t, q, qd in zip(tr.t, tr.q, tr.qd)])
-
-
-def _readings(sys_, tr, taus, rng, enc_sigma=1e-3, orientation=False):
-    sm = sys_.sensor_model()
-    out = []
-    for k, t in enumerate(tr.t):
-        q, qd, qdd = tr.q[k], tr.qd[k], tr.qdd[k]
-        out.append(JointMeasurement(t, sys_.names, q + rng.normal(0, enc_sigma, sys_.n),
-                                    np.zeros(0), taus[k]))
-        g, f, o = sm.imu(0, q, qd, qdd)
-        quat = None
-        if orientation:
-            from scipy.spatial.transform import Rotation
-            quat = quaternion_from_matrix(o.h @ Rotation.from_rotvec(rng.normal(0, 0.01, 3))
-                                          .as_matrix())
-        out.append(ImuMeasurement(t, 'wrist_imu', g.h + rng.normal(0, 0.005, 3),
-                                  f.h + rng.normal(0, 0.05, 3), quat))
-    return out
 
 
 def _run(sys_, tr, readings, **cfg):

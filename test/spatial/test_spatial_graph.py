@@ -6,13 +6,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from spatial_random import PinReference, random_urdf
+from support.spatial_random import PinReference, random_urdf
 
 from mbfg_ros.spatial.dynamics_graph import ORDERINGS, DynamicsGraph, solve_nonlinear
 from mbfg_ros.spatial.system import build_spatial_system
 from mbfg_ros.spatial.urdf import load_spatial
 
-DATA = Path(__file__).resolve().parents[1] / 'config' / 'urdf'
+DATA = Path(__file__).resolve().parents[2] / 'config' / 'urdf'
 TOL = 1e-9
 
 

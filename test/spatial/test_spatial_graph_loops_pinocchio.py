@@ -19,7 +19,7 @@ from mbfg_ros.spatial.dynamics_graph import DynamicsGraph
 from mbfg_ros.spatial.system import build_spatial_system
 
 
-DATA = Path(__file__).resolve().parents[1] / 'config' / 'urdf'
+DATA = Path(__file__).resolve().parents[2] / 'config' / 'urdf'
 TOL = 1e-9
 
 

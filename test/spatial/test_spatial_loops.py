@@ -6,7 +6,7 @@ import dataclasses
 
 import numpy as np
 import pytest
-from spatial_random import random_urdf
+from support.spatial_random import random_urdf
 
 from mbfg_ros.spatial.dynamics import SpatialDynamics
 from mbfg_ros.spatial.loops import ROWS, LoopConstraints

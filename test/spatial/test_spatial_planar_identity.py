@@ -18,8 +18,8 @@ from mbfg_ros.planar.dynamics import forward_accel, load_system
 from mbfg_ros.spatial.dynamics import SpatialDynamics
 from mbfg_ros.spatial.system import build_spatial_system
 
-ROOT = Path(__file__).parents[1]
-URDF = Path(__file__).resolve().parents[1] / 'config' / 'urdf'
+ROOT = Path(__file__).parents[2]
+URDF = Path(__file__).resolve().parents[2] / 'config' / 'urdf'
 
 # planar point -> (spatial link name, point in that link's frame)
 FOURBAR_POINTS = {1: ('coupler', [0.0, 0.0, 0.0]), 2: ('coupler', [2.0, 0.0, 0.0])}

@@ -16,7 +16,7 @@ from mbfg_ros.spatial.sensor_sim import (SpatialSensorConfig, reference_motion,
 from mbfg_ros.spatial.sensors import ImuModel
 from mbfg_ros.spatial.system import build_spatial_system
 
-URDF = Path(__file__).resolve().parents[1] / 'config' / 'urdf'
+URDF = Path(__file__).resolve().parents[2] / 'config' / 'urdf'
 
 
 @pytest.fixture(scope='module')

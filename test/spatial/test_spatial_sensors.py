@@ -6,13 +6,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from spatial_random import PinReference, random_urdf
+from support.spatial_random import PinReference, random_urdf
 
 from mbfg_ros.spatial.dynamics import SpatialDynamics
 from mbfg_ros.spatial.sensors import ImuModel, quaternion_from_matrix
 from mbfg_ros.spatial.urdf import load_spatial, origin_matrix
 
-DATA = Path(__file__).resolve().parents[1] / 'config' / 'urdf'
+DATA = Path(__file__).resolve().parents[2] / 'config' / 'urdf'
 
 
 def _cases():

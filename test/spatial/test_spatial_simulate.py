@@ -14,7 +14,7 @@ from mbfg_ros.spatial.inverse_trajectory import inverse_trajectory
 from mbfg_ros.spatial.simulate import simulate_spatial
 from mbfg_ros.spatial.system import build_spatial_system
 
-DATA = Path(__file__).resolve().parents[1] / 'config' / 'urdf'
+DATA = Path(__file__).resolve().parents[2] / 'config' / 'urdf'
 
 
 def test_ur5_fall_matches_an_independent_integration_of_pinocchio_aba_to_second_order():

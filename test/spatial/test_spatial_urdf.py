@@ -10,8 +10,8 @@ from mbfg_ros.core.errors import MechanismError
 from mbfg_ros.spatial.dynamics import SpatialDynamics
 from mbfg_ros.spatial.urdf import load_spatial
 
-DATA = Path(__file__).resolve().parents[1] / 'config' / 'urdf'
-BAD = Path(__file__).resolve().parent / 'data' / 'urdf'     # error-test files
+DATA = Path(__file__).resolve().parents[2] / 'config' / 'urdf'
+BAD = Path(__file__).resolve().parents[1] / 'data' / 'urdf'     # error-test files
 
 
 def test_file_text_and_bytes_give_the_same_model():

@@ -11,8 +11,8 @@ import pytest
 import yaml
 from urdf_parser_py.urdf import URDF
 
-URDF_DIR = Path(__file__).resolve().parents[1] / 'config' / 'urdf'
-BAD_DIR = Path(__file__).resolve().parent / 'data' / 'urdf'       # error-test files
+URDF_DIR = Path(__file__).resolve().parents[2] / 'config' / 'urdf'
+BAD_DIR = Path(__file__).resolve().parents[1] / 'data' / 'urdf'       # error-test files
 
 GOOD = {'ur5.urdf': 6, 'puma560.urdf': 6, 'panda_like.urdf': 9, 'double_pendulum.urdf': 2,
         'fourbar.urdf': 3, 'five_bar.urdf': 4}
@@ -104,7 +104,7 @@ def test_ur5_base_to_tool0_matches_dh():
 
 
 def test_double_pendulum_matches_dfki_model():
-    dfki = Path(__file__).resolve().parent / 'data' / 'dfki'
+    dfki = Path(__file__).resolve().parents[1] / 'data' / 'dfki'
     p = yaml.safe_load((dfki / 'design_A.0_model_2.0_model_parameters.yml').read_text())
     m1, m2, l1, r1, r2, I1, I2, g = (p[k] for k in ('m1', 'm2', 'l1', 'r1', 'r2', 'I1', 'I2', 'g'))
     model = load('double_pendulum.urdf')

@@ -1,7 +1,6 @@
-"""Shared helpers of the ROS-edge tests (simulated four-bar data, ROS env), plus their checks.
+"""Shared helpers of the ROS-edge and CLI tests: simulated four-bar data, a node's ROS env.
 
-Imported by test_ros_*.py, test_replay*.py, test_bag*.py and test_launch*.py.
-"""
+Their own checks are in test/ros/test_ros_support.py."""
 from __future__ import annotations
 
 import functools
@@ -10,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 T0 = 1.0        # stamp of simulation time 0
 
 
@@ -64,14 +63,3 @@ def ros_env(domain: int) -> dict:
 def unique_domain(offset: int = 0) -> int:
     """A domain id private to this test process (0..101 are valid everywhere)."""
     return 10 + (os.getpid() * 7 + offset) % 90
-
-
-def test_fourbar_data_is_stamped_after_t0_and_sorted():
-    _, traj, recs = fourbar_data()
-    stamps = [r.t for r in recs]
-    assert stamps == sorted(stamps)
-    assert stamps[0] == T0 and abs(stamps[-1] - (T0 + traj.t[-1])) < 1e-9
-
-
-def test_unique_domain_is_a_valid_domain_id():
-    assert all(0 <= unique_domain(k) <= 101 for k in range(10))
