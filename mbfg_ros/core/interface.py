@@ -125,6 +125,7 @@ class EdgeDescription(Protocol):
     def coordinate_names(self) -> tuple[str, ...]: ...
 
 
+@runtime_checkable
 class SensorModel(Protocol):
     """The measurement models h(q, q̇, q̈) of a system's encoders and IMUs, with analytic
     Jacobians: what the observation factors, the innovation gate, the start-up and the
