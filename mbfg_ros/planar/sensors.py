@@ -1,7 +1,8 @@
 """Measurement models h(q, q̇, q̈) of encoders and IMUs, with analytic Jacobians.
 
-Shared by the observation factors (:mod:`mbfg_ros.estimation.observations`) and the
-simulator (:func:`simulate_measurements`), so both read the same physics.
+Shared by the observation factors (:mod:`mbfg_ros.estimation.observations`, through the
+:class:`~mbfg_ros.core.interface.SensorModel` protocol) and the simulator
+(:func:`simulate_measurements`), so both read the same physics.
 
 Body angle (natural coordinates, seed 000 §2): a body with basic points i, j
 has θ = atan2(dy, dx), d = r_j − r_i, with ``∂θ/∂d = (−dy, dx)/|d|²`` and

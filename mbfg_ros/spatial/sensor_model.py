@@ -1,8 +1,9 @@
 """The estimator's measurement models on a spatial (URDF) mechanism.
 
-Same contract as the planar :class:`~mbfg_ros.planar.sensors.SensorModel`, so the
-observation factors (:mod:`mbfg_ros.estimation.observations`), the innovation gate and the start-up
-of :class:`~mbfg_ros.estimation.estimator.Estimator` serve both formulations:
+The :class:`~mbfg_ros.core.interface.SensorModel` protocol, as the planar
+:class:`~mbfg_ros.planar.sensors.SensorModel` implements it, so the observation factors
+(:mod:`mbfg_ros.estimation.observations`), the innovation gate and the start-up of
+:class:`~mbfg_ros.estimation.estimator.Estimator` serve both formulations:
 
 * encoders read a tree joint coordinate directly: ``h = q_j`` (rad or m), rate ``q̇_j``
   (joint coordinates are the state, seed 004 §5);
