@@ -353,8 +353,9 @@ class EstimatorDriver:
 
     def set_reference(self, ref: Reference) -> bool:
         """Use ``ref`` for the torque commands; False (counted, noted) if it does not fit."""
+        desc = self.sys.description
         unknown = [n for n in ref.names
-                   if n not in self._known_joints and actuator_index(self.sys.mech, n) is None]
+                   if n not in self._known_joints and actuator_index(desc, n) is None]
         try:
             if unknown:
                 raise ValueError(f'unknown joints {cv.capped(unknown)}')
