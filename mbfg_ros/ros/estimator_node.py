@@ -60,6 +60,7 @@ from .params import ESTIMATOR_PARAMS, ParameterError, check_live, declare, parse
 from .runner import run_node, stop_on_signals
 
 __all__ = ['EstimatorNode', 'main', 'SENSOR_QOS', 'OUTPUT_QOS', 'REFERENCE_QOS',
+           'REFERENCE_LIVE_QOS',
            'make_executor', 'LOG_EVERY', 'REQUEST_KEYS']
 
 SENSOR_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000,
@@ -75,10 +76,15 @@ OUTPUT_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10,
 REFERENCE_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
                            reliability=ReliabilityPolicy.RELIABLE,
                            durability=DurabilityPolicy.TRANSIENT_LOCAL)
-"""The reference subscription (issue 25): reliable, transient local, the newest one kept,
-so a reference published (transient local) before the node's subscription matched is
-delivered on matching instead of lost. A volatile publisher still matches (its messages
-then reach only a node already running)."""
+"""The latched reference subscription (issue 25): reliable, transient local, the newest
+one kept, so a reference published transient local before the node's subscription matched
+is delivered on matching instead of lost. DDS does not match it with a volatile publisher,
+so a second, volatile subscription (:data:`REFERENCE_LIVE_QOS`) on the same topic takes
+those; a message both deliver is used once (:meth:`EstimatorNode._on_reference`)."""
+
+REFERENCE_LIVE_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10,
+                                reliability=ReliabilityPolicy.RELIABLE,
+                                durability=DurabilityPolicy.VOLATILE)
 
 DUPLICATE_CHECK_S = 2.0
 """Seconds after start-up when the node looks for another node of its fully qualified
@@ -238,9 +244,13 @@ class EstimatorNode(Node):
             (self._imu_subs[n], h) for n, h in self._imu_handlers.items()]
         self._sim_time = bool(self.get_parameter('use_sim_time').value)
         self._drain_max = 64          # messages per callback: the sim clock stays fresh
+        self._last_reference: tuple | None = None
         self.sub_ref = self.create_subscription(cv.message_class('JointTrajectory'),
                                                 v['reference_topic'], self._on_reference,
                                                 REFERENCE_QOS)
+        self.sub_ref_live = self.create_subscription(cv.message_class('JointTrajectory'),
+                                                     v['reference_topic'], self._on_reference,
+                                                     REFERENCE_LIVE_QOS)
         self.pub_joints = self.create_publisher(cv.message_class('JointState'),
                                                 '~/joint_states', OUTPUT_QOS)
         self.pub_state = self.create_publisher(cv.message_class('JointState'), '~/state',
@@ -327,6 +337,17 @@ class EstimatorNode(Node):
                 self.retry_timer.reset()
 
     def _on_reference(self, msg: Any) -> None:
+        """A reference from either subscription; the copy the other one delivers of the
+        same message (same stamp, names and point times) is skipped."""
+        try:
+            key = (cv.stamp_ns(msg.header.stamp), tuple(msg.joint_names),
+                   tuple(cv.stamp_ns(p.time_from_start) for p in msg.points),
+                   tuple(tuple(p.positions) for p in msg.points))
+        except Exception:  # noqa: BLE001 - the driver counts and reports a bad message
+            key = None
+        if key is not None and key == self._last_reference and key[0] != 0:
+            return
+        self._last_reference = key
         self.driver.reference_message(msg, self._now_ns())
 
     # ------------------------------------------------------------------ requests
