@@ -103,7 +103,8 @@ def _run(main: Callable[[list[str] | None], int], argv: list[str] | None, prog: 
             pass
         return 141
     except MbfgError as exc:
-        print(f'{prog}: error: {exc}', file=sys.stderr)
+        text = ' '.join(str(exc).splitlines())      # one line, whatever a foreign text held
+        print(f'{prog}: error: {text}', file=sys.stderr)
         return 2
     except FileNotFoundError as exc:
         print(f'{prog}: error: {exc.filename}: file not found', file=sys.stderr)

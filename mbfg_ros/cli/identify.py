@@ -79,6 +79,8 @@ def _csv_header(path: Path) -> list[str]:
             return [h.strip() for h in f.readline().split(',')]
     except OSError as exc:
         raise MbfgError(f'{path}: cannot read file: {exc.strerror}') from None
+    except UnicodeDecodeError as exc:           # issue 26: a binary file
+        raise MbfgError(f'{path}: not a text CSV (byte {exc.start} is not UTF-8)') from None
 
 
 def measured_logs(args: argparse.Namespace, mech, csvs: list[str], bags: list[str]) -> list:

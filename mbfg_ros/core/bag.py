@@ -173,7 +173,9 @@ def _open_reader(path: Path) -> Any:
         reader = Reader(path)
         reader.open()
     except Exception as exc:  # noqa: BLE001
-        raise BagError(f'{path}: not a readable rosbag2 ({type(exc).__name__}: {exc})') from None
+        detail = ' '.join(str(exc).split())     # one line (issue 26): YAML errors span several
+        raise BagError(f'{path}: not a readable rosbag2 ({type(exc).__name__}: {detail})'
+                       ) from None
     return reader
 
 

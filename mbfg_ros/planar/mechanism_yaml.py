@@ -161,6 +161,9 @@ def load_mechanism(path: str | Path) -> Mechanism:
         text = Path(path).read_text()
     except OSError as exc:
         raise MechanismError(f'cannot read file: {exc.strerror}', source=source) from None
+    except UnicodeDecodeError as exc:           # issue 26: a binary file
+        raise MechanismError(f'not a text file (byte {exc.start} is not UTF-8)',
+                             source=source) from None
     return parse_mechanism(text, source=source)
 
 

@@ -36,6 +36,7 @@ from __future__ import annotations
 import io
 import math
 import os
+import re
 from contextlib import redirect_stderr
 from dataclasses import dataclass
 from pathlib import Path
@@ -141,6 +142,9 @@ def _safe_tree(data: bytes, name: str) -> Any:
         raise MechanismError(f'the URDF is {len(data)} bytes, more than the '
                              f'{MAX_URDF_BYTES} this package reads (a robot description '
                              'with meshes by reference is far smaller)', source=name)
+    if re.search(rb'<!\s*DOCTYPE', data[:65536], re.IGNORECASE):
+        raise MechanismError('a URDF with a <!DOCTYPE> (entities, external files) is not '
+                             'accepted: write the values out', source=name)
     parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False,
                              dtd_validation=False, huge_tree=False)
     try:
