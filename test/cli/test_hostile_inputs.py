@@ -97,7 +97,7 @@ def test_the_table_names_every_file_of_the_corpus_and_every_runner_exists():
     assert entries <= set(RUNNERS)
 
 
-@pytest.mark.parametrize('case, entry', _params())
+@pytest.mark.parametrize('case, entry', list(_params()))
 def test_every_entry_point_answers_every_hostile_input_with_one_line(case, entry, tmp_path,
                                                                       capsys):
     path = HOSTILE / case['file']
@@ -112,3 +112,14 @@ def test_every_entry_point_answers_every_hostile_input_with_one_line(case, entry
     assert case['file'] in line, line              # the file at fault is named
     assert case['expect'] in line, line
     assert sorted(p.name for p in tmp_path.iterdir()) == before   # nothing written
+
+
+@pytest.mark.ros
+def test_a_node_given_an_invalid_topic_parameter_says_one_line():
+    r = subprocess.run([sys.executable, '-m', 'mbfg_ros.ros.estimator_node', '--ros-args', '-p',
+                        f'mechanism:={BAG_MECH}', '-p', 'joint_states_topic:=a b'],
+                       env=ros_env(unique_domain(27)), capture_output=True, text=True,
+                       timeout=60)
+    lines = [ln for ln in (r.stdout + r.stderr).splitlines() if ln.strip()]
+    assert r.returncode == 2 and len(lines) == 1, lines
+    assert lines[0].startswith('estimator_node: error: Invalid topic name') and "'a b'" in lines[0]
