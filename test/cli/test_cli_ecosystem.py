@@ -32,8 +32,8 @@ points:
   - {{x: 4, y: 0, fixed: true, name: B}}
 planar_bodies:
   - {{points: [0, 1], length: 1.0, mass: 1, I0: 0.3, cog: [0.5, 0]}}
-  - {{points: [1, 2], length: {coupler}, mass: 2, I0: 0.6, cog: [1, 0]}}
-  - {{points: [2, 3], length: auto, mass: 4, I0: 3, cog: [1, 0]}}
+  - {{points: [1, 2], length: {coupler}, mass: 2, I0: 2.6, cog: [1, 0]}}
+  - {{points: [2, 3], length: auto, mass: 4, I0: 5, cog: [1, 0]}}
 """
 
 
