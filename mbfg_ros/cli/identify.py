@@ -29,8 +29,7 @@ from ..planar.problems.identify import (
 from ..planar.problems.measured import (
     DerivativeOptions, load_joint_bag, load_joint_csv, torque_fit,
 )
-from ..planar.dynamics import load_system
-from .common import plain, run_cli
+from .common import load_checked, plain, run_cli
 
 __all__ = ['main', 'add_measured_arguments', 'measured_logs']
 
@@ -138,7 +137,7 @@ def _main(argv: list[str] | None) -> int:
     args = p.parse_args(argv)
     if not (args.measured or args.bag):
         raise MbfgError('give at least one run: --measured FILE.csv or --bag BAG')
-    sys_ = load_system(args.config)
+    sys_ = load_checked(args.config, 'mbfg-identify')
     logs = measured_logs(args, sys_.mech, args.measured, args.bag)
     weights = None
     if args.weights and args.weights.strip() == 'auto':

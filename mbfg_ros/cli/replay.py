@@ -156,7 +156,7 @@ class _Sink:
         level, message, values = self.d.diagnostics()
         self.bag.write('/diagnostics', cv.TYPES['DiagnosticArray'], t_ns,
                        cv.diagnostics_msg(self.kit, t_ns, f'{NODE}: estimator',
-                                          self.d.sys.mech.name, level, message, values))
+                                          self.d.sys.description.name, level, message, values))
 
     def close(self) -> None:
         if self.bag is not None:
@@ -183,7 +183,7 @@ def replay(bag: str | Path, mechanism: str | Path, params: dict | None = None,
     if mechanism_warning(system):
         print(f'mbfg-replay: warning: {mechanism_warning(system)}', file=sys.stderr)
     driver = EstimatorDriver(system, settings)
-    mech = system.mech
+    mech = system.description
     res = ReplayResult(joint_names=driver.joint_names,
                        coordinate_names=driver.coordinate_names)
     jtopic = _absolute(settings.values['joint_states_topic'])
@@ -342,7 +342,7 @@ def plot_replay(res: ReplayResult, system: Any, path: Path) -> list[str]:
     jp = np.array(res.joint_position).reshape(len(t), -1) if len(t) else np.zeros((0, J))
     jv = np.array(res.joint_velocity).reshape(len(t), -1) if len(t) else np.zeros((0, J))
     tt, tp, tv = truth_joint_positions(system, res)
-    kinds = {jt.name: jt.type for jt in system.mech.joints}
+    kinds = {jt.name: jt.type for jt in system.description.joints}
     labels: list[str] = []
     for j, name in enumerate(names):
         revolute = kinds.get(name) == 'revolute'
@@ -388,7 +388,7 @@ def plot_replay(res: ReplayResult, system: Any, path: Path) -> list[str]:
         labels = labels or row
     for ax in axes[-1]:
         ax.set_xlabel('stamp [s]')
-    fig.suptitle(f'mbfg_ros estimator replay: {system.mech.name}')
+    fig.suptitle(f'mbfg_ros estimator replay: {system.description.name}')
     fig.tight_layout()
     save_figure(fig, path, dpi=110)
     return labels
