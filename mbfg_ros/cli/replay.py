@@ -87,10 +87,6 @@ class ReplayResult:
     csv: Path | None = None
     plot: Path | None = None
 
-    @property
-    def speedup(self) -> float:
-        return self.span / self.wall if self.wall > 0 else float('inf')
-
 
 class _Sink:
     """Writes tick outputs to the output bag and the CSV as they come."""
@@ -101,6 +97,7 @@ class _Sink:
         self.res = result
         self.store = typestore()
         self.kit = cv.rosbags_kit(self.store)
+        self.msgs = cv.EstimateMessages(self.kit, driver.joint_names, driver.coordinate_names)
         self.bag = BagWriter(output, storage, self.store, overwrite=True) if output else None
         if self.bag is not None:
             self.bag.open()
@@ -137,10 +134,8 @@ class _Sink:
         if self.bag is None:
             return
         if est is not None:
-            msgs = cv.estimate_messages(self.kit, out.t_ns, est, d.joint_names, out.joint_effort,
-                                        d.coordinate_names,
-                                        out.command if out.command is not None else [])
-            for key, msg in msgs.items():
+            self.msgs.fill(out.t_ns, est, out.joint_effort, out.command)
+            for key, msg in self.msgs.by_topic.items():
                 if key == '~/torque_commands' and out.command is None:
                     continue
                 self.bag.write(self.topics[key], cv.TYPES[

@@ -36,7 +36,6 @@ mechanism prints one error line and exits with status 2.
 """
 from __future__ import annotations
 
-import array
 import functools
 import gc
 import sys
@@ -143,42 +142,6 @@ def _drain(inputs: list, limit: int):
         return
 
 
-class _Messages:
-    """The per-tick output messages, built once and refilled (no per-tick allocation of
-    message objects, names or layouts)."""
-
-    def __init__(self, joint_names: tuple[str, ...], coordinate_names: tuple[str, ...]) -> None:
-        JointState = cv.message_class('JointState')
-        self.joints = JointState(name=list(joint_names))
-        self.state = JointState(name=list(coordinate_names))
-        self.stddev = JointState(name=list(coordinate_names))
-        self.command = cv.message_class('Float64MultiArray')()
-
-    @staticmethod
-    def _stamp(msg: Any, t_ns: int) -> None:
-        sec, nanosec = divmod(t_ns, 1_000_000_000)
-        msg.header.stamp.sec = sec
-        msg.header.stamp.nanosec = nanosec
-
-    @staticmethod
-    def _d(values: Any) -> array.array:
-        a = array.array('d')
-        a.frombytes(np.ascontiguousarray(values, dtype=np.float64).tobytes())
-        return a
-
-    def fill(self, out: TickOutput) -> None:
-        est, d = out.estimate, self._d
-        for msg in (self.joints, self.state, self.stddev):
-            self._stamp(msg, out.t_ns)
-        self.joints.position = d(est.joint_position)
-        self.joints.velocity = d(est.joint_velocity)
-        self.joints.effort = d(out.joint_effort)
-        self.state.position, self.state.velocity = d(est.q), d(est.qd)
-        self.stddev.position, self.stddev.velocity = d(est.q_std), d(est.qd_std)
-        if out.command is not None:
-            self.command.data = d(out.command)
-
-
 def v_overlay(settings: Any) -> str:
     """The overlay path of a URDF robot ('' for none)."""
     return str(settings.values.get('overlay', '') or '')
@@ -203,7 +166,8 @@ class EstimatorNode(Node):
         self.mech_name = system.description.name
         self._load = float(v['max_tick_load'])
         self._idle_ns = int(1e9 * settings.config.max_tick_gap)
-        self._msgs = _Messages(self.driver.joint_names, self.driver.coordinate_names)
+        self._msgs = cv.EstimateMessages(cv.rclpy_kit(), self.driver.joint_names,
+                                         self.driver.coordinate_names)
         self._logged: dict[str, list] = {}            # category -> [last wall time, suppressed]
         self._next_tick_wall = 0.0
         self._deferred = 0
@@ -392,7 +356,7 @@ class EstimatorNode(Node):
         if out.estimate is None:
             return
         m = self._msgs
-        m.fill(out)
+        m.fill(out.t_ns, out.estimate, out.joint_effort, out.command)
         self.pub_joints.publish(m.joints)
         self.pub_state.publish(m.state)
         self.pub_stddev.publish(m.stddev)
