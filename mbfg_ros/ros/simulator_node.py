@@ -42,6 +42,7 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
 from ..core.interface import SimulatedSystem
+from ..core.measurements import ImuMeasurement
 from ..loader import load_mechanism, mechanism_warning
 from . import conversions as cv
 from .markers import TRUTH_STYLE, MarkerPublisher
@@ -228,7 +229,7 @@ class SimulatorNode(Node):
         effort = np.where(self._joint_act >= 0, self.tau[np.maximum(self._joint_act, 0)]
                           if self.n_act else np.nan, np.nan)
         for rec in recs:
-            if hasattr(rec, 'sensor'):
+            if isinstance(rec, ImuMeasurement):
                 frame = self.frames[rec.sensor]
                 self._emit(self.pub_imus[rec.sensor], cv.TYPES['Imu'], t_ns,
                            functools.partial(_imu, t_ns=t_ns, frame=frame, rec=rec,
