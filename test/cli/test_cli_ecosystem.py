@@ -81,7 +81,7 @@ def test_csv_headers_name_the_coordinates(tmp_path):
 def small_bag(tmp_path_factory):
     from dataclasses import replace
 
-    from test_ros_support import T0, fourbar_data
+    from support.ros_data import T0, fourbar_data
 
     from mbfg_ros.cli.demo import write_simulation_bag
     system, traj, recs = fourbar_data(duration=0.2)
