@@ -17,6 +17,7 @@ the quaternion.
 """
 from __future__ import annotations
 
+import array
 import functools
 import importlib
 from dataclasses import dataclass
@@ -271,7 +272,6 @@ class MessageKit:
 
 def _float64_array(values: Any) -> Any:
     """An ``array('d')`` of ``values`` (rclpy's float64[] field), copied as raw bytes."""
-    import array
     a = array.array('d')
     a.frombytes(np.ascontiguousarray(values, dtype=np.float64).tobytes())
     return a
