@@ -5,67 +5,21 @@ the URDF's; a message may carry only some joints, or joints the model does not h
 reading must reach the joint of its name. The mutant this guards against took the value at
 the model's index instead of the message's: the crank's angle then lands on the coupler.
 The expectation is the simulated truth of each joint, not a second run of the estimator.
+The same cases through the EstimatorDriver: test/ros/test_driver_joint_order.py.
 """
 from __future__ import annotations
 
-from dataclasses import replace
-from pathlib import Path
-
 import numpy as np
 import pytest
-from support.ros_data import fourbar_data
-from support.ur5 import readings as ur5_readings
-from support.ur5 import simulate_ur5
+from support.joint_order import CASES, fourbar_case, reorder, ur5_case
 
 from mbfg_ros.core.measurements import JointMeasurement
 from mbfg_ros.estimation.estimator import Estimator, EstimatorConfig
-from mbfg_ros.planar.sensors import joint_positions, wrap_angle
-from mbfg_ros.spatial.system import build_spatial_system
-
-URDF = Path(__file__).resolve().parents[2] / 'config' / 'urdf'
-UNKNOWN = ('gripper_finger_joint', 'conveyor_joint')
+from mbfg_ros.planar.sensors import wrap_angle
 
 
-def _take(m: JointMeasurement, idx: list[int], names: tuple[str, ...],
-          extra: dict[int, str] | None = None) -> JointMeasurement:
-    """``m`` with the joints ``idx`` (model indices) in that order; ``extra``: unknown names
-    inserted at those message positions with those values."""
-    def pick(a: np.ndarray, fill: float) -> np.ndarray:
-        if a.size == 0:
-            return a
-        vals = [float(a[i]) for i in idx]
-        for pos, _ in sorted((extra or {}).items()):
-            vals.insert(pos, fill)
-        return np.array(vals)
-
-    out = [names[i] for i in idx]
-    for pos, nm in sorted((extra or {}).items()):
-        out.insert(pos, nm)
-    # an unknown joint's values are plausible but wrong for every model joint
-    return replace(m, names=tuple(out), position=pick(m.position, 2.5),
-                   velocity=pick(m.velocity, -3.0), effort=pick(m.effort, 40.0))
-
-
-def reorder(recs: list, names: tuple[str, ...], case: str) -> list:
-    """The records with each JointMeasurement rewritten as ``case`` says."""
-    n = len(names)
-    out = []
-    for m in recs:
-        if not isinstance(m, JointMeasurement):
-            out.append(m)
-        elif case == 'reversed':
-            out.append(_take(m, list(range(n))[::-1], names))
-        elif case == 'subsets':               # one message per joint, last joint first
-            out.extend(_take(m, [i], names) for i in reversed(range(n)))
-        elif case == 'unknown':               # reversed, with two unknown names among them
-            out.append(_take(m, list(range(n))[::-1], names, {0: UNKNOWN[0], 2: UNKNOWN[1]}))
-        else:
-            raise AssertionError(case)
-    return out
-
-
-def run(est: Estimator, recs: list) -> dict[float, object]:
-    """Add every record of a stamp, then tick at it; estimates by stamp."""
+def run(est: Estimator, recs: list) -> dict[int, object]:
+    """Add every record of a stamp, then tick at it; estimates by stamp (ns)."""
     out = {}
     k = 0
     while k < len(recs):
@@ -75,30 +29,18 @@ def run(est: Estimator, recs: list) -> dict[float, object]:
             k += 1
         e = est.tick(t)
         if e is not None:
-            out[t] = e
+            out[int(round(t * 1e9))] = e
     return out
 
 
-CASES = ['reversed', 'subsets', 'unknown']
-
-
-@pytest.fixture(scope='module')
-def fourbar():
-    """config/fourbar.yaml (joints crank, coupler_joint) in free fall, 0.4 s of readings."""
-    system, traj, recs = fourbar_data(0.4)
-    truth = np.array([joint_positions(system, q) for q in traj.q])   # (t, joint)
-    return system, traj, recs, truth
-
-
 @pytest.mark.parametrize('case', CASES)
-def test_planar_readings_in_any_order_land_on_their_joints(fourbar, case):
-    system, traj, recs, truth = fourbar
+def test_planar_readings_in_any_order_land_on_their_joints(case):
+    _, system, truth, recs = fourbar_case()
     names = tuple(j.name for j in system.mech.joints)
     assert names == ('crank', 'coupler_joint')
     # the two joints read very differently, so a swap cannot hide
-    assert np.all(np.abs(truth[:, 1] - truth[:, 0]) > 1.0)
+    assert all(abs(jp[1] - jp[0]) > 1.0 for jp in truth.values())
     sent = reorder(recs, names, case)
-    assert [m.names for m in sent if isinstance(m, JointMeasurement)][0] != names
     est = Estimator(system, EstimatorConfig(frequency=200.0, lag_duration=0.1,
                                             encoder_sigma=0.002))
     out = run(est, sent)
@@ -108,42 +50,30 @@ def test_planar_readings_in_any_order_land_on_their_joints(fourbar, case):
     assert c['rejected_outlier'] == 0 and c['resets'] == 0, c
     assert c['dropped_unknown_joint'] == (2 if case == 'unknown' else 0)
     assert len(out) > 70
-    t0 = recs[0].t
     for t, e in out.items():
-        k = int(round((t - t0) / traj.t[1]))
-        err = wrap_angle(e.joint_position - truth[k])
-        assert np.all(np.abs(err) < 0.01), (case, t, e.joint_position, truth[k])
-
-
-@pytest.fixture(scope='module')
-def ur5():
-    """config/urdf/ur5.urdf driven by sinusoidal torques, 0.3 s of encoder + wrist-IMU readings."""
-    sys_ = build_spatial_system(URDF / 'ur5.urdf', URDF / 'ur5_sensors.yaml')
-    # a pose with six distinct joint angles (the URDF's q0 has pairs of equal ones)
-    tr, taus = simulate_ur5(sys_, duration=0.3, q0=[0.5, -1.2, 1.2, -1.57, -2.2, -0.6])
-    recs = ur5_readings(sys_, tr, taus, np.random.default_rng(11))
-    return sys_, tr, recs
+        err = wrap_angle(e.joint_position - truth[t])
+        assert np.all(np.abs(err) < 0.01), (case, t, e.joint_position, truth[t])
 
 
 @pytest.mark.parametrize('case', CASES)
-def test_urdf_readings_in_any_order_land_on_their_joints(ur5, case):
-    sys_, tr, recs = ur5
-    names = tuple(sys_.names)
+def test_urdf_readings_in_any_order_land_on_their_joints(case):
+    _, _, system, truth, recs = ur5_case()
+    names = tuple(system.names)
     # joint j and joint 5 - j (swapped by a reversed message read at the model's index)
     # never read alike
-    assert np.abs(tr.q - tr.q[:, ::-1]).min() > 0.5
+    assert min(np.abs(q - q[::-1]).min() for q in truth.values()) > 0.5
     sent = reorder(recs, names, case)
-    est = Estimator(sys_, EstimatorConfig(frequency=500.0, lag_duration=0.05))
+    est = Estimator(system, EstimatorConfig(frequency=500.0, lag_duration=0.05))
     out = run(est, sent)
     c = est.counters
     n_enc = sum(isinstance(m, JointMeasurement) for m in recs)
     assert c['used_joint_pos'] == 6 * n_enc, c
     # the efforts reached their joints' actuators too (a misplaced one would drive the arm
-    # with another joint's torque): the estimate follows the truth
+    # with another joint's torque and the estimate would leave the truth)
     assert c['used_effort'] == 6 * n_enc, c
     assert c['rejected_outlier'] == 0 and c['resets'] == 0, c
     assert c['dropped_unknown_joint'] == (2 if case == 'unknown' else 0)
-    assert len(out) == len(tr.t)
-    for k, t in enumerate(tr.t):
-        err = out[t].joint_position - tr.q[k]
-        assert np.all(np.abs(err) < 5e-3), (case, k, err)
+    assert out.keys() == truth.keys()
+    for t, e in out.items():
+        err = e.joint_position - truth[t]
+        assert np.all(np.abs(err) < 5e-3), (case, t, err)
