@@ -7,11 +7,13 @@ A mutant comparing the velocity without ``abs`` let a velocity of -2000 through 
 test/ros/test_driver_limits.py."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from support.limits import CASES, joint, limited_fourbar
 
-from mbfg_ros.core.measurements import ImuMeasurement
+from mbfg_ros.core.measurements import ImuMeasurement, JointMeasurement
 from mbfg_ros.estimation.gate import LimitGate
 from mbfg_ros.planar.dynamics import load_system
 
@@ -55,3 +57,68 @@ def test_a_record_with_every_value_beyond_the_limits_is_dropped(limited):
     rec, bad = LimitGate(system.mech).joint(joint([-1.5, -2e6], [-6.0, -2000.0],
                                                   [-4.0, -2e4]))
     assert bad == 6 and rec is None
+
+
+def test_values_exactly_at_the_limits_are_kept(limited):
+    _, system = limited
+    gate = LimitGate(system.mech)
+    for pos, vel, eff in (([-1.0, 0.0], [-5.0, -1e3], [-3.0, -1e4]),
+                          ([2.0, 0.0], [5.0, 1e3], [3.0, 1e4])):
+        rec, bad = gate.joint(joint(pos, vel, eff))
+        assert bad == 0
+        np.testing.assert_array_equal(rec.position, pos)
+        np.testing.assert_array_equal(rec.velocity, vel)
+        np.testing.assert_array_equal(rec.effort, eff)
+    for g, a in ((-20.0, -100.0), (20.0, 100.0)):
+        rec, bad = gate.imu(ImuMeasurement(2.0, 'coupler_imu', np.array([0.0, 0.0, g]),
+                                           np.array([a, a, 0.0]), None))
+        assert bad == 0 and rec.gyro is not None and rec.accel is not None
+
+
+def test_a_position_only_record_keeps_its_empty_fields(limited):
+    """The estimator's own records (simulation, tests) leave velocity and effort empty."""
+    _, system = limited
+    m = JointMeasurement(2.0, ('crank', 'coupler_joint'), np.array([-1.5, 0.3]),
+                         np.zeros(0), np.zeros(0))
+    rec, bad = LimitGate(system.mech).joint(m)
+    assert bad == 1
+    np.testing.assert_array_equal(rec.position, [np.nan, 0.3])
+    assert rec.velocity.size == 0 and rec.effort.size == 0
+    ok = replace(m, position=np.array([0.5, 0.3]))
+    assert LimitGate(system.mech).joint(ok) == (ok, 0)
+
+
+def test_a_joint_without_limits_in_the_model_passes_unchanged(limited):
+    _, system = limited
+    m = JointMeasurement(2.0, ('crank', 'wheel'), np.array([-1.5, -1e9]),
+                         np.array([0.0, -1e9]), np.array([0.0, 1e9]))
+    rec, bad = LimitGate(system.mech).joint(m)
+    assert bad == 1           # the crank's position; 'wheel' has no limits to break
+    np.testing.assert_array_equal(rec.position, [np.nan, -1e9])
+    np.testing.assert_array_equal(rec.velocity, [0.0, -1e9])
+    np.testing.assert_array_equal(rec.effort, [0.0, 1e9])
+
+
+def test_imu_parts_out_of_range_go_with_their_variance(limited):
+    _, system = limited
+    gate = LimitGate(system.mech)
+    imu = ImuMeasurement(2.0, 'coupler_imu', np.array([0.0, 0.0, -25.0]),
+                         np.array([1.0, -2.0, 0.0]), None, gyro_var=np.full(3, 1e-4),
+                         accel_var=np.full(3, 4e-2))
+    rec, bad = gate.imu(imu)
+    assert bad == 1 and rec.gyro is None and rec.gyro_var is None
+    np.testing.assert_array_equal(rec.accel, imu.accel)
+    np.testing.assert_array_equal(rec.accel_var, imu.accel_var)
+    rec, bad = gate.imu(replace(imu, gyro=np.zeros(3), accel=np.array([0.0, -101.0, 0.0])))
+    assert bad == 1 and rec.accel is None and rec.accel_var is None
+    np.testing.assert_array_equal(rec.gyro_var, imu.gyro_var)
+    # both out: nothing left without an orientation; the orientation alone with one
+    both = replace(imu, accel=np.array([0.0, -101.0, 0.0]))
+    assert gate.imu(both) == (None, 2)
+    quat = np.array([0.0, 0.0, 0.0, 1.0])
+    rec, bad = gate.imu(replace(both, orientation=quat))
+    assert bad == 2 and rec.gyro is None and rec.accel is None
+    np.testing.assert_array_equal(rec.orientation, quat)
+    # an IMU the model does not have: no ranges to apply
+    other = replace(imu, sensor='base_imu')
+    assert gate.imu(other) == (other, 0)
