@@ -75,8 +75,8 @@ def test_values_exactly_at_the_limits_are_kept(limited):
         assert bad == 0 and rec.gyro is not None and rec.accel is not None
 
 
-def test_a_position_only_record_keeps_its_empty_fields(limited):
-    """The estimator's own records (simulation, tests) leave velocity and effort empty."""
+def test_a_record_keeps_its_empty_fields(limited):
+    """The estimator's own records (simulation, tests) leave fields they lack empty."""
     _, system = limited
     m = JointMeasurement(2.0, ('crank', 'coupler_joint'), np.array([-1.5, 0.3]),
                          np.zeros(0), np.zeros(0))
@@ -86,6 +86,11 @@ def test_a_position_only_record_keeps_its_empty_fields(limited):
     assert rec.velocity.size == 0 and rec.effort.size == 0
     ok = replace(m, position=np.array([0.5, 0.3]))
     assert LimitGate(system.mech).joint(ok) == (ok, 0)
+    # and a rate-only record keeps its empty position
+    rec, bad = LimitGate(system.mech).joint(replace(m, position=np.zeros(0),
+                                                    velocity=np.array([-6.0, 1.0])))
+    assert bad == 1 and rec.position.size == 0 and rec.effort.size == 0
+    np.testing.assert_array_equal(rec.velocity, [np.nan, 1.0])
 
 
 def test_a_joint_without_limits_in_the_model_passes_unchanged(limited):
