@@ -14,7 +14,7 @@ import struct
 
 import pytest
 
-from mbfg_ros.core.bag import BagError, BagWriter, read_messages, typestore
+from mbfg_ros.core.bag import BagError, BagWriter, bag_topics, read_messages, typestore
 from mbfg_ros.ros import conversions as cv
 
 JS = cv.TYPES['JointState']
@@ -80,3 +80,111 @@ def test_a_bag_cut_after_its_first_message_yields_that_one(bag_bytes, tmp_path):
     got, why = salvage(tmp_path, name, data[:record_end(data, 0)])
     assert [float(m.msg.position[0]) for m in got] == [1000.0]
     assert 'read 1 messages before the damage' in why
+
+
+# ------------------------------------------- a recording of two topics over several chunks
+N = 300
+WIDE = 1000       # zeros before the marker: 8 kB per JointState, the file spans 3 chunks
+IMU = cv.TYPES['Imu']
+
+
+@pytest.fixture(scope='module')
+def wide_bag(tmp_path_factory):
+    """JointState k (stamp(k), position [0]*WIDE + [1000 + k]) then Imu k (stamp(k) + 1 ns,
+    gyro z = k), k < N: rosbags writes it in three MCAP chunks."""
+    path = tmp_path_factory.mktemp('wide') / 'b'
+    kit = cv.rosbags_kit(typestore())
+    with BagWriter(path, 'mcap') as w:
+        for k in range(N):
+            w.write('/joint_states', JS, stamp(k), cv.joint_state_msg(
+                kit, stamp(k), ['crank'], [0.0] * WIDE + [1000.0 + k]))
+            w.write('/imu', IMU, stamp(k) + 1, cv.imu_msg(kit, stamp(k) + 1, 'imu',
+                                                         [0.0, 0.0, float(k)], [0.0] * 3))
+        assert w.count == 2 * N
+    f = next(path.glob('*.mcap'))
+    data = f.read_bytes()
+    assert _chunks(data) == 3
+    return f.name, data
+
+
+def _chunks(data: bytes) -> int:
+    """Top-level Chunk records (opcode 0x06) of an intact MCAP file."""
+    pos, n = 8, 0
+    while pos + 9 <= len(data):
+        n += data[pos] == 0x06
+        pos += 9 + int.from_bytes(data[pos + 1:pos + 9], 'little')
+    return n
+
+
+def _cut_bag(tmp_path, name: str, data: bytes, k: int):
+    """The bag cut just after JointState k (in the last chunk for k > 2 N / 3)."""
+    bag = tmp_path / 'cut'
+    bag.mkdir()
+    (bag / name).write_bytes(data[:record_end(data, k)])
+    return bag
+
+
+def _read(source, wanted) -> tuple[list, str]:
+    got = []
+    with pytest.raises(BagError, match='before the damage') as err:
+        for m in read_messages(source, wanted):
+            got.append(m)
+    return got, str(err.value)
+
+
+def test_a_two_topic_bag_cut_in_a_later_chunk_yields_both_topics_in_log_order(
+        wide_bag, tmp_path):
+    name, data = wide_bag
+    k = 250
+    bag = _cut_bag(tmp_path, name, data, k)
+    got, why = _read(bag, {'/joint_states': JS, '/imu': IMU})
+    # JointState 0..k and Imu 0..k-1, alternating by stamp, across the chunk boundaries
+    assert len(got) == 2 * k + 1 and f'read {2 * k + 1} messages' in why
+    assert [m.log_ns for m in got] == sorted([stamp(i) for i in range(k + 1)]
+                                             + [stamp(i) + 1 for i in range(k)])
+    assert [m.topic for m in got[:2]] == ['/joint_states', '/imu']
+    assert [m.msgtype for m in got[:2]] == [JS, IMU]
+    assert [float(m.msg.position[-1]) for m in got[::2]] == [1000.0 + i for i in range(k + 1)]
+    assert [m.msg.angular_velocity.z for m in got[1::2]] == list(map(float, range(k)))
+    # one topic of the two: the other is skipped, not a reason to stop
+    got, _ = _read(bag, {'/imu': IMU})
+    assert [m.topic for m in got] == ['/imu'] * k
+    assert bag_topics(bag) == {'/joint_states': JS, '/imu': IMU}
+
+
+def test_a_damaged_mcap_file_is_salvaged_by_its_own_path_and_beside_a_stray_file(
+        wide_bag, tmp_path):
+    name, data = wide_bag
+    bag = _cut_bag(tmp_path, name, data, 10)
+    got, _ = _read(bag / name, {'/imu': IMU})
+    assert len(got) == 10
+    (bag / '0_not_mcap.mcap').write_bytes(b'garbage, not an MCAP file')
+    got, _ = _read(bag, {'/imu': IMU})
+    assert len(got) == 10
+
+
+def test_a_corrupt_message_before_the_cut_ends_the_salvage_with_an_error(wide_bag, tmp_path):
+    """Nothing ends silently: the messages before the corrupt one, then the BagError."""
+    name, data = wide_bag
+    k = 100
+    start = data.find(struct.pack('<d', 1000.0 + k)) - 8 * WIDE     # JointState k's floats
+    i = data.rfind(struct.pack('<I', WIDE + 1), start - 8, start)   # its position count
+    assert i > 0
+    bad = data[:i] + struct.pack('<I', 2 ** 31 - 1) + data[i + 4:record_end(data, 200)]
+    bag = tmp_path / 'corrupt'
+    bag.mkdir()
+    (bag / name).write_bytes(bad)
+    got, why = _read(bag, {'/joint_states': JS, '/imu': IMU})
+    assert len(got) == 2 * k and f'read {2 * k} messages before the damage' in why
+
+
+def test_a_damaged_bag_without_the_expected_topics_says_what_it_has(wide_bag, tmp_path):
+    name, data = wide_bag
+    bag = _cut_bag(tmp_path, name, data, 5)
+    with pytest.raises(BagError, match=rf'^{bag}: topic /imu has type {IMU}, expected {JS}$'):
+        list(read_messages(bag, {'/imu': JS}))
+    with pytest.raises(BagError, match=rf'^{bag}: none of the expected topics /a, /b; the bag '
+                                       rf'has: /imu \({IMU}\), /joint_states \({JS}\)$'):
+        list(read_messages(bag, {'/a': JS, '/b': IMU}))
+    with pytest.raises(BagError, match='no such bag'):
+        bag_topics(tmp_path / 'missing')
