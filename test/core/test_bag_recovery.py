@@ -10,6 +10,7 @@ record's opcode (0x05, Message) starts.
 """
 from __future__ import annotations
 
+import shutil
 import struct
 
 import pytest
@@ -104,7 +105,7 @@ def wide_bag(tmp_path_factory):
     f = next(path.glob('*.mcap'))
     data = f.read_bytes()
     assert _chunks(data) == 3
-    return f.name, data
+    return f.name, data, path
 
 
 def _chunks(data: bytes) -> int:
@@ -134,7 +135,7 @@ def _read(source, wanted) -> tuple[list, str]:
 
 def test_a_two_topic_bag_cut_in_a_later_chunk_yields_both_topics_in_log_order(
         wide_bag, tmp_path):
-    name, data = wide_bag
+    name, data, _ = wide_bag
     k = 250
     bag = _cut_bag(tmp_path, name, data, k)
     got, why = _read(bag, {'/joint_states': JS, '/imu': IMU})
@@ -154,7 +155,7 @@ def test_a_two_topic_bag_cut_in_a_later_chunk_yields_both_topics_in_log_order(
 
 def test_a_damaged_mcap_file_is_salvaged_by_its_own_path_and_beside_a_stray_file(
         wide_bag, tmp_path):
-    name, data = wide_bag
+    name, data, _ = wide_bag
     bag = _cut_bag(tmp_path, name, data, 10)
     got, _ = _read(bag / name, {'/imu': IMU})
     assert len(got) == 10
@@ -165,7 +166,7 @@ def test_a_damaged_mcap_file_is_salvaged_by_its_own_path_and_beside_a_stray_file
 
 def test_a_corrupt_message_before_the_cut_ends_the_salvage_with_an_error(wide_bag, tmp_path):
     """Nothing ends silently: the messages before the corrupt one, then the BagError."""
-    name, data = wide_bag
+    name, data, _ = wide_bag
     k = 100
     start = data.find(struct.pack('<d', 1000.0 + k)) - 8 * WIDE     # JointState k's floats
     i = data.rfind(struct.pack('<I', WIDE + 1), start - 8, start)   # its position count
@@ -179,7 +180,7 @@ def test_a_corrupt_message_before_the_cut_ends_the_salvage_with_an_error(wide_ba
 
 
 def test_a_damaged_bag_without_the_expected_topics_says_what_it_has(wide_bag, tmp_path):
-    name, data = wide_bag
+    name, data, _ = wide_bag
     bag = _cut_bag(tmp_path, name, data, 5)
     with pytest.raises(BagError, match=rf'^{bag}: topic /imu has type {IMU}, expected {JS}$'):
         list(read_messages(bag, {'/imu': JS}))
@@ -188,3 +189,20 @@ def test_a_damaged_bag_without_the_expected_topics_says_what_it_has(wide_bag, tm
         list(read_messages(bag, {'/a': JS, '/b': IMU}))
     with pytest.raises(BagError, match='no such bag'):
         bag_topics(tmp_path / 'missing')
+
+
+def test_an_intact_bag_with_a_corrupt_message_says_how_many_were_read(wide_bag, tmp_path):
+    """rosbags opens it (summary and footer intact); reading stops at the corrupt message."""
+    name, data, original = wide_bag
+    k = 100
+    start = data.find(struct.pack('<d', 1000.0 + k)) - 8 * WIDE
+    i = data.rfind(struct.pack('<I', WIDE + 1), start - 8, start)
+    bag = tmp_path / 'corrupt'
+    shutil.copytree(original, bag)
+    (bag / name).write_bytes(data[:i] + struct.pack('<I', 2 ** 31 - 1) + data[i + 4:])
+    got = []
+    with pytest.raises(BagError, match=rf'^{bag}: unreadable after {2 * k} messages '
+                                       r'\(truncated or corrupt\? (?!NoneType)\w+: '):
+        for m in read_messages(bag, {'/joint_states': JS, '/imu': IMU}):
+            got.append(m)
+    assert len(got) == 2 * k and got[-1].topic == '/imu'
