@@ -9,6 +9,8 @@ The same cases through the EstimatorDriver: test/ros/test_driver_joint_order.py.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from support.joint_order import CASES, fourbar_case, reorder, ur5_case
@@ -77,3 +79,14 @@ def test_urdf_readings_in_any_order_land_on_their_joints(case):
     for t, e in out.items():
         err = e.joint_position - truth[t]
         assert np.all(np.abs(err) < 5e-3), (case, t, err)
+
+
+def test_an_imu_the_model_does_not_have_is_counted_once_and_never_used():
+    _, system, _, recs = fourbar_case()
+    imus = [r for r in recs if not isinstance(r, JointMeasurement)][:5]
+    est = Estimator(system, EstimatorConfig(frequency=200.0))
+    for r in imus:
+        assert not est.add(replace(r, sensor='base_imu'))
+    assert est.add(imus[0])                 # the model's own IMU is taken
+    c = est.counters
+    assert c['dropped_unknown_sensor'] == 1 and c['dropped_empty'] == 5, c
