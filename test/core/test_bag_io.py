@@ -83,7 +83,7 @@ def test_the_writer_refuses_to_overwrite_unless_asked(tmp_path):
         BagWriter(tmp_path / 'c', 'zip')
 
 
-def test_the_writer_counts_what_it_wrote_and_overwrites_when_asked(tmp_path):
+def test_the_writer_counts_what_it_wrote(tmp_path):
     kit = cv.rosbags_kit(typestore())
     with BagWriter(tmp_path / 'b') as w:
         assert w.count == 0
@@ -91,9 +91,7 @@ def test_the_writer_counts_what_it_wrote_and_overwrites_when_asked(tmp_path):
             w.write('/joint_states', JS, 10**9 + k, cv.joint_state_msg(kit, 10**9 + k,
                                                                          ['crank'], [k]))
         assert w.count == 3
-    with BagWriter(tmp_path / 'b', overwrite=True) as w:
-        w.write('/imu', cv.TYPES['Imu'], 10**9, cv.imu_msg(kit, 10**9, 'imu', [0] * 3, [0] * 3))
-    assert bag_topics(tmp_path / 'b') == {'/imu': cv.TYPES['Imu']}
+    assert len(list(read_messages(tmp_path / 'b', {'/joint_states': JS}))) == 3
 
 
 def test_a_bag_that_cannot_be_created_is_named(tmp_path):
