@@ -12,8 +12,8 @@ def simulate_ur5(sys_, duration=2.0, dt=2e-3, q0=None):
     """(trajectory, torques) from ``q0`` (default the URDF's) under gravity compensation at
     ``q0`` plus sinusoids."""
     n = sys_.n
-    q0 = sys_.q0 if q0 is None else np.asarray(q0, dtype=float)
-    g0 = sys_.torques(q0, np.zeros(n), np.zeros(n))
+    q0 = None if q0 is None else np.asarray(q0, dtype=float)
+    g0 = sys_.torques(sys_.q0 if q0 is None else q0, np.zeros(n), np.zeros(n))
     amp = np.array([5, 10, 5, 0.3, 0.3, 0.005])
     damp = np.array([2, 2, 1, 0.05, 0.05, 0.001])
 
