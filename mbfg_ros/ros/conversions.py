@@ -29,7 +29,8 @@ from ..core.measurements import Estimate, ImuMeasurement, JointMeasurement
 __all__ = ['InputRejected', 'stamp_ns', 'ns_to_stamp_fields', 'joint_state_to_record',
            'imu_to_record', 'Reference', 'trajectory_to_reference', 'MessageKit',
            'rclpy_kit', 'rosbags_kit', 'TYPES', 'joint_state_msg', 'float_array_msg',
-           'estimate_messages', 'diagnostics_msg', 'imu_msg', 'clock_msg']
+           'estimate_messages', 'diagnostics_msg', 'imu_msg', 'clock_msg', 'external_messages',
+           'EXTERNAL_TOPICS']
 
 NS = 1_000_000_000
 
@@ -41,6 +42,8 @@ TYPES = {
     'JointTrajectory': 'trajectory_msgs/msg/JointTrajectory',
     'Clock': 'rosgraph_msgs/msg/Clock',
     'MarkerArray': 'visualization_msgs/msg/MarkerArray',
+    'Bool': 'std_msgs/msg/Bool',
+    'WrenchStamped': 'geometry_msgs/msg/WrenchStamped',
 }
 """Short name -> ROS type name of every message the package reads or writes."""
 
@@ -310,6 +313,35 @@ def joint_state_msg(kit: MessageKit, t_ns: int, names: Sequence[str],
     return kit.make(TYPES['JointState'], header=_header(kit, t_ns), name=list(names),
                     position=kit.floats(position), velocity=kit.floats(velocity),
                     effort=kit.floats(effort))
+
+
+EXTERNAL_TOPICS = {'~/external_torques': 'JointState', '~/external_torques_sigma': 'JointState',
+                   '~/contact': 'Bool', '~/external_wrench': 'WrenchStamped'}
+"""The external-torque outputs (docs/external-torques.md) and their short types."""
+
+
+def wrench_msg(kit: MessageKit, t_ns: int, frame_id: str, w: Sequence[float]) -> Any:
+    """A geometry_msgs/WrenchStamped of ``w = [n; f]`` (torque first, as the Jacobian rows)."""
+    v3 = 'geometry_msgs/msg/Vector3'
+    return kit.make(TYPES['WrenchStamped'], header=_header(kit, t_ns, frame_id),
+                    wrench=kit.make('geometry_msgs/msg/Wrench',
+                                    force=kit.make(v3, x=float(w[3]), y=float(w[4]),
+                                                   z=float(w[5])),
+                                    torque=kit.make(v3, x=float(w[0]), y=float(w[1]),
+                                                    z=float(w[2]))))
+
+
+def external_messages(kit: MessageKit, t_ns: int, ext: Any, names: Sequence[str],
+                      link: str) -> dict[str, Any]:
+    """The external-torque messages of one tick keyed by topic (:data:`EXTERNAL_TOPICS`):
+    JointStates with ``effort`` = τ_ext and its σ (position, velocity empty), the contact
+    Bool and, when ``ext.wrench`` is given, the wrench at ``link``."""
+    out = {'~/external_torques': joint_state_msg(kit, t_ns, names, effort=ext.tau),
+           '~/external_torques_sigma': joint_state_msg(kit, t_ns, names, effort=ext.sigma),
+           '~/contact': kit.make(TYPES['Bool'], data=bool(ext.contact))}
+    if ext.wrench is not None:
+        out['~/external_wrench'] = wrench_msg(kit, t_ns, link, ext.wrench)
+    return out
 
 
 def float_array_msg(kit: MessageKit, data: Sequence[float]) -> Any:

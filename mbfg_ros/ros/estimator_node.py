@@ -19,7 +19,14 @@ aggregated as ``diagnostic_updater`` does. Topics (defaults; all remappable):
 ``~/set_state``             sensor_msgs/JointState (in)           re-initialise at a pose
 ``~/reset``                 std_srvs/Trigger (service)            forget the state
 ``~/markers``               visualization_msgs/MarkerArray (out)  the estimate, 30 Hz
+``~/external_torques``      sensor_msgs/JointState (out)          effort = τ_ext (efforts in)
+``~/external_torques_sigma`` sensor_msgs/JointState (out)         effort = σ of τ_ext
+``~/contact``               std_msgs/Bool (out)                   |τ_ext| > k σ, sustained
+``~/external_wrench``       geometry_msgs/WrenchStamped (out)     at external_wrench_link
 ==========================  ====================================  ==========================
+
+The external-torque topics (docs/external-torques.md) are published on the ticks where
+every actuated joint's effort is measured.
 
 Load: the ticks may use ``max_tick_load`` of a core (wall time); a slower
 tick (a busy computer) defers the next one, and the driver merges the missed
@@ -153,6 +160,10 @@ class _Messages:
         self.state = JointState(name=list(coordinate_names))
         self.stddev = JointState(name=list(coordinate_names))
         self.command = cv.message_class('Float64MultiArray')()
+        self.external = JointState()
+        self.external_sigma = JointState()
+        self.contact = cv.message_class('Bool')()
+        self.wrench = cv.message_class('WrenchStamped')()
 
     @staticmethod
     def _stamp(msg: Any, t_ns: int) -> None:
@@ -177,6 +188,20 @@ class _Messages:
         self.stddev.position, self.stddev.velocity = d(est.q_std), d(est.qd_std)
         if out.command is not None:
             self.command.data = d(out.command)
+
+    def fill_external(self, out: TickOutput, names: list[str], link: str) -> None:
+        """The external-torque messages (docs/external-torques.md) of ``out.external``."""
+        ext, d = out.external, self._d
+        for msg in (self.external, self.external_sigma, self.wrench):
+            self._stamp(msg, out.t_ns)
+        if not self.external.name:
+            self.external.name = self.external_sigma.name = names
+            self.wrench.header.frame_id = link
+        self.external.effort, self.external_sigma.effort = d(ext.tau), d(ext.sigma)
+        self.contact.data = bool(ext.contact)
+        if ext.wrench is not None:
+            w, f, n = ext.wrench, self.wrench.wrench.force, self.wrench.wrench.torque
+            n.x, n.y, n.z, f.x, f.y, f.z = (float(v) for v in w)
 
 
 def v_overlay(settings: Any) -> str:
@@ -238,6 +263,9 @@ class EstimatorNode(Node):
                                                  v['command_topic'], OUTPUT_QOS)
         self.pub_diag = self.create_publisher(cv.message_class('DiagnosticArray'),
                                               '/diagnostics', OUTPUT_QOS)
+        self.pub_external = {k: self.create_publisher(cv.message_class(t), k, OUTPUT_QOS)
+                             for k, t in cv.EXTERNAL_TOPICS.items()
+                             if k != '~/external_wrench' or v['external_wrench_link']}
         # robot_localization's habits: a reset service, and set_pose as a topic
         self.requests = dict.fromkeys(REQUEST_KEYS, 0)
         self.srv_reset = self.create_service(_trigger_type(), '~/reset', self._on_reset)
@@ -398,6 +426,15 @@ class EstimatorNode(Node):
         self.pub_stddev.publish(m.stddev)
         if out.command is not None:
             self.pub_command.publish(m.command)
+        if out.external is not None and out.external.valid:
+            ext = self.driver.external
+            m.fill_external(out, list(ext.names), ext.config.wrench_link)
+            p = self.pub_external
+            p['~/external_torques'].publish(m.external)
+            p['~/external_torques_sigma'].publish(m.external_sigma)
+            p['~/contact'].publish(m.contact)
+            if out.external.wrench is not None:
+                p['~/external_wrench'].publish(m.wrench)
         self.driver.ticks['published'] += 1
         self._latency_ms.append((self._now_ns() - out.t_ns) / 1e6)
 
