@@ -73,9 +73,11 @@ import numpy as np
 
 from ..estimation.control import CommandLaw, actuator_index
 from ..estimation.estimator import LIVE_FIELDS, Estimator
+from ..estimation.external import ExternalConfig, ExternalOutput, ExternalTorques
 from ..estimation.gate import LimitGate
 from ..core.measurements import Estimate, ImuMeasurement, JointMeasurement
 from . import conversions as cv
+from ..core.errors import MbfgError
 from .conversions import Reference
 from .params import EstimatorSettings, ParameterError
 
@@ -145,6 +147,7 @@ class TickOutput:
     command: np.ndarray | None
     level: int
     message: str
+    external: ExternalOutput | None = None   # τ_ext, σ, contact, wrench (issue 27 item 4)
     withheld: str = ''
 
 
@@ -212,6 +215,13 @@ class EstimatorDriver:
         self._effort_src = np.array([next((i for i, a in enumerate(mech.actuators)
                                            if a.joint == j.name), -1) for j in mech.joints],
                                     dtype=int)
+        try:
+            self.external = ExternalTorques(sys, ExternalConfig(
+                v['contact_threshold'], v['contact_min_duration'], v['external_effort_sigma'],
+                v['external_wrench_link'], v['external_wrench_damping']))
+        except MbfgError as exc:
+            raise ParameterError(f"parameter 'external_wrench_link': {exc}") from None
+        self._tau_motor = np.zeros(len(self.external.names))
         self.reference: Reference | None = None
         self._ref_cols: np.ndarray | None = None
         self._queue: list = []
@@ -384,6 +394,7 @@ class EstimatorDriver:
         self._streams.clear()
         self._cmd_from = None
         self._hold_s = None
+        self.external.reset()
         self.note(f'reset:{category}', f'reset ({category}): {detail}' if detail
                   else f'reset ({category})')
         try:
@@ -548,7 +559,7 @@ class EstimatorDriver:
                     self.note('reset:' + reason.split(':')[0], f'estimator reset ({reason})')
             self.ticks['run'] += 1
             status = est.status if est is not None else status
-        effort = command = None
+        effort = command = ext = None
         level, withheld = 1, ''
         if est is not None:
             tau = np.asarray(est.tau, dtype=float).reshape(-1)
@@ -556,11 +567,16 @@ class EstimatorDriver:
                               tau[np.maximum(self._effort_src, 0)] if tau.size else np.nan,
                               np.nan)
             level = 0 if status == 'ok' else 1
+            try:
+                ext = self.external.update(est, self.estimator.known_torque(
+                    est.t, self._tau_motor))
+            except Exception as exc:  # noqa: BLE001 - the node must survive it
+                self.note('external', f'external torques failed: {exc!r}')
         command, withheld = self._command(est, t_ns)
         if withheld and (est is not None or self._fed):
             level = 2
             status = f'{status}; no torque command: {_WITHHELD_TEXT[withheld]}'
-        out = TickOutput(t_ns, est, effort, command, level, status, withheld)
+        out = TickOutput(t_ns, est, effort, command, level, status, ext, withheld)
         self.last_output = out
         return out
 
@@ -643,6 +659,7 @@ class EstimatorDriver:
         except Exception:  # noqa: BLE001
             core = {}
         values.update({f'estimator.{k}': v for k, v in core.items()})
+        values.update({f'external.{k}': v for k, v in self.external.counters.items()})
         if out is None:
             return 1, 'waiting for measurements', values
         values['tick_time'] = f'{out.t_ns / NS:.9f}'
