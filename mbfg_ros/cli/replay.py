@@ -16,7 +16,9 @@ replay and live give the same estimates (the tests show it over DDS).
 
 Writes the estimator's topics (same names and types as the node:
 ``/estimator_node/{joint_states,state,state_stddev,torque_commands}``,
-``/diagnostics``) to ``OUT`` (a rosbag2 directory), a CSV ``OUT.csv`` and,
+``/diagnostics``; with efforts in the JointStates also ``external_torques``,
+``external_torques_sigma``, ``contact`` and ``external_wrench``: docs/external-torques.md)
+to ``OUT`` (a rosbag2 directory), a CSV ``OUT.csv`` and,
 with ``--plot``, the estimated joints against the measured ones (and against
 ``*/ground_truth`` when the bag has it). A bag that breaks part-way still
 gets everything estimated until then written out; the error is then printed
@@ -92,10 +94,6 @@ class ReplayResult:
     csv: Path | None = None
     plot: Path | None = None
 
-    @property
-    def speedup(self) -> float:
-        return self.span / self.wall if self.wall > 0 else float('inf')
-
 
 class _Sink:
     """Writes tick outputs to the output bag and the CSV as they come."""
@@ -106,11 +104,15 @@ class _Sink:
         self.res = result
         self.store = typestore()
         self.kit = cv.rosbags_kit(self.store)
+        self.msgs = cv.EstimateMessages(self.kit, driver.joint_names, driver.coordinate_names)
+        self.ext_msgs = cv.ExternalMessages(self.kit, driver.external.names,
+                                            driver.external.config.wrench_link)
         self.bag = BagWriter(output, storage, self.store) if output else None
         if self.bag is not None:
             self.bag.open()
         self.topics = {k: _absolute(k) for k in ('~/joint_states', '~/state', '~/state_stddev')}
         self.topics['~/torque_commands'] = _absolute(command_topic)
+        self.topics.update({k: _absolute(k) for k in cv.EXTERNAL_TOPICS})
         self._next_diag: int | None = None
         self.csv_file = open(csv_path, 'w', newline='') if csv_path else None
         self.writer = csv.writer(self.csv_file) if self.csv_file else None
@@ -142,15 +144,18 @@ class _Sink:
         if self.bag is None:
             return
         if est is not None:
-            msgs = cv.estimate_messages(self.kit, out.t_ns, est, d.joint_names, out.joint_effort,
-                                        d.coordinate_names,
-                                        out.command if out.command is not None else [])
-            for key, msg in msgs.items():
+            self.msgs.fill(out.t_ns, est, out.joint_effort, out.command)
+            for key, msg in self.msgs.by_topic.items():
                 if key == '~/torque_commands' and out.command is None:
                     continue
                 self.bag.write(self.topics[key], cv.TYPES[
                     'Float64MultiArray' if key == '~/torque_commands' else 'JointState'],
                     out.t_ns, msg)
+            if out.external is not None and out.external.valid:
+                self.ext_msgs.fill(out.t_ns, out.external)
+                for key, msg in self.ext_msgs.by_topic.items():
+                    self.bag.write(self.topics[key], cv.TYPES[cv.EXTERNAL_TOPICS[key]],
+                                   out.t_ns, msg)
         if self._next_diag is None or out.t_ns >= self._next_diag:   # 1 Hz, as the node
             self._next_diag = out.t_ns + NS
             self.write_diagnostics(out.t_ns)
@@ -161,7 +166,7 @@ class _Sink:
         level, message, values = self.d.diagnostics()
         self.bag.write('/diagnostics', cv.TYPES['DiagnosticArray'], t_ns,
                        cv.diagnostics_msg(self.kit, t_ns, f'{NODE}: estimator',
-                                          self.d.sys.mech.name, level, message, values))
+                                          self.d.sys.description.name, level, message, values))
 
     def close(self) -> None:
         if self.bag is not None:
@@ -188,7 +193,7 @@ def replay(bag: str | Path, mechanism: str | Path, params: dict | None = None,
     if mechanism_warning(system):
         print(f'mbfg-replay: warning: {mechanism_warning(system)}', file=sys.stderr)
     driver = EstimatorDriver(system, settings)
-    mech = system.mech
+    mech = system.description
     res = ReplayResult(joint_names=driver.joint_names,
                        coordinate_names=driver.coordinate_names)
     jtopic = _absolute(settings.values['joint_states_topic'])
@@ -363,7 +368,7 @@ def plot_replay(res: ReplayResult, system: Any, path: Path) -> list[str]:
     jp = np.array(res.joint_position).reshape(len(t), -1) if len(t) else np.zeros((0, J))
     jv = np.array(res.joint_velocity).reshape(len(t), -1) if len(t) else np.zeros((0, J))
     tt, tp, tv = truth_joint_positions(system, res)
-    kinds = {jt.name: jt.type for jt in system.mech.joints}
+    kinds = {jt.name: jt.type for jt in system.description.joints}
     labels: list[str] = []
     for j, name in enumerate(names):
         revolute = kinds.get(name) == 'revolute'
@@ -409,7 +414,7 @@ def plot_replay(res: ReplayResult, system: Any, path: Path) -> list[str]:
         labels = labels or row
     for ax in axes[-1]:
         ax.set_xlabel('stamp [s]')
-    fig.suptitle(f'mbfg_ros estimator replay: {system.mech.name}')
+    fig.suptitle(f'mbfg_ros estimator replay: {system.description.name}')
     fig.tight_layout()
     save_figure(fig, path, dpi=110)
     return labels

@@ -46,7 +46,7 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
-from ..core.errors import MechanismError
+from ..core.errors import MbfgError, MechanismError
 from .constraints import Constraints, ConstraintTerms
 from .forces import Forces, mass_matrix
 from .kinematics import choose_independent, independent_rows, r_s_matrices, solve_position
@@ -138,6 +138,12 @@ class System:
         from .factors import stacked_indep_state_error     # factors builds on this module
         return stacked_indep_state_error(self, basis, tau, xs, want)
 
+    def link_jacobian(self, q: np.ndarray, link: str) -> np.ndarray:
+        """A link's 6-D Jacobian is spatial only (issue 27 item 4: the external wrench at a
+        URDF link); a planar mechanism raises."""
+        raise MbfgError(f'{self.mech.source}: external_wrench_link {link!r}: a wrench at a '
+                        'link needs a URDF robot (planar mechanisms give joint torques only)')
+
     @property
     def actuator_joints(self) -> tuple[str | None, ...]:
         """The joint each actuator drives (None: an actuator between points)."""
@@ -164,6 +170,50 @@ class System:
         """The estimator's measurement models (:class:`~mbfg_ros.planar.sensors.SensorModel`)."""
         from .sensors import SensorModel
         return SensorModel(self)
+
+    # -- simulation and drawing (interface.SimulatedSystem, issue 23) ---------------------
+    @property
+    def independent_indices(self) -> tuple[int, ...]:
+        """The default independent coordinates z ⊂ q (``z_idx``)."""
+        return self.z_idx
+
+    @property
+    def independent_dynamics(self) -> bool:
+        """Natural coordinates have the independent-coordinate graph (seed 000 Fig. 3)."""
+        return True
+
+    def energy(self, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
+        """Mechanical energy ½ q̇ᵀ M q̇ − Q0ᵀ q for constant applied forces Q0 (gravity);
+        ``q``, ``qd`` (n,) or (N, n). Only meaningful for conservative mechanisms whose
+        applied forces do not depend on q or q̇."""
+        Q0 = self.forces.evaluate(self.q0, np.zeros(self.n), None, jacobians=False)[0]
+        q = np.asarray(q, dtype=float)
+        qd = np.asarray(qd, dtype=float)
+        kinetic = 0.5 * np.einsum('...i,ij,...j->...', qd, self.mass_matrix(q), qd)
+        return kinetic - q @ Q0
+
+    def integrator(self, dt: float) -> None:
+        """None: the factor-graph forward dynamics (``simulation.forward``) integrates a
+        planar mechanism."""
+        return None
+
+    def sensor_config(self, **fields: float):
+        """A :class:`~mbfg_ros.planar.sensors.SensorConfig` of ``fields``."""
+        from .sensors import SensorConfig
+        return SensorConfig(**fields)
+
+    def simulate_measurements(self, t: np.ndarray, q: np.ndarray, qd: np.ndarray,
+                              qdd: np.ndarray, tau: np.ndarray | None, config,
+                              rng: np.random.Generator) -> list:
+        """:func:`~mbfg_ros.planar.sensors.simulate_measurements` (the encoders' effort is
+        left empty: ``tau`` is not read)."""
+        from .sensors import simulate_measurements
+        return simulate_measurements(self, t, q, qd, qdd, config, rng)
+
+    def drawing(self):
+        """The ``~/markers`` geometry (:class:`~mbfg_ros.planar.drawing.PlanarDrawing`)."""
+        from .drawing import PlanarDrawing
+        return PlanarDrawing(self.mech)
 
 
 def build_system(mech: Mechanism, z_idx: Sequence[int] | None = None) -> System:

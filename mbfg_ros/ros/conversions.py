@@ -17,6 +17,7 @@ the quaternion.
 """
 from __future__ import annotations
 
+import array
 import functools
 import importlib
 from dataclasses import dataclass
@@ -29,7 +30,8 @@ from ..core.measurements import Estimate, ImuMeasurement, JointMeasurement
 __all__ = ['InputRejected', 'stamp_ns', 'ns_to_stamp_fields', 'joint_state_to_record',
            'imu_to_record', 'Reference', 'trajectory_to_reference', 'MessageKit',
            'rclpy_kit', 'rosbags_kit', 'TYPES', 'joint_state_msg', 'float_array_msg',
-           'estimate_messages', 'diagnostics_msg', 'imu_msg', 'clock_msg']
+           'EstimateMessages', 'diagnostics_msg', 'imu_msg', 'clock_msg', 'ExternalMessages',
+           'EXTERNAL_TOPICS']
 
 NS = 1_000_000_000
 
@@ -41,6 +43,8 @@ TYPES = {
     'JointTrajectory': 'trajectory_msgs/msg/JointTrajectory',
     'Clock': 'rosgraph_msgs/msg/Clock',
     'MarkerArray': 'visualization_msgs/msg/MarkerArray',
+    'Bool': 'std_msgs/msg/Bool',
+    'WrenchStamped': 'geometry_msgs/msg/WrenchStamped',
 }
 """Short name -> ROS type name of every message the package reads or writes."""
 
@@ -269,10 +273,15 @@ class MessageKit:
     byte: Callable[[int], Any]
 
 
+def _float64_array(values: Any) -> Any:
+    """An ``array('d')`` of ``values`` (rclpy's float64[] field), copied as raw bytes."""
+    a = array.array('d')
+    a.frombytes(np.ascontiguousarray(values, dtype=np.float64).tobytes())
+    return a
+
+
 def rclpy_kit() -> MessageKit:
     """Kit building rclpy message objects (imports the message packages)."""
-    import array
-
     cache: dict[str, Any] = {}
 
     def make(type_name: str, **fields: Any) -> Any:
@@ -282,7 +291,7 @@ def rclpy_kit() -> MessageKit:
             cls = cache[type_name] = getattr(importlib.import_module(f'{pkg}.msg'), name)
         return cls(**fields)
 
-    return MessageKit(make, lambda v: array.array('d', np.asarray(v, dtype=float).tolist()),
+    return MessageKit(make, _float64_array,
                       lambda v: np.asarray(v, dtype=np.float64).reshape(-1),
                       lambda v: bytes([int(v)]))
 
@@ -310,6 +319,22 @@ def joint_state_msg(kit: MessageKit, t_ns: int, names: Sequence[str],
     return kit.make(TYPES['JointState'], header=_header(kit, t_ns), name=list(names),
                     position=kit.floats(position), velocity=kit.floats(velocity),
                     effort=kit.floats(effort))
+
+
+EXTERNAL_TOPICS = {'~/external_torques': 'JointState', '~/external_torques_sigma': 'JointState',
+                   '~/contact': 'Bool', '~/external_wrench': 'WrenchStamped'}
+"""The external-torque outputs (docs/external-torques.md) and their short types."""
+
+
+def wrench_msg(kit: MessageKit, t_ns: int, frame_id: str, w: Sequence[float]) -> Any:
+    """A geometry_msgs/WrenchStamped of ``w = [n; f]`` (torque first, as the Jacobian rows)."""
+    v3 = 'geometry_msgs/msg/Vector3'
+    return kit.make(TYPES['WrenchStamped'], header=_header(kit, t_ns, frame_id),
+                    wrench=kit.make('geometry_msgs/msg/Wrench',
+                                    force=kit.make(v3, x=float(w[3]), y=float(w[4]),
+                                                   z=float(w[5])),
+                                    torque=kit.make(v3, x=float(w[0]), y=float(w[1]),
+                                                    z=float(w[2]))))
 
 
 def float_array_msg(kit: MessageKit, data: Sequence[float]) -> Any:
@@ -359,14 +384,67 @@ def diagnostics_msg(kit: MessageKit, t_ns: int, name: str, hardware_id: str, lev
     return kit.make(TYPES['DiagnosticArray'], header=_header(kit, t_ns), status=[status])
 
 
-def estimate_messages(kit: MessageKit, t_ns: int, est: Estimate, joint_names: Sequence[str],
-                      joint_effort: np.ndarray, coordinate_names: Sequence[str],
-                      command: np.ndarray) -> dict[str, Any]:
-    """The per-tick messages keyed by their node-relative topic (``~/state`` ...)."""
-    return {
-        '~/joint_states': joint_state_msg(kit, t_ns, joint_names, est.joint_position,
-                                          est.joint_velocity, joint_effort),
-        '~/state': joint_state_msg(kit, t_ns, coordinate_names, est.q, est.qd),
-        '~/state_stddev': joint_state_msg(kit, t_ns, coordinate_names, est.q_std, est.qd_std),
-        '~/torque_commands': float_array_msg(kit, command),
-    }
+class EstimateMessages:
+    """The estimator's per-tick output messages (``~/joint_states``, ``~/state``,
+    ``~/state_stddev``, the torque command) for one kit: built once, refilled in place by
+    :meth:`fill` (no per-tick allocation of message objects, names or layouts). The one
+    builder of the live node (rclpy kit, published) and the replay (rosbags kit, serialised
+    into the bag at once), issue 23."""
+
+    def __init__(self, kit: MessageKit, joint_names: Sequence[str],
+                 coordinate_names: Sequence[str]) -> None:
+        self.kit = kit
+        self.joints = joint_state_msg(kit, 0, joint_names)
+        self.state = joint_state_msg(kit, 0, coordinate_names)
+        self.stddev = joint_state_msg(kit, 0, coordinate_names)
+        self.command = float_array_msg(kit, ())
+        self.by_topic = {'~/joint_states': self.joints, '~/state': self.state,
+                         '~/state_stddev': self.stddev, '~/torque_commands': self.command}
+
+    def fill(self, t_ns: int, est: Estimate, joint_effort: np.ndarray,
+             command: np.ndarray | None) -> None:
+        """Stamp ``t_ns``: joint positions, rates and ``joint_effort`` by joint; q, q̇ and
+        their standard deviations by coordinate; ``command`` (None: left as it was)."""
+        f = self.kit.floats
+        sec, nanosec = divmod(int(t_ns), NS)
+        for msg in (self.joints, self.state, self.stddev):
+            msg.header.stamp.sec = sec
+            msg.header.stamp.nanosec = nanosec
+        self.joints.position = f(est.joint_position)
+        self.joints.velocity = f(est.joint_velocity)
+        self.joints.effort = f(joint_effort)
+        self.state.position, self.state.velocity = f(est.q), f(est.qd)
+        self.stddev.position, self.stddev.velocity = f(est.q_std), f(est.qd_std)
+        if command is not None:
+            self.command.data = f(command)
+
+
+class ExternalMessages:
+    """The external-torque messages (:data:`EXTERNAL_TOPICS`, docs/external-torques.md) for
+    one kit: built once, refilled in place by :meth:`fill` (as :class:`EstimateMessages`);
+    ``by_topic`` holds the wrench only when ``link`` is given."""
+
+    def __init__(self, kit: MessageKit, names: Sequence[str], link: str) -> None:
+        self.kit = kit
+        self.torques = joint_state_msg(kit, 0, names)
+        self.sigma = joint_state_msg(kit, 0, names)
+        self.contact = kit.make(TYPES['Bool'], data=False)
+        self.wrench = wrench_msg(kit, 0, link, np.zeros(6))
+        self.by_topic = {'~/external_torques': self.torques,
+                         '~/external_torques_sigma': self.sigma, '~/contact': self.contact}
+        if link:
+            self.by_topic['~/external_wrench'] = self.wrench
+
+    def fill(self, t_ns: int, ext: Any) -> None:
+        """Stamp ``t_ns``: ``effort`` = τ_ext and σ, the flag and the wrench ``[n; f]``
+        (an :class:`~mbfg_ros.estimation.external.ExternalOutput`)."""
+        f = self.kit.floats
+        sec, nanosec = divmod(int(t_ns), NS)
+        for msg in (self.torques, self.sigma, self.wrench):
+            msg.header.stamp.sec = sec
+            msg.header.stamp.nanosec = nanosec
+        self.torques.effort, self.sigma.effort = f(ext.tau), f(ext.sigma)
+        self.contact.data = bool(ext.contact)
+        if ext.wrench is not None:
+            n, fo = self.wrench.wrench.torque, self.wrench.wrench.force
+            n.x, n.y, n.z, fo.x, fo.y, fo.z = (float(v) for v in ext.wrench)

@@ -19,7 +19,14 @@ aggregated as ``diagnostic_updater`` does. Topics (defaults; all remappable):
 ``~/set_state``             sensor_msgs/JointState (in)           re-initialise at a pose
 ``~/reset``                 std_srvs/Trigger (service)            forget the state
 ``~/markers``               visualization_msgs/MarkerArray (out)  the estimate, 30 Hz
+``~/external_torques``      sensor_msgs/JointState (out)          effort = τ_ext (efforts in)
+``~/external_torques_sigma`` sensor_msgs/JointState (out)         effort = σ of τ_ext
+``~/contact``               std_msgs/Bool (out)                   |τ_ext| > k σ, sustained
+``~/external_wrench``       geometry_msgs/WrenchStamped (out)     at external_wrench_link
 ==========================  ====================================  ==========================
+
+The external-torque topics (docs/external-torques.md) are published on the ticks where
+every actuated joint's effort is measured.
 
 Load: the ticks may use ``max_tick_load`` of a core (wall time); a slower
 tick (a busy computer) defers the next one, and the driver merges the missed
@@ -36,7 +43,6 @@ mechanism prints one error line and exits with status 2.
 """
 from __future__ import annotations
 
-import array
 import functools
 import gc
 import sys
@@ -55,7 +61,7 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from ..loader import load_mechanism, mechanism_warning
 from . import conversions as cv
 from .driver import EstimatorDriver, TickOutput
-from .markers import ESTIMATE_STYLE, MarkerGeometry, MarkerPublisher
+from .markers import ESTIMATE_STYLE, MarkerPublisher
 from .params import ESTIMATOR_PARAMS, ParameterError, check_live, declare, parse_estimator, read
 from .runner import run_node, stop_on_signals
 
@@ -143,42 +149,6 @@ def _drain(inputs: list, limit: int):
         return
 
 
-class _Messages:
-    """The per-tick output messages, built once and refilled (no per-tick allocation of
-    message objects, names or layouts)."""
-
-    def __init__(self, joint_names: tuple[str, ...], coordinate_names: tuple[str, ...]) -> None:
-        JointState = cv.message_class('JointState')
-        self.joints = JointState(name=list(joint_names))
-        self.state = JointState(name=list(coordinate_names))
-        self.stddev = JointState(name=list(coordinate_names))
-        self.command = cv.message_class('Float64MultiArray')()
-
-    @staticmethod
-    def _stamp(msg: Any, t_ns: int) -> None:
-        sec, nanosec = divmod(t_ns, 1_000_000_000)
-        msg.header.stamp.sec = sec
-        msg.header.stamp.nanosec = nanosec
-
-    @staticmethod
-    def _d(values: Any) -> array.array:
-        a = array.array('d')
-        a.frombytes(np.ascontiguousarray(values, dtype=np.float64).tobytes())
-        return a
-
-    def fill(self, out: TickOutput) -> None:
-        est, d = out.estimate, self._d
-        for msg in (self.joints, self.state, self.stddev):
-            self._stamp(msg, out.t_ns)
-        self.joints.position = d(est.joint_position)
-        self.joints.velocity = d(est.joint_velocity)
-        self.joints.effort = d(out.joint_effort)
-        self.state.position, self.state.velocity = d(est.q), d(est.qd)
-        self.stddev.position, self.stddev.velocity = d(est.q_std), d(est.qd_std)
-        if out.command is not None:
-            self.command.data = d(out.command)
-
-
 def v_overlay(settings: Any) -> str:
     """The overlay path of a URDF robot ('' for none)."""
     return str(settings.values.get('overlay', '') or '')
@@ -200,10 +170,13 @@ class EstimatorNode(Node):
         self.executor_kind = v['executor']
         if self.executor_kind == 'events':
             _events_executor_class()      # at start-up: one error line, exit 2, not a traceback
-        self.mech_name = system.mech.name
+        self.mech_name = system.description.name
         self._load = float(v['max_tick_load'])
         self._idle_ns = int(1e9 * settings.config.max_tick_gap)
-        self._msgs = _Messages(self.driver.joint_names, self.driver.coordinate_names)
+        self._msgs = cv.EstimateMessages(cv.rclpy_kit(), self.driver.joint_names,
+                                         self.driver.coordinate_names)
+        ext = self.driver.external
+        self._ext_msgs = cv.ExternalMessages(cv.rclpy_kit(), ext.names, ext.config.wrench_link)
         self._logged: dict[str, list] = {}            # category -> [last wall time, suppressed]
         self._next_tick_wall = 0.0
         self._deferred = 0
@@ -218,10 +191,10 @@ class EstimatorNode(Node):
         self.sub_imus = [
             self.create_subscription(cv.message_class('Imu'), s.topic,
                                      functools.partial(self._on_imu, s.name), SENSOR_QOS)
-            for s in system.mech.sensors]
-        self._imu_subs = dict(zip((s.name for s in system.mech.sensors), self.sub_imus))
+            for s in system.description.sensors]
+        self._imu_subs = dict(zip((s.name for s in system.description.sensors), self.sub_imus))
         self._imu_handlers = {s.name: functools.partial(self._imu_in, s.name)
-                              for s in system.mech.sensors}
+                              for s in system.description.sensors}
         self._sensor_inputs = [(self.sub_joints, self._joints_in)] + [
             (self._imu_subs[n], h) for n, h in self._imu_handlers.items()]
         self._sim_time = bool(self.get_parameter('use_sim_time').value)
@@ -238,6 +211,9 @@ class EstimatorNode(Node):
                                                  v['command_topic'], OUTPUT_QOS)
         self.pub_diag = self.create_publisher(cv.message_class('DiagnosticArray'),
                                               '/diagnostics', OUTPUT_QOS)
+        self.pub_external = {k: self.create_publisher(cv.message_class(t), k, OUTPUT_QOS)
+                             for k, t in cv.EXTERNAL_TOPICS.items()
+                             if k != '~/external_wrench' or v['external_wrench_link']}
         # robot_localization's habits: a reset service, and set_pose as a topic
         self.requests = dict.fromkeys(REQUEST_KEYS, 0)
         self.srv_reset = self.create_service(_trigger_type(), '~/reset', self._on_reset)
@@ -255,20 +231,20 @@ class EstimatorNode(Node):
                                             clock=Clock(clock_type=ClockType.STEADY_TIME))
         # markers at their own (steady) rate, never per tick; prebuilt, refilled in place
         # a URDF robot is drawn by robot_state_publisher from ~/joint_states instead
-        planar = hasattr(system, 'constraints')
-        self.markers = MarkerPublisher(MarkerGeometry(system.mech), v['frame_id'],
+        drawing = system.drawing()
+        self.markers = MarkerPublisher(drawing, v['frame_id'],
                                        ESTIMATE_STYLE, v['marker_ellipses'],
-                                       v['ellipse_scale']) if planar else None
+                                       v['ellipse_scale']) if drawing is not None else None
         self.pub_markers = self.create_publisher(
             cv.message_class('MarkerArray'), '~/markers', OUTPUT_QOS)
         self._marker_t: int | None = None
         self.marker_timer = None
-        if v['markers_rate'] > 0 and planar:
+        if v['markers_rate'] > 0 and self.markers is not None:
             self.marker_timer = self.create_timer(
                 1.0 / float(v['markers_rate']), self._on_markers,
                 clock=Clock(clock_type=ClockType.STEADY_TIME))
         self.get_logger().info(
-            f'{system.mech.source}: {len(self.driver.joint_names)} joints, '
+            f'{system.description.source}: {len(self.driver.joint_names)} joints, '
             f'{len(self.driver.imu_names)} IMUs, {system.n} coordinates, '
             f'{self.driver.frequency:g} Hz, commands for {list(self.driver.law.names)}')
 
@@ -392,12 +368,16 @@ class EstimatorNode(Node):
         if out.estimate is None:
             return
         m = self._msgs
-        m.fill(out)
+        m.fill(out.t_ns, out.estimate, out.joint_effort, out.command)
         self.pub_joints.publish(m.joints)
         self.pub_state.publish(m.state)
         self.pub_stddev.publish(m.stddev)
         if out.command is not None:
             self.pub_command.publish(m.command)
+        if out.external is not None and out.external.valid:
+            self._ext_msgs.fill(out.t_ns, out.external)
+            for key, msg in self._ext_msgs.by_topic.items():
+                self.pub_external[key].publish(msg)
         self.driver.ticks['published'] += 1
         self._latency_ms.append((self._now_ns() - out.t_ns) / 1e6)
 
