@@ -76,7 +76,7 @@ def simulate_urdf(args: argparse.Namespace, prog: str) -> int:
     elapsed = time.perf_counter() - start
     steps = len(traj.t) - 1
     E = np.array([system.energy(q, qd) for q, qd in zip(traj.q, traj.qd)])
-    kinetic = np.array([0.5 * qd @ system.dyn.mass_matrix(q) @ qd
+    kinetic = np.array([0.5 * qd @ system.mass_matrix(q) @ qd
                         for q, qd in zip(traj.q, traj.qd)])
     return report(args, traj, system.names, _units(system),
                   f'{Path(args.config).name}: {steps} steps of {args.dt:g} s ({system.n} joints, '
