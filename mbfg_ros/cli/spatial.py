@@ -12,7 +12,8 @@ from ..core.errors import MbfgError
 from ..core.trajectory import load_trajectory
 from .common import Progress, save_figure
 
-__all__ = ['is_urdf', 'add_urdf_arguments', 'simulate_urdf', 'inverse_urdf']
+__all__ = ['is_urdf', 'add_urdf_arguments', 'simulate_urdf', 'inverse_urdf', 'urdf_system',
+           'urdf_measured']
 
 
 def is_urdf(path: str | Path) -> bool:
@@ -24,15 +25,32 @@ def add_urdf_arguments(p: argparse.ArgumentParser) -> None:
     """--overlay and --backend, shared by both commands."""
     g = p.add_argument_group('URDF robots (CONFIG ending in .urdf)')
     g.add_argument('--overlay', help='YAML overlay for a URDF: loops, actuators, gravity, q0, '
-                   'limits (README: "Spatial robots (URDF)")')
+                   'limits, joints (friction, rotors: docs/real-arms.md)')
     g.add_argument('--backend', choices=('auto', 'numpy', 'pinocchio'), default='auto',
                    help='tree dynamics: Pinocchio when installed (auto), or the package\'s '
                         'own numpy recursion')
 
 
-def _system(args: argparse.Namespace):
+def urdf_system(args: argparse.Namespace):
+    """The ``SpatialSystem`` of CONFIG (a URDF) with --overlay and --backend."""
     from ..spatial.system import build_spatial_system
     return build_spatial_system(args.config, args.overlay, args.backend)
+
+
+_system = urdf_system
+
+
+def urdf_measured(args: argparse.Namespace) -> bool:
+    """True when a URDF's inverse dynamics is on measured motion: --measured CSV, or a --bag
+    whose --topic carries sensor_msgs/JointState (a trajectory_msgs/JointTrajectory topic,
+    or a bag without the default /joint_states, is a prescribed motion)."""
+    if getattr(args, 'measured', None):
+        return True
+    if getattr(args, 'bag', None) is None:
+        return False
+    from ..core.bag import bag_topics
+    topic = args.topic if args.topic.startswith('/') else '/' + args.topic
+    return bag_topics(args.bag).get(topic) == 'sensor_msgs/msg/JointState'
 
 
 def _units(system) -> list[str]:
@@ -89,8 +107,8 @@ def inverse_urdf(args: argparse.Namespace, prog: str) -> int:
     """Inverse dynamics of a prescribed motion of a URDF robot (``spatial.inverse_trajectory``)."""
     from ..spatial.inverse_trajectory import inverse_trajectory
     if args.trajectory is None and args.bag is None:
-        raise MbfgError('a URDF robot takes --trajectory FILE or --bag BAG with a '
-                        'trajectory_msgs/JointTrajectory (--measured: planar YAML only)')
+        raise MbfgError('a URDF robot takes --trajectory FILE, --measured FILE.csv or --bag '
+                        'BAG (sensor_msgs/JointState or trajectory_msgs/JointTrajectory)')
     system = _system(args)
     if args.coordinates:
         names = [s.strip() for s in args.coordinates.split(',') if s.strip()]
