@@ -41,8 +41,8 @@ import numpy as np
 from ..core.errors import MechanismError
 from ..core.friction import SMOOTH_SIGNS, Friction, friction_torque
 
-__all__ = ['JointDrive', 'Drives', 'parse_drives', 'build_drives', 'DRIVE_KEYS',
-           'FRICTION_KEYS']
+__all__ = ['JointDrive', 'Drives', 'parse_drives', 'build_drives', 'rotor_vector',
+           'root_axes', 'DRIVE_KEYS', 'FRICTION_KEYS']
 
 DRIVE_KEYS = ('friction', 'Ir', 'gr', 'carried')
 FRICTION_KEYS = ('b', 'fc', 'v_s', 'smooth', 'fs', 'v_st', 'offset')
@@ -176,7 +176,7 @@ def parse_drives(value: Any, joint_names: Sequence[str],
     return tuple(out)
 
 
-def _root_axes(model) -> np.ndarray:
+def root_axes(model) -> np.ndarray:
     """(n, 3) joint axes in the root frame at q = 0."""
     R = np.zeros((model.nb, 3, 3))
     R[0] = np.eye(3)
@@ -187,44 +187,56 @@ def _root_axes(model) -> np.ndarray:
     return axes
 
 
+def rotor_vector(model, j: int, gr: float, carried: bool, axes: np.ndarray | None = None,
+                 source: str | None = None) -> np.ndarray:
+    """c (n,) with ω_r = cᵀ q̇ for a rotor of gear ratio ``gr`` on joint ``j`` (module
+    docstring); ``axes``: :func:`root_axes` (computed when None and ``carried``).
+
+    :raises MechanismError: ``carried`` on a joint whose revolute ancestors do not all turn
+        about axes parallel to its own.
+    """
+    c = np.zeros(model.n)
+    c[j] = gr
+    if not carried:
+        return c
+    axes = root_axes(model) if axes is None else axes
+    k = int(model.parent[j]) - 1          # the joint that moves the parent link
+    while k >= 0:
+        if model.joint_type[k] == 'revolute':
+            dot = float(axes[k] @ axes[j])
+            if abs(abs(dot) - 1.0) > _PARALLEL_TOL:
+                raise MechanismError(
+                    f'carried: true needs every revolute joint from the root to turn '
+                    f'about an axis parallel to this one\'s; {model.joint_names[k]!r} '
+                    'does not (drop carried: the armature Ir·gr² alone)',
+                    source=source or model.source,
+                    path=f'joints.{model.joint_names[j]}.carried')
+            c[k] = math.copysign(1.0, dot)
+        k = int(model.parent[k]) - 1
+    return c
+
+
 def build_drives(model, source: str | None = None) -> Drives:
     """``M_r``, the friction laws and offsets of ``model.drives`` (a ``SpatialModel``);
     ``source`` names the overlay in errors (default: the model's source).
 
-    :raises MechanismError: ``carried: true`` on a joint whose revolute ancestors do not all
-        turn about axes parallel to its own (module docstring).
+    :raises MechanismError: a carried rotor :func:`rotor_vector` cannot model.
     """
     n = model.n
     M = np.zeros((n, n))
     offset = np.zeros(n)
     laws: list[tuple[int, Friction]] = []
     drives = model.drives or (None,) * n
-    axes = _root_axes(model) if any(d is not None and d.carried for d in drives) else None
+    axes = root_axes(model) if any(d is not None and d.carried for d in drives) else None
     for j, d in enumerate(drives):
         if d is None:
             continue
         if d.friction is not None:
             laws.append((j, d.friction))
         offset[j] = d.offset
-        if not d.Ir:
-            continue
-        c = np.zeros(n)
-        c[j] = d.gr
-        if d.carried:
-            k = int(model.parent[j]) - 1          # the joint that moves the parent link
-            while k >= 0:
-                if model.joint_type[k] == 'revolute':
-                    dot = float(axes[k] @ axes[j])
-                    if abs(abs(dot) - 1.0) > _PARALLEL_TOL:
-                        raise MechanismError(
-                            f'carried: true needs every revolute joint from the root to turn '
-                            f'about an axis parallel to this one\'s; {model.joint_names[k]!r} '
-                            'does not (drop carried: the armature Ir·gr² alone)',
-                            source=source or model.source,
-                            path=f'joints.{model.joint_names[j]}.carried')
-                    c[k] = math.copysign(1.0, dot)
-                k = int(model.parent[k]) - 1
-        M += d.Ir * np.outer(c, c)
+        if d.Ir:
+            c = rotor_vector(model, j, d.gr, d.carried, axes, source)
+            M += d.Ir * np.outer(c, c)
     for a in (M, offset):
         a.setflags(write=False)
     return Drives(M=M, laws=tuple(laws), offset=offset)
