@@ -35,7 +35,8 @@ from ..planar.problems.measured import (
     DerivativeOptions, load_joint_bag, load_joint_csv, torque_fit,
 )
 from ..planar.dynamics import load_system
-from .common import plain, run_cli
+from ..core.output import write_text_atomic
+from .common import add_force_argument, check_writable, plain, run_cli
 from .identify_urdf import add_identify_urdf_arguments, identify_urdf_cli
 from .spatial import add_urdf_arguments, is_urdf
 
@@ -85,6 +86,8 @@ def _csv_header(path: Path) -> list[str]:
             return [h.strip() for h in f.readline().split(',')]
     except OSError as exc:
         raise MbfgError(f'{path}: cannot read file: {exc.strerror}') from None
+    except UnicodeDecodeError as exc:           # issue 26: a binary file
+        raise MbfgError(f'{path}: not a text CSV (byte {exc.start} is not UTF-8)') from None
 
 
 def measured_logs(args: argparse.Namespace, mech, csvs: list[str], bags: list[str]) -> list:
@@ -143,6 +146,7 @@ def _main(argv: list[str] | None) -> int:
                    'otherwise)')
     p.add_argument('--output', required=True, help='identified mechanism YAML to write (a '
                    'URDF robot: the identified .urdf)')
+    add_force_argument(p)
     add_urdf_arguments(p)
     add_identify_urdf_arguments(p)
     args = p.parse_args(argv)
@@ -152,6 +156,8 @@ def _main(argv: list[str] | None) -> int:
         return identify_urdf_cli(args)
     if args.overlay:
         raise MbfgError('--overlay is for URDF robots (CONFIG ending in .urdf)')
+    check_writable(args.output, 'YAML', args.force,
+                   (args.config, *args.measured, *args.bag, *args.validate))
     sys_ = load_system(args.config)
     logs = measured_logs(args, sys_.mech, args.measured, args.bag)
     weights = None
@@ -175,7 +181,7 @@ def _main(argv: list[str] | None) -> int:
     res = identify_regressed(sys_, data, cfg)
     print(res.report())
     out = Path(args.output)
-    out.write_text(identified_yaml(args.config, res))
+    write_text_atomic(out, identified_yaml(args.config, res), 'YAML')
     print(f'wrote {out}', file=sys.stderr)
     names = [a.name for a in sys_.mech.actuators]
     for log in measured_logs(args, sys_.mech, args.validate, []):

@@ -47,6 +47,7 @@ def identify_urdf_cli(args: argparse.Namespace) -> int:
     from ..spatial.identify import IdentifyConfig, Samples, identify_urdf, write_identified
     from ..spatial.measured import measured_inverse
     from ..spatial.urdf import load_overlay
+    from .common import check_writable
     from .identify import derivative_options, measured_logs
     from .spatial import urdf_system
     if not 0.0 < args.fit_fraction < 1.0:
@@ -59,6 +60,9 @@ def identify_urdf_cli(args: argparse.Namespace) -> int:
         raise MbfgError(f'--output: the identified model of a URDF robot is a .urdf, got '
                         f'{args.output!r}')
     out_overlay = Path(args.output_overlay or Path(args.output).with_suffix('.yaml'))
+    inputs = (args.config, *(args.overlay and [args.overlay] or ()), *args.measured, *args.bag)
+    check_writable(args.output, 'URDF', args.force, inputs)
+    check_writable(out_overlay, 'overlay', args.force, inputs)
     system = urdf_system(args)
     logs = measured_logs(args, system.description, args.measured, args.bag)
     opts = derivative_options(args, logs[0])

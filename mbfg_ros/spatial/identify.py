@@ -515,9 +515,11 @@ def identified_overlay(overlay: Mapping[str, Any], system: SpatialSystem,
 def write_identified(path: str | Path, overlay_path: str | Path, urdf_text: bytes,
                      overlay: Mapping[str, Any], system: SpatialSystem,
                      result: UrdfIdentified) -> None:
-    """Write the identified URDF and overlay (both loadable by every tool)."""
+    """Write the identified URDF and overlay (both loadable by every tool; each atomically)."""
     import yaml
-    Path(path).write_text(identified_urdf(urdf_text, system, result))
-    Path(overlay_path).write_text(
-        '# identified by mbfg-identify (docs/real-arms.md)\n'
-        + yaml.safe_dump(identified_overlay(overlay, system, result), sort_keys=False))
+
+    from ..core.output import write_text_atomic
+    write_text_atomic(path, identified_urdf(urdf_text, system, result), 'URDF')
+    write_text_atomic(overlay_path, '# identified by mbfg-identify (docs/real-arms.md)\n'
+                      + yaml.safe_dump(identified_overlay(overlay, system, result),
+                                       sort_keys=False), 'overlay')
