@@ -20,7 +20,7 @@ from mbfg_ros.ros import conversions as cv
 pytestmark = pytest.mark.ros
 
 URDF = REPO / 'config' / 'urdf'
-B, FC, V_S, IR, GR = 4.0, 1.5, 0.05, 2e-5, 100.0
+B, FC, V_S, IR, GR = 4.0, 1.5, 0.05, 1e-4, 100.0
 
 
 def _record(tmp_path, overlay: dict, domain: int, name: str):
@@ -59,4 +59,4 @@ def test_simulator_node_falls_with_the_overlays_friction_and_armature(tmp_path):
     power = np.array([sum(B * v * v + FC * math.tanh(v / V_S) * v for v in b) for b in qd])
     work = np.sum(0.5 * (power[1:] + power[:-1]) * np.diff(t))
     assert E[0] - E[-1] > 1.0                                   # friction took real energy
-    assert E[0] - E[-1] == pytest.approx(work, rel=0.02)
+    assert E[0] - E[-1] == pytest.approx(work, rel=1e-3)   # without the armature: 2 %
