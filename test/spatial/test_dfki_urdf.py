@@ -77,3 +77,27 @@ def test_run_01_reaches_the_planar_numbers(urdf_system):
     rigid = measured_inverse(build_spatial_system(URDF), _run('01'))
     e_rigid = torque_fit(rigid.tau, rigid.effort, skip=50)[0]
     assert rmse[1] < 0.5 * e_rigid[1]                # friction and rotors matter on the elbow
+
+
+def test_urdf_regressor_identifies_the_same_parameters_as_the_planar_path(urdf_system):
+    """Issue 27 item 5, "the same identified parameters": unconstrained least squares of the
+    URDF regressor (offsets left out: the planar model has none) against the planar
+    identification (unbounded) on run 01: the same friction, elbow rotor and torques."""
+    from mbfg_ros.planar.problems.identify import IdentifyConfig, identify
+    from mbfg_ros.spatial.identify import parameter_names, regressor
+    log = _run('01')
+    planar = identify(load_system(YAML), [log], IdentifyConfig(bounded=False))
+    st = measured_inverse(urdf_system, log)
+    s = slice(50, -50)
+    W = regressor(urdf_system, st.q[s], st.qd[s], st.qdd[s])
+    names = parameter_names(urdf_system)
+    keep = [i for i, nm in enumerate(names) if not nm.endswith('.offset')]
+    x = np.linalg.lstsq(W[:, keep], st.effort[s].ravel(), rcond=None)[0]
+    np.testing.assert_allclose((W[:, keep] @ x).reshape(-1, 2), planar.predict(log).tau[s],
+                               rtol=0, atol=1e-9)
+    got = dict(zip([names[i] for i in keep], x))
+    want = {p.name: v for p, v in zip(planar.params, planar.values)}
+    for ours, theirs in (('shoulder.b', 'shoulder.b'), ('shoulder.fc', 'shoulder.fc'),
+                         ('elbow.b', 'elbow.b'), ('elbow.fc', 'elbow.fc'),
+                         ('elbow.Ir', 'elbow_motor.Ir')):
+        assert got[ours] == pytest.approx(want[theirs], rel=1e-8), ours
