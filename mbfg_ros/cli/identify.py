@@ -34,11 +34,11 @@ from ..planar.problems.identify import (
 from ..planar.problems.measured import (
     DerivativeOptions, load_joint_bag, load_joint_csv, torque_fit,
 )
-from ..planar.dynamics import load_system
 from ..core.output import write_text_atomic
-from .common import add_force_argument, check_writable, plain, run_cli
+from ..loader import is_urdf
+from .common import add_force_argument, check_writable, load_checked, plain, run_cli
 from .identify_urdf import add_identify_urdf_arguments, identify_urdf_cli
-from .spatial import add_urdf_arguments, is_urdf
+from .spatial import add_urdf_arguments
 
 __all__ = ['main', 'add_measured_arguments', 'measured_logs']
 
@@ -158,7 +158,7 @@ def _main(argv: list[str] | None) -> int:
         raise MbfgError('--overlay is for URDF robots (CONFIG ending in .urdf)')
     check_writable(args.output, 'YAML', args.force,
                    (args.config, *args.measured, *args.bag, *args.validate))
-    sys_ = load_system(args.config)
+    sys_ = load_checked(args.config, 'mbfg-identify')
     logs = measured_logs(args, sys_.mech, args.measured, args.bag)
     weights = None
     if args.weights and args.weights.strip() == 'auto':
