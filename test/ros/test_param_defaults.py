@@ -24,6 +24,8 @@ NODE_ONLY = {
     'future_tolerance', 'diagnostics_period', 'max_tick_load',     # the node's clock / load
     'max_merge_ticks', 'executor',
     'markers_rate', 'frame_id', 'marker_ellipses', 'ellipse_scale',  # RViz markers
+    'contact_threshold', 'contact_min_duration', 'external_effort_sigma',  # the external-
+    'external_wrench_link', 'external_wrench_damping',  # torque detector after the estimate
 }
 """Parameters with no EstimatorConfig counterpart (the ROS edge only)."""
 
