@@ -80,7 +80,8 @@ def test_closed_loop_follows_the_reference_within_limits_and_stops_with_the_data
     ref_pub = node.create_publisher(JointTrajectory, '/estimator_node/reference',
                                     REFERENCE_QOS)
     try:
-        peer.spin_until(lambda: len(arrivals['cmd']) > 50, 90, 'commands in the loop')
+        peer.spin_until(lambda: len(arrivals['cmd']) > 50 and len(arrivals['js']) > 50, 90,
+                        'commands and readings in the loop')
         # the reference: from the pose the estimator holds, each actuated joint `step` on
         # over 1.5 s (a smooth cosine ramp), then held
         js = arrivals['js'][-1][1]
