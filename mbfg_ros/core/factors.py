@@ -39,7 +39,7 @@ from ..planar.dynamics import System, forward_accel
 from ..planar.kinematics import selector
 
 __all__ = [
-    'ErrorFn', 'custom_factor', 'prior_factor', 'euler_error',
+    'ErrorFn', 'custom_factor', 'linear_factor', 'prior_factor', 'euler_error',
     'trapezoidal_error', 'position_constraint_error', 'velocity_constraint_error',
     'forward_dynamics_error', 'forward_dynamics_indep_error', 'inverse_dynamics_error',
     'inverse_dynamics_indep_error', 'ipc_error', 'ivc_error', 'iac_error',
@@ -94,6 +94,36 @@ def custom_factor(keys: Sequence[int], noise: gtsam.noiseModel.Base, fn: ErrorFn
     evaluation kept: :class:`_Evaluation`)."""
     keys = tuple(int(k) for k in keys)
     return gtsam.CustomFactor(noise, list(keys), _Evaluation(fn, keys))
+
+
+def linear_factor(keys: Sequence[int], noise: gtsam.noiseModel.Base, fn: ErrorFn,
+                  xs: Sequence[np.ndarray]) -> gtsam.LinearContainerFactor:
+    """``fn`` linearised once at ``xs`` (the values of ``keys``), as GTSAM's built-in
+    linear factor: a whitened :class:`gtsam.JacobianFactor` in a
+    :class:`gtsam.LinearContainerFactor` holding its linearisation point (issue 24).
+
+    Numerically the factor :func:`custom_factor` gives once GTSAM linearises it at
+    ``xs`` (``NoiseModelFactor::linearize``: A = Σ^-½ J, b = −Σ^-½ e, no noise model
+    left), but ISAM2 never calls back into Python: each callback costs tens of
+    microseconds per linearisation. Only for a solver that keeps the linearisation
+    point (ISAM2 without relinearisation): away from ``xs`` GTSAM moves only b,
+    b − A δ (the factor stays linear). ``noise`` is diagonal (a constrained model
+    has no whitening: use :func:`custom_factor`).
+    """
+    e, J = fn(xs, True)
+    inv = 1.0 / noise.sigmas()
+    b = -e * inv
+    A = [Ji * inv[:, None] for Ji in J]
+    point = gtsam.Values()
+    if len(keys) == 1:
+        jf = gtsam.JacobianFactor(keys[0], A[0], b, None)
+    elif len(keys) == 2:
+        jf = gtsam.JacobianFactor(keys[0], A[0], keys[1], A[1], b, None)
+    else:
+        raise ValueError(f'linear_factor: 1 or 2 keys, got {len(keys)}')
+    for k, x in zip(keys, xs):
+        point.insert(k, x)
+    return gtsam.LinearContainerFactor(jf, point)
 
 
 def sigmas(*blocks: tuple[int, float]) -> gtsam.noiseModel.Diagonal:

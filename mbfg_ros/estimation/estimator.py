@@ -56,6 +56,14 @@ the benchmark shows the same RMSE with relinearisation on, while one
 relinearisation re-evaluates ~30 Python factors (~3 ms) and breaks p99.
 Set ``relinearize_threshold > 0`` to let ISAM2 relinearise large changes.
 
+Factors as linear factors (issue 24): relinearisation off (the default), every
+factor is linearised once, at the values the smoother keeps as the linearisation point
+of its keys (each key's inserted prediction), in numpy here and handed to GTSAM as a
+built-in ``JacobianFactor`` in a ``LinearContainerFactor``
+(:func:`factors.linear_factor`): the same numbers ISAM2 got from a CustomFactor, but no
+Python callback inside ISAM2's update. With ``relinearize_threshold > 0`` they stay
+CustomFactors, which ISAM2 can relinearise.
+
 Covariance: ``marginalCovariance`` of the newest key every
 ``covariance_every`` ticks (default 10: it costs ~0.05 ms, a tenth of a tick).
 
@@ -445,6 +453,7 @@ class Estimator:
         self._window: deque[tuple[float, int]] = deque()   # (time, index) inside the smoother
         self._times: list[float] = []                        # same times, for bisect
         self._x_hist: deque[tuple[float, np.ndarray]] = deque()  # (time, x at its tick)
+        self._theta: dict[int, np.ndarray] = {}     # key index -> its linearisation point
         self._last: Estimate | None = None
         self._x_last: np.ndarray | None = None
         self._std_last: np.ndarray | None = None
@@ -534,10 +543,11 @@ class Estimator:
         key = gtsam.symbol('x', 0)
         graph = gtsam.NonlinearFactorGraph()
         graph.add(F.prior_factor(key, x0, prior))
+        self._theta = {0: x0}
         graph.add(self._state_factor(key, t, x0))
         obs = [p.ob for p in fresh]
         if obs:
-            graph.add(observation_factor(key, self.sm, obs))
+            graph.add(observation_factor(key, self.sm, obs, self._at(0)))
         values = gtsam.Values()
         values.insert(key, x0)
         try:
@@ -554,12 +564,30 @@ class Estimator:
         return self._finish(t, key, x, start)
 
     # -- per tick ---------------------------------------------------------------------
-    def _state_factor(self, key: int, t: float, x: np.ndarray) -> gtsam.CustomFactor:
+    def _state_factor(self, key: int, t: float, x: np.ndarray) -> gtsam.NonlinearFactor:
         """The state factor of tick ``t`` (known torques in force then; its noise widened
-        for actuators of unknown effort at the state ``x`` it is inserted at)."""
+        for actuators of unknown effort at the state ``x`` it is inserted at, which is
+        also its linearisation point)."""
         tau = self.applied_torque(t)
-        return F.custom_factor([key], self._dynamics_noise(x, tau)[1],
-                               functools.partial(F.stacked_state_error, self.sys, tau))
+        return self._factor([key], self._dynamics_noise(x, tau)[1],
+                            functools.partial(F.stacked_state_error, self.sys, tau), [x])
+
+    def _linear(self) -> bool:
+        """Factors linearised here once (module docstring): relinearisation off."""
+        return self.config.relinearize_threshold <= 0
+
+    def _at(self, *ks: int) -> list[np.ndarray] | np.ndarray | None:
+        """The linearisation points of key indices ``ks`` (None: CustomFactors)."""
+        if not self._linear():
+            return None
+        return self._theta[ks[0]] if len(ks) == 1 else [self._theta[k] for k in ks]
+
+    def _factor(self, keys: list[int], noise: gtsam.noiseModel.Base, fn: F.ErrorFn,
+                at: list[np.ndarray]) -> gtsam.NonlinearFactor:
+        """``fn`` on ``keys`` as a linear factor at ``at``, or a CustomFactor."""
+        if self._linear():
+            return F.linear_factor(keys, noise, fn, at)
+        return F.custom_factor(keys, noise, fn)
 
     def _dynamics_noise(self, x: np.ndarray, tau: np.ndarray
                         ) -> tuple[np.ndarray, gtsam.noiseModel.Base]:
@@ -591,7 +619,7 @@ class Estimator:
         self._x_hist.append((t, x))
         horizon = t - self.config.lag_duration
         while self._window and self._window[0][0] < horizon:
-            self._window.popleft()
+            self._theta.pop(self._window.popleft()[1], None)
             self._x_hist.popleft()
             self._times.pop(0)
 
@@ -760,25 +788,27 @@ class Estimator:
             self._reset_keep_pending('diverged', str(exc))
             return None
         graph = gtsam.NonlinearFactorGraph()
+        self._theta[k] = guess
         graph.add(self._state_factor(key, t, guess))
+        at = [self._theta[self._k], guess]
         noise = self._integ_noise if dt <= self._dt * (1 + 1e-6) else \
             gtsam.noiseModel.Diagonal.Sigmas(self._integrator_sigma(dt))
         if self.config.unknown_effort_sigma > 0 and not self._tau_live.all():
             # torques unknown: the dynamics barely fix q̈; bound its change by the jerk
             noise = gtsam.noiseModel.Diagonal.Sigmas(np.concatenate((
                 self._integrator_sigma(dt), self._jerk * dt)))
-            graph.add(F.custom_factor([prev, key], noise, functools.partial(
-                F.stacked_trapezoidal_jerk_error, n, dt)))
+            graph.add(self._factor([prev, key], noise, functools.partial(
+                F.stacked_trapezoidal_jerk_error, n, dt), at))
         else:
-            graph.add(F.custom_factor([prev, key], noise,
-                                      functools.partial(F.stacked_trapezoidal_error, n, dt)))
+            graph.add(self._factor([prev, key], noise,
+                                   functools.partial(F.stacked_trapezoidal_error, n, dt), at))
         used = []
         for kk, obs in single.items():
-            graph.add(observation_factor(gtsam.symbol('x', kk), self.sm, obs))
+            graph.add(observation_factor(gtsam.symbol('x', kk), self.sm, obs, self._at(kk)))
             used += obs
         for (kk, span), obs in pairs.items():
             graph.add(interval_factor(gtsam.symbol('x', kk - 1), gtsam.symbol('x', kk), span,
-                                      self.sm, obs))
+                                      self.sm, obs, self._at(kk - 1, kk)))
             used += obs
         values = gtsam.Values()
         values.insert(key, guess)
@@ -808,6 +838,7 @@ class Estimator:
         values = gtsam.Values()
         values.insert(key, guess)
         self._smoother = self._new_smoother()
+        self._theta = {k: guess}
         self._window.clear()
         self._times.clear()
         self._x_hist.clear()
