@@ -776,20 +776,43 @@ class Estimator:
         n = self.n
         k = self._k + 1
         dt = t - self._t_last
-        key, prev = gtsam.symbol('x', k), gtsam.symbol('x', self._k)
+        key = gtsam.symbol('x', k)
         q, qd, qdd = self._x_last[:n], self._x_last[n:2 * n], self._x_last[2 * n:]
         guess = np.concatenate((q + dt * qd + 0.5 * dt * dt * qdd, qd + dt * qdd, qdd))
-        # the gate's process noise and the state factor use the same dynamics σ
-        self._tick_dyn_sigma = self._dynamics_noise(guess, self.applied_torque(t))[0]
+        # the gate's process noise and the state factor use the same dynamics σ (one
+        # evaluation per tick: with unknown efforts it costs a forward dynamics per actuator)
+        tau = self.applied_torque(t)
+        self._tick_dyn_sigma, state_noise = self._dynamics_noise(guess, tau)
         try:
             single, pairs, newest = self._attach(t, k)
         except _Diverged as exc:        # the estimate is lost: start again from the readings
             self._pending = exc.ready + self._pending
             self._reset_keep_pending('diverged', str(exc))
             return None
-        graph = gtsam.NonlinearFactorGraph()
         self._theta[k] = guess
-        graph.add(self._state_factor(key, t, guess))
+        graph, used = self._graph(k, dt, guess, tau, state_noise, single, pairs)
+        values = gtsam.Values()
+        values.insert(key, guess)
+        try:
+            x = self._update(graph, values, key, t)
+        except Exception as exc:          # noqa: BLE001 - any GTSAM failure
+            self._counters['dropped_reset'] += len(used)
+            return self._recover(t, k, guess, repr(exc), start)
+        self._count_used(used)
+        self._last_reading = max(self._last_reading, newest)
+        return self._advance(t, k, key, x, start)
+
+    def _graph(self, k: int, dt: float, guess: np.ndarray, tau: np.ndarray,
+               state_noise: gtsam.noiseModel.Base, single: dict, pairs: dict
+               ) -> tuple[gtsam.NonlinearFactorGraph, list[Observation]]:
+        """The new factors of tick ``k`` (``dt`` after the previous one, inserted at
+        ``guess``): state, integrator, and the readings of :meth:`_attach`; with the
+        readings used."""
+        n = self.n
+        key, prev = gtsam.symbol('x', k), gtsam.symbol('x', self._k)
+        graph = gtsam.NonlinearFactorGraph()
+        graph.add(self._factor([key], state_noise,
+                               functools.partial(F.stacked_state_error, self.sys, tau), [guess]))
         at = [self._theta[self._k], guess]
         noise = self._integ_noise if dt <= self._dt * (1 + 1e-6) else \
             gtsam.noiseModel.Diagonal.Sigmas(self._integrator_sigma(dt))
@@ -810,16 +833,7 @@ class Estimator:
             graph.add(interval_factor(gtsam.symbol('x', kk - 1), gtsam.symbol('x', kk), span,
                                       self.sm, obs, self._at(kk - 1, kk)))
             used += obs
-        values = gtsam.Values()
-        values.insert(key, guess)
-        try:
-            x = self._update(graph, values, key, t)
-        except Exception as exc:          # noqa: BLE001 - any GTSAM failure
-            self._counters['dropped_reset'] += len(used)
-            return self._recover(t, k, guess, repr(exc), start)
-        self._count_used(used)
-        self._last_reading = max(self._last_reading, newest)
-        return self._advance(t, k, key, x, start)
+        return graph, used
 
     def _recover(self, t: float, k: int, guess: np.ndarray, detail: str,
                  start: float) -> Estimate | None:
@@ -860,17 +874,21 @@ class Estimator:
         for o in obs:
             self._counters['used_' + o.kind] += 1
 
+    def _covariance(self, key: int) -> None:
+        """σ of the newest key's marginal (published as q_std, qd_std; the gate's σ_x)."""
+        try:
+            cov = self._smoother.marginalCovariance(key)
+            self._std_last = np.sqrt(np.maximum(np.diag(cov), 0.0))
+        except Exception:             # noqa: BLE001 - keep the last one
+            if self._std_last is None:
+                self._std_last = np.full(3 * self.n, np.nan)
+
     def _finish(self, t: float, key: int, x: np.ndarray, start: float) -> Estimate:
         n = self.n
         self._counters['ticks'] += 1
         cfg = self.config
         if self._std_last is None or self._since_cov + 1 >= cfg.covariance_every:
-            try:
-                cov = self._smoother.marginalCovariance(key)
-                self._std_last = np.sqrt(np.maximum(np.diag(cov), 0.0))
-            except Exception:             # noqa: BLE001 - keep the last one
-                if self._std_last is None:
-                    self._std_last = np.full(3 * n, np.nan)
+            self._covariance(key)
             self._since_cov = 0
         else:
             self._since_cov += 1
