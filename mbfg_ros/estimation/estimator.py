@@ -64,6 +64,15 @@ built-in ``JacobianFactor`` in a ``LinearContainerFactor``
 Python callback inside ISAM2's update. With ``relinearize_threshold > 0`` they stay
 CustomFactors, which ISAM2 can relinearise.
 
+Marginalisation in batches (issue 24): the smoother marginalises the keys that left the
+window :data:`MARGINALISE_EVERY` ticks at a time, not one per tick (each marginalisation
+re-eliminates the Bayes tree's path to the root: a quarter of the update's cost). Its
+keys are stamped at their tick's time rounded down to that batch, and its own lag is
+one batch longer, so a key leaves it at most two batches after ``lag_duration`` and never
+before: the window of readings (``lag_duration``, late readings, ``dropped_too_old``) is
+unchanged. Everything in the smoother is linear (relinearisation off), so marginalising
+later gives the same estimate up to rounding.
+
 Covariance: ``marginalCovariance`` of the newest key every
 ``covariance_every`` ticks (default 10: it costs ~0.05 ms, a tenth of a tick).
 
@@ -123,6 +132,9 @@ RESET_REASONS = ('backwards', 'clock_jump', 'tick_gap', 'failure', 'init_failure
 """The fixed set of reset categories (``reset:<category>`` counters); details such as
 the exception go to :attr:`Estimator.last_reset_reason` for the log."""
 
+MARGINALISE_EVERY = 5
+"""Ticks per marginalisation batch (module docstring)."""
+
 _COUNTERS = ('ticks', 'initialisations', 'resets', 'late', 'dropped_nonfinite',
              'dropped_bad_length', 'dropped_unknown_joint', 'dropped_unknown_sensor',
              'dropped_too_old', 'dropped_empty', 'dropped_overflow', 'dropped_before_init',
@@ -174,6 +186,7 @@ class Estimator:
         self.n = sys.n
         self._dt = 1.0 / cfg.frequency
         self._eps = 1e-9 * self._dt          # a stamp this close to a tick is at the tick
+        self._batch = MARGINALISE_EVERY * self._dt    # s: the smoother's stamps, rounded
         self._joint_index = {nm: i for i, nm in enumerate(self.sm.joint_names)}
         self._imu_index = {nm: i for i, nm in enumerate(self.sm.imu_names)}
         self._act_of_joint = {j: k for k, j in enumerate(sys.actuator_joints)
@@ -478,7 +491,8 @@ class Estimator:
         return self._window[0][0] - self._eps
 
     def _new_smoother(self) -> gtsam.IncrementalFixedLagSmoother:
-        return gtsam.IncrementalFixedLagSmoother(self.config.lag_duration, self._params)
+        return gtsam.IncrementalFixedLagSmoother(self.config.lag_duration + self._batch,
+                                                 self._params)
 
     # -- start-up ------------------------------------------------------------------
     _POSITION_KINDS = ('joint_pos', 'orient')
@@ -766,7 +780,8 @@ class Estimator:
     def _update(self, graph: gtsam.NonlinearFactorGraph, values: gtsam.Values, key: int,
                 t: float) -> np.ndarray:
         """One smoother update; the new state's estimate, or an exception if not finite."""
-        self._smoother.update(graph, values, {key: t})
+        batch = self._batch
+        self._smoother.update(graph, values, {key: math.floor(t / batch) * batch})
         x = self._smoother.calculateEstimateVector(key)
         if not np.all(np.isfinite(x)):
             raise FloatingPointError('non-finite estimate')
