@@ -96,8 +96,10 @@ def custom_factor(keys: Sequence[int], noise: gtsam.noiseModel.Base, fn: ErrorFn
     return gtsam.CustomFactor(noise, list(keys), _Evaluation(fn, keys))
 
 
-def linear_factor(keys: Sequence[int], noise: gtsam.noiseModel.Base, fn: ErrorFn,
-                  xs: Sequence[np.ndarray]) -> gtsam.LinearContainerFactor:
+def linear_factor(keys: Sequence[int], noise: gtsam.noiseModel.Base, fn: ErrorFn | None,
+                  xs: Sequence[np.ndarray],
+                  evaluated: tuple[np.ndarray, Sequence[np.ndarray]] | None = None
+                  ) -> gtsam.LinearContainerFactor:
     """``fn`` linearised once at ``xs`` (the values of ``keys``), as GTSAM's built-in
     linear factor: a whitened :class:`gtsam.JacobianFactor` in a
     :class:`gtsam.LinearContainerFactor` holding its linearisation point (issue 24).
@@ -109,11 +111,16 @@ def linear_factor(keys: Sequence[int], noise: gtsam.noiseModel.Base, fn: ErrorFn
     point (ISAM2 without relinearisation): away from ``xs`` GTSAM moves only b,
     b − A δ (the factor stays linear). ``noise`` is diagonal (a constrained model
     has no whitening: use :func:`custom_factor`).
+
+    ``evaluated``: ``fn(xs, True)`` when the caller has it already (e.g. an innovation
+    gate that evaluated the same model at the same point): then ``fn`` is not called.
     """
-    e, J = fn(xs, True)
+    e, J = fn(xs, True) if evaluated is None else evaluated
     inv = 1.0 / noise.sigmas()
     b = -e * inv
-    A = [Ji * inv[:, None] for Ji in J]
+    # Σ^-½ J row by row, built transposed so that the result is column-major (Eigen's
+    # layout: pybind11 then passes it without a copy)
+    A = [(np.asarray(Ji).T * inv).T for Ji in J]
     point = gtsam.Values()
     if len(keys) == 1:
         jf = gtsam.JacobianFactor(keys[0], A[0], b, None)
