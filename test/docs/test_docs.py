@@ -1,5 +1,7 @@
-"""The README a newcomer reads first: reachable commands, links and files that exist, lists
-that end before the next paragraph (issue 14)."""
+"""The README a newcomer reads first and the docs by topic: reachable commands, a short README,
+every measured table once (in BENCHMARKS.md, under its command), lists that end before the
+next paragraph, a balance you can check (issues 14 and 23). Names (files, modules, flags,
+parameters, links) are checked by test_docs_references.py."""
 from __future__ import annotations
 
 import os
@@ -7,9 +9,14 @@ import re
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / 'README.md').read_text()
+BENCH = (ROOT / 'BENCHMARKS.md').read_text()
+PAGES = ('urdf-arms', 'planar-yaml', 'node-reference', 'running-on-a-robot', 'real-hardware',
+         'science', 'architecture', 'cli')
+DOCS = {p.name: p.read_text() for p in sorted((ROOT / 'docs').glob('*.md'))}
 
 
 def _prose(text: str) -> list[tuple[int, str]]:
@@ -24,35 +31,111 @@ def _prose(text: str) -> list[tuple[int, str]]:
     return out
 
 
-def test_readme_says_how_to_reach_the_commands():
-    assert 'source .venv/bin/activate' in README
-    setup = (ROOT / 'setup.py').read_text()
-    for cmd in re.findall(r"'(mbfg-[a-z]+) = ", setup):
-        assert cmd in README.split('## Use it on your robot')[0], cmd
+def _section(text: str, heading: str) -> str:
+    """The text under the heading that starts with ``heading``, up to the next heading of
+    the same or a higher level (headings inside fenced code do not count)."""
+    out, level, fenced = None, 0, False
+    for line in text.splitlines():
+        if line.lstrip().startswith('```'):
+            fenced = not fenced
+        m = None if fenced else re.match(r'(#+) (.*)', line)
+        if out is None:
+            if m and m.group(2).startswith(heading):
+                out, level = [], len(m.group(1))
+        elif m and len(m.group(1)) <= level:
+            break
+        else:
+            out.append(line)
+    assert out is not None, heading
+    return '\n'.join(out)
 
 
-def test_benchmark_tables_live_in_benchmarks_md_linked_from_the_readme():
-    bench = (ROOT / 'BENCHMARKS.md').read_text()
+def _table_rows(text: str) -> list[str]:
+    """Measured rows: Markdown table rows and fenced output lines that carry numbers."""
+    rows, fenced = [], False
+    for line in text.splitlines():
+        if line.lstrip().startswith('```'):
+            fenced = not fenced
+            continue
+        s = line.strip()
+        if s.startswith('|') and not set(s) <= set('|-: ') and re.search(r'\d\.\d', s):
+            rows.append(s)
+        elif fenced and re.search(r'\d\.\d.*\d\.\d', s) and len(s) > 40:
+            rows.append(s)
+    return rows
+
+
+def test_readme_is_short_and_links_every_docs_page():
+    assert len(README.splitlines()) <= 400
+    for page in PAGES:
+        assert (ROOT / 'docs' / f'{page}.md').exists(), page
+        assert f'(docs/{page}.md)' in README, page
     assert '[BENCHMARKS.md](BENCHMARKS.md)' in README
+
+
+def test_readme_says_how_to_reach_the_commands():
+    quick = README.split('## Use it on your robot')[0]
+    assert 'source .venv/bin/activate' in quick
+    for make in ('make demo', 'make test', 'make test-jazzy'):
+        assert make in quick, make
+    setup = (ROOT / 'setup.py').read_text()
+    commands = re.findall(r"'(mbfg-[a-z]+) = ", setup)
+    assert len(commands) >= 5
+    for cmd in commands:
+        assert cmd in quick, cmd
+
+
+def test_every_bench_script_has_its_section_and_command():
+    scripts = sorted(p.name for p in (ROOT / 'bench').glob('*.py') if p.name != 'common.py')
+    assert len(scripts) >= 10
+    for name in scripts:
+        assert f'python bench/{name}' in BENCH, name
+    assert 'bench/common.py' in BENCH
+
+
+def test_every_benchmark_table_follows_its_command():
+    """In each section of BENCHMARKS.md, the first table comes after a ``python bench/`` line."""
+    for section in re.split(r'\n(?=#{2,3} )', BENCH):
+        rows = _table_rows(section)
+        if not rows:
+            continue
+        before = section.split(rows[0])[0]
+        assert re.search(r'python bench/\w+\.py', before), section.splitlines()[0]
+
+
+def test_benchmark_tables_live_in_benchmarks_md_once():
     for table in ('Seed 000 Table 3: inverse dynamics CPU time', 'Four-bar free fall, 5 s',
-                  'RMSE so far mm', 'scenario                                         crank'):
-        assert table in bench and table not in README, table
+                  'RMSE so far mm', 'scenario                                         crank',
+                  '| fourbar | 100 Hz enc + IMU | 100 Hz | quiet |', 'puma560 (6R)      QR µs',
+                  'numpy τ+J', '| 01 | rigid | 0.193 (r 0.89)', '| nominal | 0.93 / 1.15 |'):
+        assert BENCH.count(table) == 1, table
+        assert table not in README, table
+        for name, text in DOCS.items():
+            assert table not in text, (name, table)
+    rows = _table_rows(BENCH)
+    assert len(rows) > 100
+    dup = sorted({r for r in rows if rows.count(r) > 1})
+    assert not dup, dup[:5]
+    for name, text in [('README.md', README)] + list(DOCS.items()):
+        again = [r for r in _table_rows(text) if r in rows]
+        assert not again, (name, again[:3])
 
 
-def test_every_file_the_docs_and_configs_name_exists():
-    texts = [README, (ROOT / 'BENCHMARKS.md').read_text()]
-    texts += [p.read_text() for p in sorted((ROOT / 'config').glob('*.yaml'))]
+def test_every_file_the_configs_name_exists():
     named = set()
-    for text in texts:
+    for p in sorted((ROOT / 'config').rglob('*')):
+        if p.suffix not in ('.yaml', '.md'):
+            continue
         named |= set(re.findall(r'\b((?:test|config|bench)/[\w./-]+\.(?:py|yaml|txt|md))',
-                                text))
-    assert 'test/planar/test_statics_equilibrium.py' in named
+                                p.read_text()))
     missing = sorted(p for p in named if not (ROOT / p).exists())
     assert not missing, missing
 
 
-def test_no_paragraph_runs_into_the_list_above_it():
-    lines = _prose(README)
+@pytest.mark.parametrize('name', ['README.md', 'BENCHMARKS.md'] + sorted(DOCS))
+def test_no_paragraph_runs_into_the_list_above_it(name):
+    text = (ROOT / name).read_text() if name in ('README.md', 'BENCHMARKS.md') else DOCS[name]
+    lines = _prose(text)
     bad = []
     for (_, prev), (k, line) in zip(lines, lines[1:]):
         in_list = bool(re.match(r'\s*([-*]|\d+\.)\s', prev)) or (prev.startswith('  ')
@@ -60,25 +143,28 @@ def test_no_paragraph_runs_into_the_list_above_it():
         starts_paragraph = bool(line.strip()) and not line[0].isspace() and not re.match(
             r'([-*]\s|[|#>]|\d+\.\s)', line)
         if in_list and starts_paragraph:
-            bad.append(f'README.md:{k}: {line[:50]}')
+            bad.append(f'{name}:{k}: {line[:50]}')
     assert not bad, bad
 
 
-def test_readme_statics_section_shows_the_balance_check():
-    section = README.split('### Statics and reactions you can check')[1].split('\n## ')[0]
-    for word in ('force_balance', 'moment_balance', 'pivot_on_bar', 'saddle', '--no-stable',
+def test_statics_docs_show_the_verdicts_and_the_balance_check():
+    cli = _section(DOCS['cli.md'], 'mbfg-statics')
+    for word in ('saddle', '--no-stable', 'stable equilibrium at crank'):
+        assert word in cli, word
+    science = _section(DOCS['science.md'], 'Statics and reactions you can check')
+    for word in ('force_balance', 'moment_balance', 'pivot_on_bar',
                  'test/planar/test_reactions_balance.py'):
-        assert word in section, word
+        assert word in science, word
 
 
-def test_the_readme_balance_check_runs_and_balances():
-    section = README.split('### Statics and reactions you can check')[1].split('\n## ')[0]
+def test_the_docs_balance_check_runs_and_balances():
+    section = _section(DOCS['science.md'], 'Statics and reactions you can check')
     code = section.split('```python\n')[1].split('```')[0]
     cwd = os.getcwd()
     os.chdir(ROOT)
     try:
         ns: dict = {}
-        exec(compile(code, 'README.md', 'exec'), ns)      # noqa: S102 (our own README)
+        exec(compile(code, 'docs/science.md', 'exec'), ns)      # noqa: S102 (our own docs)
     finally:
         os.chdir(cwd)
     assert ns['eq'].verdict == 'stable'
