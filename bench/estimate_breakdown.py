@@ -69,8 +69,9 @@ class PhaseTimer:
         return {k: 0 for k in PHASES + ('tick', 'messages')}
 
     def wrap(self, est: Estimator) -> None:
-        for method, phase in _METHODS:
-            setattr(est, method, self._timed(getattr(est, method), phase))
+        for method, phase in _METHODS:       # an older Estimator lacks some: 'other' then
+            if hasattr(est, method):
+                setattr(est, method, self._timed(getattr(est, method), phase))
 
     def _timed(self, fn: Callable, phase: str) -> Callable:
         def call(*args, **kw):
