@@ -201,14 +201,17 @@ def observation_sigmas(obs: Sequence[Observation]) -> np.ndarray:
 
 
 def observation_factor(key: int, sm: SensorModel, obs: Sequence[Observation],
-                       at: np.ndarray | None = None) -> gtsam.NonlinearFactor:
+                       at: np.ndarray | None = None,
+                       evaluated: tuple[np.ndarray, list[np.ndarray]] | None = None
+                       ) -> gtsam.NonlinearFactor:
     """One factor over ``key`` for all readings ``obs`` taken at its time (diagonal
     noise from their σ): a CustomFactor, or with ``at`` (the key's linearisation point)
-    the same equations linearised there once (:func:`~mbfg_ros.core.factors.linear_factor`)."""
+    the same equations linearised there once (:func:`~mbfg_ros.core.factors.linear_factor`;
+    ``evaluated``: :func:`observation_error` of ``obs`` at ``at``, if the caller has it)."""
     obs = tuple(obs)
     noise = gtsam.noiseModel.Diagonal.Sigmas(observation_sigmas(obs))
     if at is not None:
-        return linear_factor([key], noise, _Bound(sm, obs), [at])
+        return linear_factor([key], noise, _Bound(sm, obs), [at], evaluated)
     return custom_factor([key], noise, _Bound(sm, obs))
 
 
