@@ -62,7 +62,10 @@ of its keys (each key's inserted prediction), in numpy here and handed to GTSAM 
 built-in ``JacobianFactor`` in a ``LinearContainerFactor``
 (:func:`factors.linear_factor`): the same numbers ISAM2 got from a CustomFactor, but no
 Python callback inside ISAM2's update. With ``relinearize_threshold > 0`` they stay
-CustomFactors, which ISAM2 can relinearise.
+CustomFactors, which ISAM2 can relinearise. Relinearisation off, nothing but the newest
+key's estimate is ever read from the solution, so ISAM2's back-substitution stops at the
+cliques it re-eliminated (the new key's path to the root, where the estimate is exact):
+its wildfire threshold is infinite, instead of re-solving every clique whose parent moved.
 
 Marginalisation in batches (issue 24): the smoother marginalises the keys that left the
 window :data:`MARGINALISE_EVERY` ticks at a time, not one per tick (each marginalisation
@@ -200,6 +203,13 @@ class Estimator:
         self._params.setFactorization('QR')
         self._params.findUnusedFactorSlots = True
         self._params.relinearizeSkip = max(1, cfg.relinearize_skip)
+        if cfg.relinearize_threshold <= 0:
+            # only the newest key's estimate is read, and with relinearisation off nothing
+            # else uses the solution: back-substitute the re-eliminated cliques (the new key
+            # and its path to the root: exact) and not the untouched subtrees (module doc)
+            gn = gtsam.ISAM2GaussNewtonParams()
+            gn.setWildfireThreshold(math.inf)
+            self._params.setOptimizationParams(gn)
         if cfg.relinearize_threshold > 0:
             self._params.setRelinearizeThreshold(cfg.relinearize_threshold)
         else:
