@@ -404,6 +404,15 @@ class Estimator:
         return a
 
     @staticmethod
+    def _sigmas(var: np.ndarray | None, k: int, default: float) -> np.ndarray:
+        """σ per reading: sqrt of a finite positive variance, else ``default``
+        (:meth:`_sigma` for ``k`` readings at once)."""
+        if var is None:
+            return np.full(k, default)
+        ok = np.isfinite(var) & (var > 0)
+        return np.where(ok, np.sqrt(np.where(ok, var, 1.0)), default)
+
+    @staticmethod
     def _sigma(var, default: float) -> float:
         if var is not None and np.isfinite(var) and var > 0:
             return float(np.sqrt(var))
@@ -418,6 +427,11 @@ class Estimator:
         eff = self._values(m.effort, k, 'effort')
         pvar = self._values(m.position_var, k, 'position_var')
         vvar = self._values(m.velocity_var, k, 'velocity_var')
+        # finiteness and σ of every reading at once (the per-joint loop only builds them)
+        p_ok = np.isfinite(pos).tolist() if pos is not None else [False] * k
+        v_ok = np.isfinite(vel).tolist() if vel is not None else [False] * k
+        sp = self._sigmas(pvar, k, cfg.encoder_sigma) if any(p_ok) else None
+        sv = self._sigmas(vvar, k, cfg.encoder_rate_sigma) if any(v_ok) else None
         out = []
         for i, nm in enumerate(names):
             j = self._joint_index.get(nm)
@@ -426,12 +440,10 @@ class Estimator:
                     self._unknown.add(nm)
                     self._counters['dropped_unknown_joint'] += 1
                 continue
-            if pos is not None and np.isfinite(pos[i]):
-                s = self._sigma(None if pvar is None else pvar[i], cfg.encoder_sigma)
-                out.append(Observation('joint_pos', j, np.array([pos[i]]), np.array([s])))
-            if vel is not None and np.isfinite(vel[i]):
-                s = self._sigma(None if vvar is None else vvar[i], cfg.encoder_rate_sigma)
-                out.append(Observation('joint_vel', j, np.array([vel[i]]), np.array([s])))
+            if p_ok[i]:
+                out.append(Observation('joint_pos', j, pos[i:i + 1].copy(), sp[i:i + 1]))
+            if v_ok[i]:
+                out.append(Observation('joint_vel', j, vel[i:i + 1].copy(), sv[i:i + 1]))
             a = self._act_of_joint.get(nm)
             if a is not None and eff is not None and np.isfinite(eff[i]):
                 self._tau[a] = eff[i]
