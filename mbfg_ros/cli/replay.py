@@ -26,6 +26,7 @@ none of the mechanism's joints (the message lists both).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import sys
 import time
@@ -37,11 +38,13 @@ import numpy as np
 
 from ..loader import load_mechanism, mechanism_warning
 from ..core.bag import BagError, BagWriter, bag_topics, read_messages, typestore
+from ..core.output import atomic_dir, atomic_path, check_output
 from ..ros import conversions as cv
 from ..ros.driver import EstimatorDriver, TickOutput
 from ..ros.params import ESTIMATOR_PARAMS, load_params_file, parse_estimator
 from .common import (
     Progress,
+    add_force_argument,
     check_writable,
     plain,
     run_cli,
@@ -80,6 +83,8 @@ class ReplayResult:
     span: float = 0.0
     wall: float = 0.0
     error: str | None = None
+    bag_joints: dict = field(default_factory=dict)     # JointState names seen, in order
+    matched: int = 0                                  # JointState messages with a joint
     counters: dict = field(default_factory=dict)
     joint_names: tuple = ()
     coordinate_names: tuple = ()
@@ -101,7 +106,7 @@ class _Sink:
         self.res = result
         self.store = typestore()
         self.kit = cv.rosbags_kit(self.store)
-        self.bag = BagWriter(output, storage, self.store, overwrite=True) if output else None
+        self.bag = BagWriter(output, storage, self.store) if output else None
         if self.bag is not None:
             self.bag.open()
         self.topics = {k: _absolute(k) for k in ('~/joint_states', '~/state', '~/state_stddev')}
@@ -202,14 +207,43 @@ def replay(bag: str | Path, mechanism: str | Path, params: dict | None = None,
     out_path = Path(output) if output else None
     csv_p = Path(csv_path) if csv_path else (out_path.with_name(out_path.name + '.csv')
                                               if out_path else None)
-    sink = _Sink(driver, out_path, csv_p, storage, settings.values['command_topic'], res)
+    for path, what in ((out_path, 'bag'), (csv_p, 'CSV')):    # never the input (issue 26)
+        check_output(path, what, force=True, inputs=(bag, mechanism),
+                     directory=what == 'bag')
     res.output, res.csv = out_path, csv_p
+    # issue 26: bag and CSV go to temporaries beside them, renamed into place only when the
+    # replay ends (a bag breaking part-way included: what was estimated is kept); a signal
+    # or an error removes them and leaves the old outputs as they were
+    with contextlib.ExitStack() as outputs:
+        bag_tmp = outputs.enter_context(atomic_dir(out_path, 'bag')) if out_path else None
+        csv_tmp = outputs.enter_context(atomic_path(csv_p, 'CSV')) if csv_p else None
+        sink = _Sink(driver, bag_tmp, csv_tmp, storage, settings.values['command_topic'], res)
+        _feed(bag, driver, settings, sink, res, jtopic, imu_topics, ref_topic, truth_topics,
+              wanted, have, show_progress)
+    res.counters = dict(driver.counters)
+    res.t = np.array(res.times)
+    if res.bag_joints and not res.matched and driver.joint_names:
+        raise BagError(f'{bag}: none of the joint names in {jtopic} is a joint of '
+                       f'{mechanism}: the bag has {", ".join(res.bag_joints)}; the mechanism '
+                       f'has {", ".join(driver.joint_names)} (its joints[].name must match '
+                       'JointState.name)')
+    if plot:
+        res.plot = Path(plot)
+        plot_replay(res, system, res.plot)
+    if res.error:
+        raise BagError(f'{res.error} (wrote what was estimated before: {len(res.times)} ticks)')
+    return res
+
+
+def _feed(bag: Path, driver: EstimatorDriver, settings: Any, sink: _Sink, res: ReplayResult,
+          jtopic: str, imu_topics: dict, ref_topic: str, truth_topics: list, wanted: dict,
+          have: dict, show_progress: bool) -> None:
+    """Every message of ``bag`` through ``driver`` in stamp order, tick outputs to ``sink``."""
     first = last = None
     clock = None
     tolerance = max(float(getattr(settings.config, 'backwards_tolerance', 0.5)), 0.0)
     progress = None
-    bag_joints: dict[str, None] = {}       # JointState names seen, in order
-    matched = 0                            # JointState messages with a mechanism joint
+    bag_joints = res.bag_joints            # JointState names seen, in order
     start = time.perf_counter()
     try:
         for m in read_messages(bag, {t: v for t, v in wanted.items() if t in have}):
@@ -246,7 +280,7 @@ def replay(bag: str | Path, mechanism: str | Path, params: dict | None = None,
                     pass
                 rec = driver.joint_state(m.msg)
                 if rec is not None:
-                    matched += 1
+                    res.matched += 1
                     res.measured.append((t / NS, rec.names, rec.position, rec.velocity))
             else:
                 driver.imu(m.msg, imu_topics[m.topic])
@@ -267,19 +301,6 @@ def replay(bag: str | Path, mechanism: str | Path, params: dict | None = None,
             progress.close()
     res.wall = time.perf_counter() - start
     res.span = (last - first) / NS if first is not None else 0.0
-    res.counters = dict(driver.counters)
-    res.t = np.array(res.times)
-    if bag_joints and not matched and driver.joint_names:
-        raise BagError(f'{bag}: none of the joint names in {jtopic} is a joint of '
-                       f'{mechanism}: the bag has {", ".join(bag_joints)}; the mechanism has '
-                       f'{", ".join(driver.joint_names)} (its joints[].name must match '
-                       'JointState.name)')
-    if plot:
-        res.plot = Path(plot)
-        plot_replay(res, system, res.plot)
-    if res.error:
-        raise BagError(f'{res.error} (wrote what was estimated before: {len(res.times)} ticks)')
-    return res
 
 
 _SPAN_CACHE: dict = {}
@@ -332,7 +353,7 @@ def plot_replay(res: ReplayResult, system: Any, path: Path) -> list[str]:
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
 
-    from ..planar.sensors import wrap_angle
+    from ..core.angles import wrap_angle
 
     names = res.joint_names
     J = len(names)
@@ -445,6 +466,7 @@ def _parser() -> argparse.ArgumentParser:
                    help='storage of the output bag: mcap (one file, default) or sqlite3 '
                         '(the older rosbag2 default)')
     p.add_argument('--quiet', action='store_true', help='no progress bar')
+    add_force_argument(p)
     return p
 
 
@@ -471,9 +493,10 @@ def _main(argv: Sequence[str] | None) -> int:
     if unknown:
         parse_estimator(params, where=str(a.params))      # raises, naming the key
     output = a.output or str(Path(bag).resolve()) + '_estimates'
-    check_writable(output, 'directory')
-    check_writable(a.csv, 'CSV')
-    check_writable(a.plot, 'plot')
+    inputs = (mechanism, bag, a.params, a.overlay)
+    check_writable(output, 'directory', a.force, inputs)
+    check_writable(a.csv or output + '.csv', 'CSV', a.force, inputs)
+    check_writable(a.plot, 'plot', a.force, inputs)
     res = replay(bag, mechanism, params, output=output, csv_path=a.csv, plot=a.plot,
                  storage=a.storage, show_progress=not a.quiet)
     ms = 1e3 * float(np.mean(res.tick_seconds)) if res.tick_seconds else float('nan')

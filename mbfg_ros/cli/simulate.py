@@ -27,7 +27,9 @@ from ..simulation.forward import (
     energy,
     simulate,
 )
-from .common import Progress, check_writable, load_checked, plain, run_cli, save_figure
+from ..core.output import atomic_path
+from .common import (Progress, add_force_argument, check_writable, load_checked, plain,
+                     run_cli, save_figure)
 from .spatial import add_urdf_arguments, is_urdf, simulate_urdf
 
 __all__ = ['main', 'write_csv', 'plot_trajectory', 'energy_drift', 'coordinate_units',
@@ -65,6 +67,7 @@ def _parser() -> argparse.ArgumentParser:
                    '(x1_ddot...), phi_norm')
     p.add_argument('--plot', type=Path, help='PNG file with q, q̇ and |Φ| against t')
     p.add_argument('--quiet', action='store_true', help='no progress bar')
+    add_force_argument(p)
     add_urdf_arguments(p)
     p.add_argument('--torque', help='URDF robots: constant actuator torques, '
                    'joint=value[,joint=value...] [N·m or N] (default: none, a passive fall)')
@@ -79,10 +82,8 @@ def write_csv(path: Path, traj: Trajectory, names: Sequence[str] | None = None) 
     header = ','.join(['t'] + names + [f'{c}_dot' for c in names]
                       + [f'{c}_ddot' for c in names] + ['phi_norm'])
     data = np.column_stack((traj.t, traj.q, traj.qd, traj.qdd, traj.phi_norm))
-    try:
-        np.savetxt(path, data, delimiter=',', header=header, comments='', fmt='%.12g')
-    except OSError as exc:
-        raise MbfgError(f'{path}: cannot write: {exc.strerror}') from None
+    with atomic_path(path, 'CSV') as tmp:        # issue 26: renamed into place on success
+        np.savetxt(tmp, data, delimiter=',', header=header, comments='', fmt='%.12g')
 
 
 def coordinate_units(names: tuple[str, ...], angles: set[str]) -> list[str]:
@@ -140,17 +141,16 @@ def _main(argv: list[str] | None) -> int:
         raise MbfgError(f'--dt {args.dt:g} s is longer than --duration {args.duration:g} s: '
                         'there would be no step to take; use a smaller --dt or a longer '
                         '--duration')
+    inputs = (args.config, args.overlay)
+    check_writable(args.output, 'CSV', args.force, inputs)
+    check_writable(args.plot, 'plot', args.force, inputs)
     if is_urdf(args.config):
-        check_writable(args.output, 'CSV')
-        check_writable(args.plot, 'plot')
         return simulate_urdf(args, PROG)
     if args.overlay or args.torque:
         raise MbfgError('--overlay and --torque are for URDF robots (CONFIG ending in .urdf)')
     config = ForwardConfig(dt=args.dt, window=args.window, coordinates=args.coordinates,
                            ic_basis=args.ic_basis,
                            integrator=args.integrator, solver=args.solver)
-    check_writable(args.output, 'CSV')
-    check_writable(args.plot, 'plot')
     system = load_checked(args.config, PROG)
     progress = Progress(args.duration, 'simulating', enabled=not args.quiet)
     start = time.perf_counter()

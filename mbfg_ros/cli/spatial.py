@@ -10,6 +10,7 @@ import numpy as np
 
 from ..core.errors import MbfgError
 from ..core.trajectory import load_trajectory
+from ..core.output import atomic_path
 from .common import Progress, save_figure
 
 __all__ = ['is_urdf', 'add_urdf_arguments', 'simulate_urdf', 'inverse_urdf']
@@ -119,8 +120,9 @@ def inverse_urdf(args: argparse.Namespace, prog: str) -> int:
     names = list(system.actuator_names)
     out = Path(args.output)
     header = ['t'] + [f'tau_{n}' for n in names]
-    np.savetxt(out, np.column_stack([res.t, res.tau]), delimiter=',', header=','.join(header),
-               comments='', fmt='%.10g')
+    with atomic_path(out, 'CSV') as tmp:        # issue 26: renamed into place on success
+        np.savetxt(tmp, np.column_stack([res.t, res.tau]), delimiter=',',
+                   header=','.join(header), comments='', fmt='%.10g')
     if args.plot:
         import matplotlib
         matplotlib.use('Agg')
