@@ -942,9 +942,13 @@ class Estimator:
         if t - self._last_reading > cfg.sensor_timeout:
             status = 'stale'
             self._counters['stale_ticks'] += 1
-        models = [self.sm.joint(j, q, qd) for j in range(len(self.joint_names))]
-        jp = np.array([p.h[0] for p, _ in models])
-        jv = np.array([v.h[0] for _, v in models])
+        if self.sm.direct_encoders is not None:     # encoder j reads coordinate j
+            nj = len(self.joint_names)
+            jp, jv = q[:nj].copy(), qd[:nj].copy()
+        else:
+            models = [self.sm.joint(j, q, qd) for j in range(len(self.joint_names))]
+            jp = np.array([p.h[0] for p, _ in models])
+            jv = np.array([v.h[0] for _, v in models])
         est = Estimate(t=t, q=q.copy(), qd=qd.copy(), qdd=qdd.copy(),
                        q_std=self._std_last[:n].copy(), qd_std=self._std_last[n:2 * n].copy(),
                        tau=self.sys.torques(q, qd, qdd), joint_position=jp,
