@@ -7,6 +7,11 @@
                   [--no-friction] [--stribeck] [--no-rotor] [--same-rotor] [--weights W1,W2|auto]
                   [--fix NAME,..] [--unbounded]
                   [--validate FILE.csv ...] --output IDENTIFIED.yaml
+    mbfg-identify ROBOT.urdf [--overlay O.yaml] (--measured ... | --bag ...)
+                  [--regularisation L] [--fit-fraction F] --output IDENTIFIED.urdf
+
+A URDF robot (mbfg_ros.cli.identify_urdf, mbfg_ros.spatial.identify): physically consistent
+links, friction and rotor inertias, regularised toward the URDF, cross-validated.
 
 Inverse dynamics is linear in the bodies' masses, first moments and inertias,
 the joints' viscous and Coulomb friction and the rotor inertias
@@ -30,7 +35,10 @@ from ..planar.problems.measured import (
     DerivativeOptions, load_joint_bag, load_joint_csv, torque_fit,
 )
 from ..core.output import write_text_atomic
+from ..loader import is_urdf
 from .common import add_force_argument, check_writable, load_checked, plain, run_cli
+from .identify_urdf import add_identify_urdf_arguments, identify_urdf_cli
+from .spatial import add_urdf_arguments
 
 __all__ = ['main', 'add_measured_arguments', 'measured_logs']
 
@@ -116,7 +124,7 @@ def derivative_options(args: argparse.Namespace, log) -> DerivativeOptions:
 def _main(argv: list[str] | None) -> int:
     p = argparse.ArgumentParser(prog='mbfg-identify', description=plain(__doc__.split('\n')[0]))
     p.add_argument('config', help='mechanism YAML (its values are the starting point and the '
-                   'values of parameters the data cannot identify)')
+                   'values of parameters the data cannot identify), or a URDF robot (.urdf)')
     p.add_argument('--measured', action='append', default=[], help='CSV run (repeatable)')
     p.add_argument('--bag', action='append', default=[], help='rosbag2 run (repeatable)')
     p.add_argument('--validate', action='append', default=[], help='CSV run to evaluate the '
@@ -136,11 +144,18 @@ def _main(argv: list[str] | None) -> int:
                    '(e.g. link1.my,link2.my: centres of mass on the link axes)')
     p.add_argument('--unbounded', action='store_true', help='no bounds (m, I0, b, fc, Ir >= 0 '
                    'otherwise)')
-    p.add_argument('--output', required=True, help='identified mechanism YAML to write')
+    p.add_argument('--output', required=True, help='identified mechanism YAML to write (a '
+                   'URDF robot: the identified .urdf)')
     add_force_argument(p)
+    add_urdf_arguments(p)
+    add_identify_urdf_arguments(p)
     args = p.parse_args(argv)
     if not (args.measured or args.bag):
         raise MbfgError('give at least one run: --measured FILE.csv or --bag BAG')
+    if is_urdf(args.config):
+        return identify_urdf_cli(args)
+    if args.overlay:
+        raise MbfgError('--overlay is for URDF robots (CONFIG ending in .urdf)')
     check_writable(args.output, 'YAML', args.force,
                    (args.config, *args.measured, *args.bag, *args.validate))
     sys_ = load_checked(args.config, 'mbfg-identify')

@@ -7,6 +7,12 @@
                  [--position-columns ..] [--velocity-columns ..] [--effort-columns ..]
                  [--derivatives velocity|savgol|smoother] [--window N] [--order P]
                  [--jerk J] [--position-sigma S] [--velocity-sigma S] --output FILE.csv
+    mbfg-inverse ROBOT.urdf [--overlay O.yaml] (--measured FILE.csv | --bag BAG) ...
+
+A URDF robot takes the same measured-motion options (mbfg_ros.spatial.measured; its
+--bag: sensor_msgs/JointState on --topic, or a trajectory_msgs/JointTrajectory as a
+prescribed motion when --topic names one or the bag has no /joint_states); the overlay's
+friction and rotors are in its torques (docs/real-arms.md).
 
 Measured motion (mbfg_ros.planar.problems.measured): joint positions (and velocities, efforts)
 from a CSV with a header row or from a rosbag2's sensor_msgs/JointState; the
@@ -49,7 +55,7 @@ from ..loader import is_urdf
 from .common import (Progress, add_force_argument, check_writable, load_checked, plain,
                      run_cli, save_figure)
 from .identify import add_measured_arguments, derivative_options, measured_logs
-from .spatial import add_urdf_arguments, inverse_urdf
+from .spatial import add_urdf_arguments, inverse_urdf, urdf_measured, urdf_system
 
 __all__ = ['main', 'plot_inverse']
 
@@ -63,8 +69,8 @@ def _indices(mech, text: str, what: str) -> list[int]:
 
 def _main(argv: list[str] | None) -> int:
     p = argparse.ArgumentParser(prog='mbfg-inverse', description=plain(__doc__.split('\n')[0]))
-    p.add_argument('config', help='mechanism YAML, or a URDF robot (.urdf; --overlay for loops '
-                   'and actuators; --trajectory only)')
+    p.add_argument('config', help='mechanism YAML, or a URDF robot (.urdf; --overlay for loops, '
+                   'actuators, friction and rotors)')
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument('--trajectory',
                      help='prescribed motion: a text file, one sample per line: time [s], '
@@ -94,13 +100,17 @@ def _main(argv: list[str] | None) -> int:
     check_writable(args.output, 'CSV', args.force, inputs)
     check_writable(args.plot, 'plot', args.force, inputs)
     if is_urdf(args.config):
+        if urdf_measured(args):
+            from ..spatial.measured import measured_inverse as spatial_measured_inverse
+            system = urdf_system(args)
+            return _measured(args, system, system.description, spatial_measured_inverse)
         return inverse_urdf(args, 'mbfg-inverse')
     if args.overlay:
         raise MbfgError('--overlay is for URDF robots (CONFIG ending in .urdf)')
     sys_ = load_checked(args.config, 'mbfg-inverse')
     mech = sys_.mech
     if args.trajectory is None:
-        return _measured(args, sys_)
+        return _measured(args, sys_, mech, measured_inverse)
     if args.coordinates:
         z_idx = _indices(mech, args.coordinates, 'coordinates')
     elif mech.actuators and all(a.coordinate is not None for a in mech.actuators):
@@ -184,14 +194,15 @@ def plot_inverse(path: Path, mech: Mechanism, res: InverseResult, names: list[st
     return titles
 
 
-def _measured(args: argparse.Namespace, sys_) -> int:
-    """Inverse dynamics on a measured motion (CSV or bag), with the fit to measured efforts."""
-    mech = sys_.mech
-    log = measured_logs(args, mech, [args.measured] if args.measured else [],
+def _measured(args: argparse.Namespace, sys_, description, solve) -> int:
+    """Inverse dynamics on a measured motion (CSV or bag), with the fit to measured efforts.
+    ``description``: the system's edge description (its actuators name the joints);
+    ``solve(sys_, log, options)``: the formulation's measured inverse dynamics."""
+    log = measured_logs(args, description, [args.measured] if args.measured else [],
                         [args.bag] if args.bag else [])[0]
     opts = derivative_options(args, log)
-    res = measured_inverse(sys_, log, opts)
-    names = [a.name for a in mech.actuators]
+    res = solve(sys_, log, opts)
+    names = [a.name for a in description.actuators]
     cols = [res.t[:, None], res.tau]
     header = ['t'] + [f'tau_{n}' for n in names]
     if res.effort is not None:

@@ -14,22 +14,40 @@ from ..core.output import atomic_path
 from .common import Progress, save_figure
 from .sim_report import report
 
-__all__ = ['add_urdf_arguments', 'simulate_urdf', 'inverse_urdf']
+__all__ = ['add_urdf_arguments', 'simulate_urdf', 'inverse_urdf', 'urdf_system', 'urdf_measured']
 
 
 def add_urdf_arguments(p: argparse.ArgumentParser) -> None:
     """--overlay and --backend, shared by both commands."""
     g = p.add_argument_group('URDF robots (CONFIG ending in .urdf)')
     g.add_argument('--overlay', help='YAML overlay for a URDF: loops, actuators, gravity, q0, '
-                   'limits (README: "Spatial robots (URDF)")')
+                   'limits, joints (friction, rotors: docs/real-arms.md)')
     g.add_argument('--backend', choices=('auto', 'numpy', 'pinocchio'), default='auto',
                    help='tree dynamics: Pinocchio when installed (auto), or the package\'s '
                         'own numpy recursion')
 
 
-def _system(args: argparse.Namespace):
+def urdf_system(args: argparse.Namespace):
+    """The ``SpatialSystem`` of CONFIG (a URDF) with --overlay and --backend
+    (:func:`mbfg_ros.loader.load_mechanism`)."""
     from ..loader import load_mechanism
     return load_mechanism(args.config, args.overlay or '', args.backend)
+
+
+_system = urdf_system
+
+
+def urdf_measured(args: argparse.Namespace) -> bool:
+    """True when a URDF's inverse dynamics is on measured motion: --measured CSV, or a --bag
+    whose --topic carries sensor_msgs/JointState (a trajectory_msgs/JointTrajectory topic,
+    or a bag without the default /joint_states, is a prescribed motion)."""
+    if getattr(args, 'measured', None):
+        return True
+    if getattr(args, 'bag', None) is None:
+        return False
+    from ..core.bag import bag_topics
+    topic = args.topic if args.topic.startswith('/') else '/' + args.topic
+    return bag_topics(args.bag).get(topic) == 'sensor_msgs/msg/JointState'
 
 
 def _units(system) -> list[str]:
@@ -72,7 +90,7 @@ def simulate_urdf(args: argparse.Namespace, prog: str) -> int:
     elapsed = time.perf_counter() - start
     steps = len(traj.t) - 1
     E = np.array([system.energy(q, qd) for q, qd in zip(traj.q, traj.qd)])
-    kinetic = np.array([0.5 * qd @ system.dyn.mass_matrix(q) @ qd
+    kinetic = np.array([0.5 * qd @ system.mass_matrix(q) @ qd
                         for q, qd in zip(traj.q, traj.qd)])
     return report(args, traj, system.names, _units(system),
                   f'{Path(args.config).name}: {steps} steps of {args.dt:g} s ({system.n} joints, '
@@ -85,8 +103,8 @@ def inverse_urdf(args: argparse.Namespace, prog: str) -> int:
     """Inverse dynamics of a prescribed motion of a URDF robot (``spatial.inverse_trajectory``)."""
     from ..spatial.inverse_trajectory import inverse_trajectory
     if args.trajectory is None and args.bag is None:
-        raise MbfgError('a URDF robot takes --trajectory FILE or --bag BAG with a '
-                        'trajectory_msgs/JointTrajectory (--measured: planar YAML only)')
+        raise MbfgError('a URDF robot takes --trajectory FILE, --measured FILE.csv or --bag '
+                        'BAG (sensor_msgs/JointState or trajectory_msgs/JointTrajectory)')
     system = _system(args)
     if args.coordinates:
         names = [s.strip() for s in args.coordinates.split(',') if s.strip()]

@@ -9,7 +9,8 @@ Here the friction torque resisting a joint rate φ̇ is
 
     F(φ̇) = b φ̇ + (fc + (fs − fc) exp(−(φ̇/v_st)²)) σ(φ̇ / v_s)
 
-with σ = tanh or σ = (2/π)·atan (:class:`~mbfg_ros.planar.model.Friction`); F is zero at
+with σ = tanh or σ = (2/π)·atan (:class:`~mbfg_ros.core.friction.Friction`, the law in
+:func:`mbfg_ros.core.friction.friction_torque`, shared with the URDF path); F is zero at
 rest, so friction never changes a static equilibrium (it bounds the holding
 torque by fs instead, :func:`holding_band`). A rotor on a joint turns at
 ω_r = ω_carrier + gr·φ̇ = cᵀ q̇; its kinetic energy ½ Ir (cᵀq̇)² adds Ir c cᵀ to
@@ -19,30 +20,13 @@ coordinates of q (:func:`rotor_mass_matrix`).
 from __future__ import annotations
 
 import dataclasses
-import math
 
 import numpy as np
 
-from .model import Friction, Mechanism
+from ..core.friction import Friction, friction_torque
+from .model import Mechanism
 
 __all__ = ['friction_torque', 'rotor_mass_matrix', 'holding_band', 'rigid_mechanism']
-
-
-def friction_torque(f: Friction, rate: float) -> tuple[float, float]:
-    """F(φ̇) and dF/dφ̇ of one joint (the torque that resists the motion)."""
-    x = rate / f.v_s
-    if f.smooth == 'tanh':
-        s = math.tanh(x)
-        ds = (1.0 - s * s) / f.v_s
-    else:
-        s = (2.0 / math.pi) * math.atan(x)
-        ds = (2.0 / math.pi) / (f.v_s * (1.0 + x * x))
-    level, dlevel = f.fc, 0.0
-    if f.fs != f.fc:
-        e = math.exp(-(rate / f.v_st) ** 2)
-        level = f.fc + (f.fs - f.fc) * e
-        dlevel = (f.fs - f.fc) * e * (-2.0 * rate / f.v_st ** 2)
-    return f.b * rate + level * s, f.b + dlevel * s + level * ds
 
 
 def rotor_mass_matrix(mech: Mechanism) -> np.ndarray:

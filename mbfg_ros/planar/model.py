@@ -16,6 +16,7 @@ from typing import Mapping
 import numpy as np
 
 from ..core.errors import MechanismError
+from ..core.friction import Friction  # noqa: F401  (re-exported: the planar YAML's friction)
 
 __all__ = ['Point', 'Body', 'RelativeCoordinate', 'Slider', 'PointForce', 'BodyTorque',
            'Spring', 'RotationalSpring', 'Actuator', 'Joint', 'JointLimits', 'Imu', 'Mechanism',
@@ -140,26 +141,6 @@ class JointLimits:
     position: tuple[float, float] = (-1.0e6, 1.0e6)   # rad or m
     velocity: float = 1.0e3                           # |q̇|, rad/s or m/s
     effort: float = 1.0e4                             # |τ|, N·m or N
-
-
-@dataclass(frozen=True)
-class Friction:
-    """Joint friction (YAML ``joints[k].friction``): the torque resisting the joint rate φ̇ is
-
-    ``F(φ̇) = b φ̇ + (fc + (fs − fc) exp(−(φ̇/v_st)²)) · σ(φ̇/v_s)``
-
-    with the smooth sign ``σ = tanh`` (default) or ``σ = (2/π) atan``, so that
-    ``fc`` is always the Coulomb level at |φ̇| ≫ v_s. ``fs`` (default ``fc``)
-    and ``v_st`` give a Stribeck bump; DFKI's ``cf·atan(100 φ̇)`` is
-    ``smooth: atan, v_s: 0.01, fc: cf·π/2``.
-    """
-
-    b: float = 0.0        # viscous, N·m·s/rad
-    fc: float = 0.0       # Coulomb level, N·m
-    v_s: float = 0.01     # smoothing velocity of the sign, rad/s
-    smooth: str = 'tanh'  # 'tanh' or 'atan'
-    fs: float = 0.0       # static (Stribeck) level, N·m; equals fc when not given
-    v_st: float = 0.1     # Stribeck velocity, rad/s
 
 
 @dataclass(frozen=True)

@@ -90,6 +90,7 @@ class SpatialModel:
     frames: dict = field(default_factory=dict)   # name -> (link index, (4, 4) pose in it)
     imus: tuple[SpatialImu, ...] = ()
     name: str = 'robot'                  # the URDF's <robot name="...">
+    drives: tuple = ()                   # (n,) drives.JointDrive or None per joint; () = none
 
     def __post_init__(self) -> None:
         # Every recursion relies on this numbering (the loader guarantees it).

@@ -15,6 +15,10 @@ special case):
 * forward: ``q̈ = q̈_p + N z`` with ``q̈_p = −φ_q⁺ γ`` and ``(Nᵀ M N) z = Nᵀ (B τ − h − M q̈_p)``.
 
 Without loops, ``N = 1`` and these are plain RNEA and ``M⁻¹(τ − h)``.
+
+Joint friction and geared rotors (:mod:`.drives`, issue 27): ``M`` is the tree's plus the
+constant rotor matrix ``M_r`` and ``h`` gains the friction ``F(q̇)``, in every problem
+(inverse, forward, simulation, the estimator's state factor and τ̂, computed torque).
 """
 from __future__ import annotations
 
@@ -27,6 +31,7 @@ import numpy as np
 from ..core.errors import AssemblyError, MbfgError
 from .backend import spatial_dynamics
 from .description import SpatialDescription, describe
+from .drives import Drives, build_drives
 from .dynamics import SpatialDynamics
 from .loops import LoopConstraints
 from .model import SpatialModel
@@ -52,6 +57,7 @@ class SpatialSystem:
     B: np.ndarray                 # (n, na) actuator selection
     q0: np.ndarray                # assembled start configuration
     mech: SpatialDescription | None = None   # the edge description (description.describe)
+    drives: Drives | None = None             # friction and rotors (None: the rigid tree)
 
     @property
     def n(self) -> int:
@@ -72,8 +78,15 @@ class SpatialSystem:
         return tuple(i for i, k in enumerate(self.model.joint_type) if k == 'revolute')
 
     def mass_matrix(self, q: np.ndarray) -> np.ndarray:
-        """M(q) of the tree (seed 004 §7)."""
-        return self.dyn.mass_matrix(q)
+        """M(q) of the tree (seed 004 §7) plus the rotors' constant ``M_r`` (:mod:`.drives`)."""
+        M = self.dyn.mass_matrix(q)
+        d = self.drives
+        return M + d.M if d is not None and d.has_rotor else M
+
+    def _friction(self, qd: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """(F(q̇), dF/dq̇ diagonal) of the joints' friction, or None without any."""
+        d = self.drives
+        return d.friction(qd) if d is not None and d.has_friction else None
 
     def actuator_matrix(self, q: np.ndarray | None = None) -> np.ndarray:
         """B: joint torques select tree coordinates (constant)."""
@@ -88,8 +101,10 @@ class SpatialSystem:
     def generalized_forces(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray
                            ) -> np.ndarray:
         """Q = B τ − h(q, q̇): motor torques, gravity and velocity-product terms, so that
-        ``M q̈ = Q + φ_qᵀ λ``."""
-        return self.B @ np.asarray(tau, float) - self.dyn.bias(q, qd)
+        ``M q̈ = Q + φ_qᵀ λ``; with joint friction ``Q = B τ − h − F(q̇)``."""
+        Q = self.B @ np.asarray(tau, float) - self.dyn.bias(q, qd)
+        fr = self._friction(qd)
+        return Q - fr[0] if fr is not None else Q
 
     def accelerations(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray,
                       jacobians: bool = False):
@@ -99,8 +114,7 @@ class SpatialSystem:
         if not jacobians:
             return self.forward(q, qd, tau)
         if not self.loops.m:
-            r = self.dyn.forward(q, qd, self.B @ np.asarray(tau, float), derivatives=True)
-            return r.qdd, r.dqdd_dq, r.dqdd_dqd
+            return self._tree_accelerations(q, qd, self.B @ np.asarray(tau, float))
         q, qd = np.asarray(q, float), np.asarray(qd, float)
         # one-sided differences, h ≈ √ε: error ~1e-8 relative, half the calls of central ones
         n, h = self.n, _FD_STEP
@@ -112,6 +126,28 @@ class SpatialSystem:
             Jq[:, k] = (self.forward(q + e, qd, tau) - qdd) / h
             Jv[:, k] = (self.forward(q, qd + e, tau) - qdd) / h
         return qdd, Jq, Jv
+
+    def _tree_accelerations(self, q: np.ndarray, qd: np.ndarray, Btau: np.ndarray
+                            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """q̈, ∂q̈/∂q, ∂q̈/∂q̇ of the tree (no loops), exact. Friction only: ABA of
+        ``B τ − F`` and ``∂q̈/∂q̇ −= M⁻¹ diag(F')``. With rotors (``M_r`` may couple joints,
+        which ABA cannot): ``q̈ = (M + M_r)⁻¹ (B τ − h − F)`` and, as ``M_r`` is constant,
+        ``∂q̈/∂q = −(M + M_r)⁻¹ ∂ID/∂q``, ``∂q̈/∂q̇ = −(M + M_r)⁻¹ (∂ID/∂q̇ + diag F')`` with
+        ID the rigid tree's inverse dynamics at that q̈."""
+        d, fr = self.drives, self._friction(qd)
+        if fr is not None:
+            Btau = Btau - fr[0]
+        if d is None or not d.has_rotor:
+            r = self.dyn.forward(q, qd, Btau, derivatives=True)
+            if fr is None:
+                return r.qdd, r.dqdd_dq, r.dqdd_dqd
+            return r.qdd, r.dqdd_dq, r.dqdd_dqd - r.dqdd_dtau * fr[1]
+        M = self.mass_matrix(q)
+        qdd = np.linalg.solve(M, Btau - self.dyn.bias(q, qd))
+        r = self.dyn.inverse(q, qd, qdd, derivatives=True)
+        Minv = np.linalg.inv(M)
+        dtau_dqd = r.dtau_dqd + np.diag(fr[1]) if fr is not None else r.dtau_dqd
+        return qdd, -Minv @ r.dtau_dq, -Minv @ dtau_dqd
 
     def torques(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray:
         """Actuator torques for (q, q̇, q̈) (:meth:`inverse`)."""
@@ -272,22 +308,34 @@ class SpatialSystem:
         return N, pinv_g, Jc
 
     def inverse(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray:
-        """Actuator torques (na,) that produce (q, q̇, q̈) (seed 003's inverse dynamics)."""
-        r = self.dyn.inverse(q, qd, qdd)
+        """Actuator torques (na,) that produce (q, q̇, q̈) (seed 003's inverse dynamics; with
+        the drives' ``M_r q̈ + F(q̇)``)."""
+        tau_q = self.dyn.inverse(q, qd, qdd).tau
+        d, fr = self.drives, self._friction(qd)
+        if d is not None and d.has_rotor:
+            tau_q = tau_q + d.M @ np.asarray(qdd, float)
+        if fr is not None:
+            tau_q = tau_q + fr[0]
         if not self.loops.m and self.B.shape[1] == self.n:
-            return r.tau
+            return tau_q
         N = self.null_space(q)[0]
-        tau, *_ = np.linalg.lstsq(N.T @ self.B, N.T @ r.tau, rcond=None)
+        tau, *_ = np.linalg.lstsq(N.T @ self.B, N.T @ tau_q, rcond=None)
         return tau
 
     def forward(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray | None) -> np.ndarray:
         """q̈ (n,) under actuator torques ``tau`` (na,; None: zero) (seed 003's forward
         dynamics)."""
         Btau = self.B @ np.asarray(tau, float) if tau is not None else np.zeros(self.n)
+        fr = self._friction(qd)
+        if fr is not None:
+            Btau = Btau - fr[0]
+        rotor = self.drives is not None and self.drives.has_rotor
         if not self.loops.m:
+            if rotor:
+                return np.linalg.solve(self.mass_matrix(q), Btau - self.dyn.bias(q, qd))
             return self.dyn.forward(q, qd, Btau).qdd
         N, pinv_g, _ = self.null_space(q, qd)
-        M = self.dyn.mass_matrix(q)
+        M = self.mass_matrix(q)
         h = self.dyn.bias(q, qd)
         qdd_p = -pinv_g
         z = np.linalg.solve(N.T @ M @ N, N.T @ (Btau - h - M @ qdd_p))
@@ -338,4 +386,6 @@ def build_spatial_system(source: Union[str, bytes, os.PathLike, SpatialModel],
                        if model.actuated.sum() < model.n else None)
     q0.setflags(write=False)
     B.setflags(write=False)
-    return SpatialSystem(model=model, dyn=dyn, loops=loops, B=B, q0=q0, mech=describe(model))
+    drives = build_drives(model) if model.drives else None
+    return SpatialSystem(model=model, dyn=dyn, loops=loops, B=B, q0=q0, mech=describe(model),
+                         drives=drives)

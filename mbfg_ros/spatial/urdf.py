@@ -26,6 +26,13 @@ Overlay YAML (every key optional)::
     imus:                             # 3-axis IMUs (gyroscope, accelerometer, orientation)
       - {name: wrist_imu, link: tool0, origin: {xyz: [..], rpy: [..]},
          frame_id: wrist_imu, topic: imu/wrist_imu, gyro_range: 35, accel_range: 160}
+    joints:                           # friction and geared rotors (spatial/drives.py)
+      joint_a: {friction: {b: 0.1, fc: 0.5, v_s: 0.01, smooth: tanh, fs: 0.6, v_st: 0.1,
+                           offset: 0}, Ir: 1.0e-4, gr: 100, carried: false}
+
+A joint's ``<dynamics damping friction>`` are the defaults of its viscous ``b`` and Coulomb
+``fc`` (N·m·s/rad and N·m, smooth sign tanh over v_s = 0.01 rad/s); the overlay's
+``joints.<name>.friction`` keys replace them one by one (:mod:`.drives`).
 
 An IMU's ``link`` is any URDF link (a link merged by a fixed joint included); without
 ``link`` the IMU's ``frame_id`` is looked up among the URDF links, so an IMU whose frame
@@ -47,6 +54,7 @@ import numpy as np
 from ..core.errors import MechanismError
 from ..core.names import topic_problem
 from ..planar.mechanism_yaml import load_yaml
+from .drives import build_drives, parse_drives
 from .model import LoopJoint, SpatialImu, SpatialModel
 
 __all__ = ['load_spatial', 'parse_urdf', 'load_overlay', 'rpy_matrix', 'origin_matrix']
@@ -57,7 +65,7 @@ _REFUSED = {
     'planar': 'planar joints are not supported; write them as two prismatic + one revolute',
 }
 _LOOP_TYPES = ('revolute', 'prismatic', 'spherical', 'fixed')
-_OVERLAY_KEYS = {'gravity', 'actuators', 'q0', 'limits', 'loops', 'imus'}
+_OVERLAY_KEYS = {'gravity', 'actuators', 'q0', 'limits', 'loops', 'imus', 'joints'}
 
 
 def rpy_matrix(rpy: Any) -> np.ndarray:
@@ -205,11 +213,9 @@ def _inertial(link: Any, name: str = '<urdf>') -> tuple[float, np.ndarray, np.nd
 
 def check_inertia(mass: float, inertia: np.ndarray, name: str, where: str) -> None:
     """Issue 26: a link's ``<inertial>`` is physical: finite, mass > 0, the inertia about
-    the centre of mass symmetric positive definite.
-
-    The triangle inequality of the principal moments is not enforced: the shipped
-    ``puma560.urdf`` (Armstrong et al. 1986, link 3: 0.0125, 0.066, 0.086) breaks it by
-    10 % and is kept as published; the dynamics stay well posed with any PD inertia.
+    the centre of mass symmetric positive definite and obeying the triangle inequality of
+    its principal moments (each at most the sum of the other two, to 1e-9 of the trace):
+    a PD inertia that breaks it belongs to no mass distribution.
 
     :raises MechanismError: naming the file and the link.
     """
@@ -224,6 +230,11 @@ def check_inertia(mass: float, inertia: np.ndarray, name: str, where: str) -> No
     if eig[0] <= 1e-12 * scale:
         raise MechanismError('<inertia>: not positive definite (principal moments '
                              f'{", ".join(f"{e:.4g}" for e in eig)})', source=name, path=where)
+    if eig[2] > eig[0] + eig[1] + 1e-9 * float(eig.sum()):
+        raise MechanismError('<inertia>: principal moments '
+                             f'{", ".join(f"{e:.4g}" for e in eig)} break the triangle '
+                             'inequality (the largest exceeds the sum of the other two)',
+                             source=name, path=where)
 
 
 def parse_urdf(source: str | bytes | os.PathLike) -> tuple[Any, str]:
@@ -413,7 +424,9 @@ def load_spatial(source: str | bytes | os.PathLike,
     frames = {lname: (b, T.copy()) for lname, (b, T) in where_is.items()}
     for arr in (axis, mass, com, inertia, lower, upper, vel, eff, actuated, q0):
         arr.setflags(write=False)
-    return SpatialModel(
+    drives = parse_drives(extra.get('joints'), jnames,
+                          [_urdf_dynamics(jt) for jt, _, _ in tree], oname, name)
+    model = SpatialModel(
         source=name, link_names=tuple(link_names), joint_names=jnames,
         joint_type=tuple(_MOVABLE[jt.type] for jt, _, _ in tree),
         parent=_ro(np.array([b for _, b, _ in tree], int)),
@@ -423,7 +436,19 @@ def load_spatial(source: str | bytes | os.PathLike,
         lower=lower, upper=upper, velocity_limit=vel, effort_limit=eff,
         actuated=actuated, q0=q0, loops=tuple(loops), frames=frames,
         imus=_overlay_imus(extra.get('imus'), where_is, oname),
-        name=str(getattr(robot, 'name', None) or 'robot'))
+        name=str(getattr(robot, 'name', None) or 'robot'),
+        drives=drives if any(d is not None for d in drives) else ())
+    build_drives(model, oname)       # refuses carried rotors it cannot model, naming the joint
+    return model
+
+
+def _urdf_dynamics(jt: Any) -> tuple[float, float]:
+    """(damping, friction) of a URDF joint's ``<dynamics>`` (0 when absent)."""
+    d = jt.dynamics
+    if d is None:
+        return 0.0, 0.0
+    return (float(d.damping) if d.damping is not None else 0.0,
+            float(d.friction) if d.friction is not None else 0.0)
 
 
 def _check_limit(lim: Any, name: str, where: str) -> None:

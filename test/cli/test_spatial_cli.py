@@ -90,16 +90,18 @@ def test_bad_urdf_input_is_one_line_and_exit_2(tmp_path, capsys, args, words):
     assert err.startswith('mbfg-simulate: error: ')
 
 
-def test_inverse_on_a_urdf_refuses_measured_input_and_wrong_columns(tmp_path, capsys):
+def test_inverse_on_a_urdf_names_wrong_columns_of_trajectory_and_measured_input(tmp_path,
+                                                                                capsys):
     traj = tmp_path / 'traj.txt'
     np.savetxt(traj, np.column_stack([np.linspace(0, 1, 50), np.zeros((50, 2))]))
     rc = inverse_main([str(DATA / 'ur5.urdf'), '--trajectory', str(traj), '--output',
                        str(tmp_path / 'o.csv')])
     err = capsys.readouterr().err
     assert rc == 2 and 'columns' in err
+    # --measured is a CSV with a header row (issue 27: no longer refused for a URDF)
     rc = inverse_main([str(DATA / 'ur5.urdf'), '--measured', str(traj), '--output',
                        str(tmp_path / 'o.csv')])
-    assert rc == 2 and '--trajectory' in capsys.readouterr().err
+    assert rc == 2 and "no column 'time'" in capsys.readouterr().err
 
 
 def _trajectory_bag(path: Path, joints: list[str], t: np.ndarray, q: np.ndarray,

@@ -11,8 +11,11 @@ turns it into torques:
 3. q, q̇, q̈ from the position, velocity and acceleration problems (seed 000
    Eqs. 10, 12: :func:`mbfg_ros.planar.problems.inverse.direct_kinematics`);
 4. τ from ``B_act τ + Φqᵀλ = M q̈ − Q(q, q̇)`` (seed 003 Eq. 6.110, with the
-   YAML's friction and rotor terms in Q and M):
-   :func:`mbfg_ros.planar.dynamics.actuator_efforts`.
+   YAML's friction and rotor terms in Q and M): ``sys.torques`` (:func:`torques`,
+   :func:`mbfg_ros.planar.dynamics.actuator_efforts` for a planar system).
+
+A URDF robot takes the same logs, resampling, derivatives and effort fit
+(:mod:`mbfg_ros.spatial.measured`).
 """
 from __future__ import annotations
 
@@ -26,10 +29,11 @@ import numpy as np
 import scipy.signal
 
 from ...core.errors import MbfgError, TrajectoryError
+from ...core.interface import MultibodySystem
 from ...core.trajectory import check_time
 from .inverse import direct_kinematics
 from ...core.motion_smoother import smooth_motion
-from ..dynamics import System, actuator_efforts
+from ..dynamics import System
 
 __all__ = ['JointLog', 'DerivativeOptions', 'MeasuredInverse', 'load_joint_csv',
            'load_joint_bag', 'joint_coordinates', 'motion_derivatives', 'measured_inverse',
@@ -297,9 +301,12 @@ def measured_inverse(sys: System, log: JointLog, options: DerivativeOptions = De
     return st._replace(tau=torques(sys, st.q, st.qd, st.qdd))
 
 
-def torques(sys: System, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray:
-    """τ at every sample: ``B_act τ + Φqᵀλ = M q̈ − Q`` (seed 003 Eq. 6.110)."""
-    return np.array([actuator_efforts(sys, q[k], qd[k], qdd[k]) for k in range(len(q))])
+def torques(sys: MultibodySystem, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray
+            ) -> np.ndarray:
+    """τ at every sample through the system Protocol (``sys.torques``; planar: ``B_act τ +
+    Φqᵀλ = M q̈ − Q``, seed 003 Eq. 6.110,
+    :func:`~mbfg_ros.planar.dynamics.actuator_efforts`)."""
+    return np.array([sys.torques(q[k], qd[k], qdd[k]) for k in range(len(q))])
 
 
 def _guess(sys: System, z0: np.ndarray, z_idx: Sequence[int]) -> np.ndarray:
