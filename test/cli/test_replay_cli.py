@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import csv
 import functools
+import re
 
 import numpy as np
 import pytest
@@ -83,7 +84,9 @@ def test_the_command_line_prints_speed_and_outputs(bags, tmp_path, capsys):
                '--output', str(tmp_path / 'o'), '--quiet'])
     out = capsys.readouterr().out
     assert rc == 0
-    assert 'x faster than real time' in out and str(tmp_path / 'o.csv') in out
+    # the speed is printed either way; how fast is the bench's business, not a test's
+    assert re.search(r'[0-9.]+x (faster|slower) than real time', out), out
+    assert str(tmp_path / 'o.csv') in out
     assert 'ms per tick' in out
 
 
