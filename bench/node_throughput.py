@@ -27,8 +27,20 @@ here (p50 / p99), the node's CPU share, the achieved estimate rate, and the
 crank-angle and point-P1 RMSE of the estimate against the truth beside the raw
 encoder's angle RMSE.
 
+Issue 24's rows (controller rates): ``--ticks 1000 --sim-time`` ticks every row at 1 kHz
+with the generator also publishing ``/clock`` at each reading's stamp (1 kHz) and the node
+on ``use_sim_time``; ``--profile`` times the node's callbacks and prints, per estimate,
+where its CPU time went (intake per message: take, conversion, validation, ``Estimator.add``;
+the tick: factor build, gate, ISAM2 update, covariance, output; publishing; the executor's
+own dispatch). The UR5 rows also score the joint rates and τ̂ (``~/joint_states`` effort)
+against the truth. The issue's rows (quiet, then one core busy):
+
+    .venv/bin/python bench/node_throughput.py --robots ur5 fourbar --rates 1000 \
+        --ticks 1000 --sim-time [--profile]
+
     .venv/bin/python bench/node_throughput.py [--duration 10] [--rates 100 500 1000]
                                               [--robots fourbar ur5] [--quiet-only]
+                                              [--ticks HZ] [--sim-time] [--profile]
 """
 from __future__ import annotations
 
@@ -124,7 +136,8 @@ def make_data_ur5(rate: float, duration: float, path: Path, seed: int = 0) -> No
     n = system.n
     kind = np.array([0 if hasattr(m, 'names') else 1 for m in meas])
     nan = np.full(n, np.nan)
-    np.savez(path, t=tr.t, q=tr.q, qd=tr.qd, kind=kind, stamp=np.array([m.t for m in meas]),
+    np.savez(path, t=tr.t, q=tr.q, qd=tr.qd, tau=tr.tau, kind=kind,
+             stamp=np.array([m.t for m in meas]),
              names=np.array(system.names),
              enc=np.array([m.position if k == 0 else nan for m, k in zip(meas, kind)]),
              eff=np.array([m.effort if k == 0 else nan for m, k in zip(meas, kind)]),
@@ -134,8 +147,9 @@ def make_data_ur5(rate: float, duration: float, path: Path, seed: int = 0) -> No
 
 # ------------------------------------------------------------------ generator process
 
-def generator(data: Path, start_file: Path) -> int:
-    """Publish the readings of ``data`` in real time (stamp = start + t)."""
+def generator(data: Path, start_file: Path, clock: bool = False) -> int:
+    """Publish the readings of ``data`` in real time (stamp = start + t); with ``clock``
+    also ``/clock`` at each new stamp, before its readings (a simulator's order)."""
     import rclpy
     from rclpy.qos import QoSProfile, ReliabilityPolicy
 
@@ -149,6 +163,14 @@ def generator(data: Path, start_file: Path) -> int:
     pub_js = node.create_publisher(cv.message_class('JointState'), '/joint_states', qos)
     pub_imu = node.create_publisher(cv.message_class('Imu'), '/imu/wrist_imu' if arm
                                     else '/imu/coupler_imu', qos)
+    pub_clock = msg_clock = None
+    if clock:
+        from rclpy.qos import DurabilityPolicy
+        from rosgraph_msgs.msg import Clock
+        pub_clock = node.create_publisher(Clock, '/clock', QoSProfile(
+            depth=1, reliability=ReliabilityPolicy.BEST_EFFORT,
+            durability=DurabilityPolicy.VOLATILE))
+        msg_clock = Clock()
     end = time.monotonic() + 60
     while min(pub_js.get_subscription_count(), pub_imu.get_subscription_count()) == 0:
         if time.monotonic() > end:
@@ -174,6 +196,7 @@ def generator(data: Path, start_file: Path) -> int:
     late_log = open(start_file.with_suffix('.late'), 'w')
     late_ms = np.zeros(len(offsets))
     second = first = 0
+    last_clock = None
     for i, off in enumerate(offsets):
         if kinds[i] == 0:
             pub, m = pub_js, js
@@ -198,6 +221,10 @@ def generator(data: Path, start_file: Path) -> int:
         if (wait := t - time.time_ns()) > 0:
             time.sleep(wait / NS)
         m.header.stamp.sec, m.header.stamp.nanosec = divmod(t, NS)
+        if pub_clock is not None and t != last_clock:
+            msg_clock.clock.sec, msg_clock.clock.nanosec = divmod(t, NS)
+            pub_clock.publish(msg_clock)
+            last_clock = t
         pub.publish(m)
         late_ms[i] = (time.time_ns() - t) / 1e6
         if off >= (second + 1) * NS:              # a second done: its p99 and max
@@ -237,8 +264,10 @@ class NodeRun:
     has not stopped within 20 s: none is left behind) and the monitor shut down.
     """
 
-    def __init__(self, params: dict, domain: int, log: Path, on_state) -> None:
+    def __init__(self, params: dict, domain: int, log: Path, on_state,
+                 profile: Path | None = None, on_joints=None) -> None:
         self.params, self.domain, self.log, self.on_state = params, domain, log, on_state
+        self.profile, self.on_joints = profile, on_joints
         self.env = ros_env(domain)
         self.diags: list = []
         self.procs: list[subprocess.Popen] = []
@@ -251,9 +280,12 @@ class NodeRun:
         from mbfg_ros.ros import conversions as cv
 
         args = [a for k, v in self.params.items() for a in ('-p', f'{k}:={v}')]
+        cmd = [sys.executable, '-m', 'mbfg_ros.ros.estimator_node', '--ros-args', *args]
+        if self.profile is not None:      # timers on the thread's CPU clock: waits cost 0
+            code = f'TIMED = {TIMED!r}\n' + PROFILED_NODE
+            cmd = [sys.executable, '-c', code, str(self.profile), '--ros-args', *args]
         self.node = subprocess.Popen(
-            [sys.executable, '-m', 'mbfg_ros.ros.estimator_node', '--ros-args', *args],
-            env=self.env, stdout=open(self.log, 'w'), stderr=subprocess.STDOUT,
+            cmd, env=self.env, stdout=open(self.log, 'w'), stderr=subprocess.STDOUT,
             start_new_session=True)
         self.procs.append(self.node)
         self.ctx = rclpy.Context()
@@ -266,6 +298,9 @@ class NodeRun:
                                      self.on_state, qos)
         self.mon.create_subscription(cv.message_class('DiagnosticArray'), '/diagnostics',
                                      self.diags.append, qos)
+        if self.on_joints is not None:
+            self.mon.create_subscription(cv.message_class('JointState'),
+                                         '/estimator_node/joint_states', self.on_joints, qos)
         self.spin_while(lambda: not self.diags, 60)      # the node is up and matched
         return self
 
@@ -280,11 +315,14 @@ class NodeRun:
         self.procs.append(p)
         return p
 
-    def start_generator(self, data: Path, start_file: Path) -> subprocess.Popen:
-        """The load generator publishing ``data`` in real time; returns once it started."""
+    def start_generator(self, data: Path, start_file: Path, clock: bool = False
+                        ) -> subprocess.Popen:
+        """The load generator publishing ``data`` in real time (and ``/clock`` with
+        ``clock``); returns once it started."""
         start_file.unlink(missing_ok=True)
         gen = self.start([sys.executable, str(Path(__file__).resolve()), '--generator',
-                          str(data), str(start_file)], env=self.env)
+                          str(data), str(start_file)] + (['--clock'] if clock else []),
+                         env=self.env)
         self.spin_while(lambda: not start_file.exists() and gen.poll() is None)
         return gen
 
@@ -306,27 +344,120 @@ class NodeRun:
         rclpy.shutdown(context=self.ctx)
 
 
+# ------------------------------------------------------------------ profile
+
+PROFILED_NODE = '''
+import json, sys, time
+out = sys.argv[1]
+sys.argv = ['estimator_node'] + sys.argv[2:]
+from mbfg_ros.estimation import estimator as E
+from mbfg_ros.ros import estimator_node as N
+spent, calls = {}, {}
+
+def timed(owner, name, label):
+    fn = getattr(owner, name, None)
+    if fn is None:
+        return
+    spent[label], calls[label] = 0, 0
+
+    def call(*a, **k):
+        c0 = time.thread_time_ns()
+        try:
+            return fn(*a, **k)
+        finally:
+            spent[label] += time.thread_time_ns() - c0
+            calls[label] += 1
+    setattr(owner, name, call)
+
+for owner, name, label in TIMED:
+    timed({'N': N, 'E': E, 'EN': N.EstimatorNode, 'ES': E.Estimator}[owner], name, label)
+try:
+    N.main()
+finally:
+    json.dump({'spent': spent, 'calls': calls, 'total': time.thread_time_ns()},
+              open(out, 'w'))
+'''
+"""The node's entry point with timers (this thread's CPU clock, ~1 µs per call) on the
+functions of :data:`TIMED`; they are written as JSON to the file named first."""
+
+# (owner, function, label): the timed functions (cumulative thread-CPU time each, nested ones
+# included in their callers); N/E the node and estimator modules, EN/ES their classes
+TIMED = (
+    ('EN', '_on_sensor', 'intake: sensor callbacks'),
+    ('N', '_take', '  take + deserialise'),
+    ('ES', 'add', '  Estimator.add'),
+    ('EN', '_on_timer', 'timer callbacks (ticks, publishing, control)'),
+    ('ES', 'tick', '  tick: Estimator.tick'),
+    ('ES', '_gate', '    gate'),
+    ('ES', '_graph', '    factor build'),
+    ('ES', '_update', '    ISAM2 update + marginalisation'),
+    ('ES', '_covariance', '    covariance'),
+    ('ES', '_finish', '    output (Estimate, with covariance)'),
+    ('EN', '_publish', '  publishing'),
+    ('EN', '_on_diag', 'diagnostics'),
+)
+
+
+def profile_breakdown(path: Path, estimates: int, messages: int) -> list[tuple[str, float]]:
+    """(label, µs per estimate) of the node's timers; ``executor + rest`` = the thread's
+    CPU time outside the callbacks (rclpy's wait set, dispatch, /clock, timers, GC)."""
+    r = json.loads(path.read_text())
+    spent = r['spent']
+    per = 1e-3 / max(1, estimates)
+    rows = [(label, spent[label] * per) for _, _, label in TIMED if label in spent]
+    inside = sum(spent.get(label, 0) for _, _, label in TIMED if not label.startswith(' '))
+    rows.append(('executor + rest (outside the callbacks)', (r['total'] - inside) * per))
+    rows.append(("total CPU of the node's thread", r['total'] * per))
+    rows.append(('intake per message (µs per message)',
+                 spent.get('intake: sensor callbacks', 0) * 1e-3 / max(1, messages)))
+    return rows
+
+
 # ------------------------------------------------------------------ one row
 
 def rms(e) -> float:
     return float(np.sqrt(np.mean(np.square(e)))) if len(e) else float('nan')
 
 
-def drive(params: dict, data: Path, busy: bool, domain: int, log: Path, tmp: Path
-          ) -> tuple[list, int, float, list, tuple[float, float]]:
+class Options(argparse.Namespace):
+    """Per-run choices: ``ticks`` (Hz, 0: the default of the row), ``sim_time``
+    (``/clock`` from the generator, node on ``use_sim_time``), ``profile`` (a directory:
+    the node runs with timers on its callbacks)."""
+
+    ticks: float = 0.0
+    sim_time: bool = False
+    profile: Path | None = None
+
+
+def node_params(params: dict, opts: Options, default_ticks: float) -> dict:
+    """``params`` with the row's tick rate and clock."""
+    out = dict(params, frequency=opts.ticks or default_ticks)
+    if opts.sim_time:
+        out['use_sim_time'] = 'true'
+    return out
+
+
+def drive(params: dict, data: Path, busy: bool, domain: int, log: Path, tmp: Path,
+          opts: Options | None = None) -> tuple[list, int, float, list, tuple[float, float]]:
     """Run the node with ``params`` under the generator of ``data`` (and a busy core):
-    (states received (arrival ns, stamp ns, q), generator start ns, node CPU %, diagnostics,
-    the generator's own lateness p99 / max ms)."""
+    (states received (arrival ns, stamp ns, q, q̇, τ̂ of the newest ~/joint_states),
+    generator start ns, node CPU %, diagnostics, the generator's own lateness p99 / max ms).
+    """
     from mbfg_ros.ros import conversions as cv
 
+    opts = opts or Options()
     states: list = []
+    effort: dict[int, np.ndarray] = {}
     on_state = lambda m: states.append((time.time_ns(), cv.stamp_ns(m.header.stamp),  # noqa
-                                        np.array(m.position)))
-    with NodeRun(params, domain, log, on_state) as run:
+                                        np.array(m.position), np.array(m.velocity)))
+    on_joints = lambda m: effort.__setitem__(cv.stamp_ns(m.header.stamp),  # noqa: E731
+                                             np.array(m.effort))
+    prof = None if opts.profile is None else opts.profile / f'{log.stem}.json'
+    with NodeRun(params, domain, log, on_state, prof, on_joints) as run:
         if busy:
             run.start([sys.executable, '-c', 'while True: pass'])
         start_file = tmp / 'start'
-        gen = run.start_generator(data, start_file)
+        gen = run.start_generator(data, start_file, opts.sim_time)
         cpu0, wall0 = cpu_seconds(run.node.pid), time.monotonic()
         run.spin_while(lambda: gen.poll() is None, step=0.01)
         cpu1, wall1 = cpu_seconds(run.node.pid), time.monotonic()
@@ -337,6 +468,13 @@ def drive(params: dict, data: Path, busy: bool, domain: int, log: Path, tmp: Pat
         late = tuple(float(x) for x in start_file.with_suffix('.late_total').read_text().split())
     except (OSError, ValueError):
         late = (float('nan'), float('nan'))
+    states = [s + (effort.get(s[1]),) for s in states]
+    if prof is not None and prof.exists():
+        v = {kv.key: kv.value for kv in diags[-1].status[0].values}
+        print(f'    node breakdown ({prof.name}, thread CPU, µs per estimate; '
+              f'{len(states)} estimates, {v["input.received"]} messages):')
+        for label, us in profile_breakdown(prof, len(states), int(v['input.received'])):
+            print(f'      {label:48s} {us:9.1f}')
     return states, start, 100.0 * (cpu1 - cpu0) / (wall1 - wall0), diags, late
 
 
@@ -355,7 +493,8 @@ def row_counts(v: dict, rate: int, busy: bool, d, lat: list, cpu: float,
             'merged': int(v['ticks.merged']), 'resets': int(v['estimator.resets'])}
 
 
-def run_row(rate: int, busy: bool, duration: float, domain: int, tmp: Path) -> dict:
+def run_row(rate: int, busy: bool, duration: float, domain: int, tmp: Path,
+            opts: Options | None = None) -> dict:
     from mbfg_ros.planar.dynamics import load_system
     from mbfg_ros.core.angles import wrap_angle
     from mbfg_ros.planar.sensors import SensorModel
@@ -364,11 +503,12 @@ def run_row(rate: int, busy: bool, duration: float, domain: int, tmp: Path) -> d
     if not data.exists():
         make_data(rate, duration, data)
     d = np.load(data)
-    params = {'mechanism': MECH, 'frequency': TICKS[rate], 'lag_duration': 0.1,
-              'encoder_sigma': ENC_SIGMA,
-              'executor': os.environ.get('MBFG_BENCH_EXECUTOR', 'auto')}
+    opts = opts or Options()
+    params = node_params({'mechanism': MECH, 'lag_duration': 0.1, 'encoder_sigma': ENC_SIGMA,
+                          'executor': os.environ.get('MBFG_BENCH_EXECUTOR', 'auto')},
+                         opts, TICKS[rate])
     states, start, cpu, diags, late = drive(params, data, busy, domain,
-                                            tmp / f'node_{rate}_{busy}.log', tmp)
+                                            tmp / f'node_{rate}_{busy}.log', tmp, opts)
     v = {kv.key: kv.value for kv in diags[-1].status[0].values}
     if os.environ.get('MBFG_BENCH_TRACE'):
         for m in diags:
@@ -385,23 +525,29 @@ def run_row(rate: int, busy: bool, duration: float, domain: int, tmp: Path) -> d
     def true_q(rel: float) -> np.ndarray:      # the truth at a stamp, interpolated (1 kHz)
         return np.array([np.interp(rel, t, q[:, i]) for i in range(q.shape[1])])
 
-    lat, ea, ep = [], [], []
-    for recv, stamp, qe in states:
+    qd_t = d['qd']
+    crank_rate = lambda x, v: sm.joint(0, x, v)[1].h[0]  # noqa: E731
+    lat, ea, ep, er = [], [], [], []
+    for recv, stamp, qe, qde, _ in states:
         rel = (stamp - start) / NS
         if not 0.5 <= rel <= duration:                   # after the start-up transient
             continue
         qt = true_q(rel)
+        qdt = np.array([np.interp(rel, t, qd_t[:, i]) for i in range(qd_t.shape[1])])
         lat.append((recv - stamp) / 1e6)
         ea.append(float(wrap_angle(crank(qe) - crank(qt))))
         ep.append(float(np.linalg.norm(qe[:2] - qt[:2])))
+        er.append(crank_rate(qe, qde) - crank_rate(qt, qdt))
     enc = d['kind'] == 0
     raw = [float(wrap_angle(z - crank(true_q(s))))
            for z, s in zip(d['enc'][enc], d['stamp'][enc]) if 0.5 <= s <= duration]
     return dict(row_counts(v, rate, busy, d, lat, cpu, duration), robot='fourbar', late=late,
-                crank_mrad=1e3 * rms(ea), p1_mm=1e3 * rms(ep), raw_mrad=1e3 * rms(raw))
+                ticks=params['frequency'], crank_mrad=1e3 * rms(ea), p1_mm=1e3 * rms(ep),
+                raw_mrad=1e3 * rms(raw), rate_rms=rms(er), tau_pct=float('nan'))
 
 
-def run_row_ur5(rate: int, busy: bool, duration: float, domain: int, tmp: Path) -> dict:
+def run_row_ur5(rate: int, busy: bool, duration: float, domain: int, tmp: Path,
+                opts: Options | None = None) -> dict:
     """One row for the UR5 (6 joints with efforts + wrist IMU at ``rate``, ticks at 500 Hz,
     the URDF launch file's parameters config/estimator_urdf.yaml)."""
     from mbfg_ros.ros.params import load_params_file
@@ -412,29 +558,39 @@ def run_row_ur5(rate: int, busy: bool, duration: float, domain: int, tmp: Path) 
     d = np.load(data)
     params = {k: v for k, v in load_params_file(REPO / 'config' / 'estimator_urdf.yaml').items()
               if isinstance(v, (int, float)) and not isinstance(v, bool)}
-    params.update({'mechanism': URDF, 'overlay': OVERLAY, 'frequency': TICKS[rate],
-                   'encoder_sigma': ENC_SIGMA,
+    params.update({'mechanism': URDF, 'overlay': OVERLAY, 'encoder_sigma': ENC_SIGMA,
                    'executor': os.environ.get('MBFG_BENCH_EXECUTOR', 'auto')})
+    opts = opts or Options()
+    params = node_params(params, opts, TICKS[rate])
     states, start, cpu, diags, late = drive(params, data, busy, domain,
-                                            tmp / f'node_ur5_{rate}_{busy}.log', tmp)
+                                            tmp / f'node_ur5_{rate}_{busy}.log', tmp, opts)
     v = {kv.key: kv.value for kv in diags[-1].status[0].values}
     t, q = d['t'], d['q']
 
     def true_q(rel: float) -> np.ndarray:
         return np.array([np.interp(rel, t, q[:, i]) for i in range(q.shape[1])])
 
-    lat, ea = [], []
-    for recv, stamp, qe in states:
+    def true_at(x: np.ndarray, rel: float) -> np.ndarray:
+        return np.array([np.interp(rel, t, x[:, i]) for i in range(x.shape[1])])
+
+    lat, ea, er, et, tt = [], [], [], [], []
+    for recv, stamp, qe, qde, tau in states:
         rel = (stamp - start) / NS
         if not 0.5 <= rel <= duration:
             continue
         lat.append((recv - stamp) / 1e6)
         ea.append(qe - true_q(rel))
+        er.append(qde - true_at(d['qd'], rel))
+        if tau is not None and 'tau' in d.files and len(tau) == d['tau'].shape[1]:
+            tt.append(true_at(d['tau'], rel))
+            et.append(tau - tt[-1])
     enc = d['kind'] == 0
     raw = [z - true_q(st) for z, st in zip(d['enc'][enc], d['stamp'][enc])
            if 0.5 <= st <= duration]
     return dict(row_counts(v, rate, busy, d, lat, cpu, duration), robot='ur5', late=late,
-                crank_mrad=1e3 * rms(ea), p1_mm=float('nan'), raw_mrad=1e3 * rms(raw))
+                ticks=params['frequency'], crank_mrad=1e3 * rms(ea), p1_mm=float('nan'),
+                raw_mrad=1e3 * rms(raw), rate_rms=rms(er),
+                tau_pct=100 * rms(et) / rms(tt) if tt else float('nan'))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -447,16 +603,28 @@ def main(argv: list[str] | None = None) -> int:
                     default=['fourbar', 'ur5'],
                     help='fourbar: rows at --rates; ur5: 6 joints + wrist IMU at 1 kHz')
     ap.add_argument('--json', type=Path, help='also write the rows as JSON')
+    ap.add_argument('--ticks', type=float, default=0.0,
+                    help='tick rate of every row, Hz (default: 100/250/500 Hz for the '
+                         'four-bar at 100/500/1000 Hz inputs, 500 Hz for the UR5)')
+    ap.add_argument('--sim-time', action='store_true',
+                    help='the generator also publishes /clock (each reading\'s stamp); the '
+                         'node runs on use_sim_time')
+    ap.add_argument('--profile', action='store_true',
+                    help='time the node\'s callbacks and estimator phases (thread CPU) and '
+                         'print where each estimate\'s CPU time goes')
     ap.add_argument('--generator', nargs=2, metavar=('DATA', 'START_FILE'),
                     help=argparse.SUPPRESS)
+    ap.add_argument('--clock', action='store_true', help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.generator:
-        return generator(Path(args.generator[0]), Path(args.generator[1]))
+        return generator(Path(args.generator[0]), Path(args.generator[1]), args.clock)
     print(f'estimator_node throughput: {MECH.name}, {args.duration:g} s per row, python '
           f'{platform.python_version()}, {os.cpu_count()} CPUs, crank encoder + coupler IMU '
           'at the input rate, lag 0.1 s; errors after the first 0.5 s')
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
+        opts = Options(ticks=args.ticks, sim_time=args.sim_time,
+                       profile=Path(tmp) if args.profile else None)
         domain = 60 + os.getpid() % 40
         loads = (False,) if args.quiet_only else (False, True)
         jobs = ([('fourbar', r) for r in args.rates] if 'fourbar' in args.robots else []) \
@@ -466,12 +634,13 @@ def main(argv: list[str] | None = None) -> int:
                 print(f'  running {robot} {rate} Hz, {"one core busy" if busy else "quiet"} '
                       '...', flush=True)
                 row = (run_row_ur5 if robot == 'ur5' else run_row)(rate, busy, args.duration,
-                                                                   domain, Path(tmp))
+                                                                   domain, Path(tmp), opts)
                 rows.append(row)
     head = ('| robot | inputs | ticks | load | sent | received | used | dropped (reason: n) | '
             'too old | latency p50 / p99 ms | generator late p99 / max ms | node CPU % | '
             'estimates/s | merged ticks | '
-            'resets | angle mrad | P1 mm | raw encoder mrad | beats raw |')
+            'resets | angle mrad | P1 mm | raw encoder mrad | beats raw | rate RMSE rad/s | '
+            'τ̂ RMSE % |')
     print()
     print(head)
     print('|' + '---|' * (head.count('|') - 1))
@@ -486,7 +655,9 @@ def main(argv: list[str] | None = None) -> int:
               f"{r['cpu']:.0f} | {r['est_hz']:.0f} | {r['merged']} | "
               f"{r['resets']} | {r['crank_mrad']:.3f} | "
               f"{'-' if math.isnan(r['p1_mm']) else format(r['p1_mm'], '.3f')} | "
-              f"{r['raw_mrad']:.3f} | {'yes' if r['crank_mrad'] < r['raw_mrad'] else 'NO'} |")
+              f"{r['raw_mrad']:.3f} | {'yes' if r['crank_mrad'] < r['raw_mrad'] else 'NO'} | "
+              f"{r['rate_rms']:.4f} | "
+              f"{'-' if math.isnan(r['tau_pct']) else format(r['tau_pct'], '.2f')} |")
     ok_old = all(r['too_old'] == 0 for r in rows if r['rate'] == 1000)
     ok_raw = all(r['crank_mrad'] < r['raw_mrad'] for r in rows)
     print(f"\nTargets: zero too-old drops at 1 kHz: {'PASS' if ok_old else 'MISS'}; "

@@ -8,6 +8,9 @@ python/CustomFactors.md pattern; issue 23: the planar inverse dynamics, the spat
 dynamics graph and the estimator all bind through it) via a callback that keeps its last
 evaluation (:class:`_Evaluation`: ISAM2 relinearises unchanged factors in its batch steps).
 A factor depends only on its keys and fixed parameters (no hidden inputs).
+:func:`linear_factor` hands such a function, linearised once at given values, to GTSAM as
+a built-in linear factor instead (issue 24: the estimator with relinearisation off, so
+ISAM2 never calls back into Python).
 
 For speed (each Python callback costs tens of microseconds) the problems use *stacked*
 variables ``x = [q, q̇, q̈]``:
@@ -36,7 +39,7 @@ if TYPE_CHECKING:
     from .interface import MultibodySystem
 
 __all__ = [
-    'ErrorFn', 'custom_factor', 'prior_factor', 'sigmas',
+    'ErrorFn', 'custom_factor', 'linear_factor', 'prior_factor', 'sigmas',
     'stacked_state_error', 'stacked_trapezoidal_error', 'stacked_trapezoidal_jerk_error',
     'stacked_euler_error', 'stacked_integrator_jacobians',
     'stacked_indep_state_error', 'basis_matrix',
@@ -105,6 +108,43 @@ def custom_factor(keys: Sequence[int], noise: gtsam.noiseModel.Base, fn: ErrorFn
     flags = tuple(bool(p) for p in poses) if poses is not None else None
     return gtsam.CustomFactor(noise, gtsam.KeyVector(list(keys)),
                               _Evaluation(fn, keys, flags))
+
+
+def linear_factor(keys: Sequence[int], noise: gtsam.noiseModel.Base, fn: ErrorFn | None,
+                  xs: Sequence[np.ndarray],
+                  evaluated: tuple[np.ndarray, Sequence[np.ndarray]] | None = None
+                  ) -> gtsam.LinearContainerFactor:
+    """``fn`` linearised once at ``xs`` (the values of ``keys``), as GTSAM's built-in
+    linear factor: a whitened :class:`gtsam.JacobianFactor` in a
+    :class:`gtsam.LinearContainerFactor` holding its linearisation point (issue 24).
+
+    Numerically the factor :func:`custom_factor` gives once GTSAM linearises it at
+    ``xs`` (``NoiseModelFactor::linearize``: A = Σ^-½ J, b = −Σ^-½ e, no noise model
+    left), but ISAM2 never calls back into Python: each callback costs tens of
+    microseconds per linearisation. Only for a solver that keeps the linearisation
+    point (ISAM2 without relinearisation): away from ``xs`` GTSAM moves only b,
+    b − A δ (the factor stays linear). ``noise`` is diagonal (a constrained model
+    has no whitening: use :func:`custom_factor`).
+
+    ``evaluated``: ``fn(xs, True)`` when the caller has it already (e.g. an innovation
+    gate that evaluated the same model at the same point): then ``fn`` is not called.
+    """
+    e, J = fn(xs, True) if evaluated is None else evaluated
+    inv = 1.0 / noise.sigmas()
+    b = -e * inv
+    # Σ^-½ J row by row, built transposed so that the result is column-major (Eigen's
+    # layout: pybind11 then passes it without a copy)
+    A = [(np.asarray(Ji).T * inv).T for Ji in J]
+    point = gtsam.Values()
+    if len(keys) == 1:
+        jf = gtsam.JacobianFactor(keys[0], A[0], b, None)
+    elif len(keys) == 2:
+        jf = gtsam.JacobianFactor(keys[0], A[0], keys[1], A[1], b, None)
+    else:
+        raise ValueError(f'linear_factor: 1 or 2 keys, got {len(keys)}')
+    for k, x in zip(keys, xs):
+        point.insert(k, x)
+    return gtsam.LinearContainerFactor(jf, point)
 
 
 def sigmas(*blocks: tuple[int, float]) -> gtsam.noiseModel.Diagonal:

@@ -56,6 +56,26 @@ the benchmark shows the same RMSE with relinearisation on, while one
 relinearisation re-evaluates ~30 Python factors (~3 ms) and breaks p99.
 Set ``relinearize_threshold > 0`` to let ISAM2 relinearise large changes.
 
+Factors as linear factors (issue 24): relinearisation off (the default), every
+factor is linearised once, at the values the smoother keeps as the linearisation point
+of its keys (each key's inserted prediction), in numpy here and handed to GTSAM as a
+built-in ``JacobianFactor`` in a ``LinearContainerFactor``
+(:func:`factors.linear_factor`): the same numbers ISAM2 got from a CustomFactor, but no
+Python callback inside ISAM2's update. With ``relinearize_threshold > 0`` they stay
+CustomFactors, which ISAM2 can relinearise. Relinearisation off, nothing but the newest
+key's estimate is ever read from the solution, so ISAM2's back-substitution stops at the
+cliques it re-eliminated (the new key's path to the root, where the estimate is exact):
+its wildfire threshold is infinite, instead of re-solving every clique whose parent moved.
+
+Marginalisation in batches (issue 24): the smoother marginalises the keys that left the
+window :data:`MARGINALISE_EVERY` ticks at a time, not one per tick (each marginalisation
+re-eliminates the Bayes tree's path to the root: a quarter of the update's cost). Its
+keys are stamped at their tick's time rounded down to that batch, and its own lag is
+one batch longer, so a key leaves it at most two batches after ``lag_duration`` and never
+before: the window of readings (``lag_duration``, late readings, ``dropped_too_old``) is
+unchanged. Everything in the smoother is linear (relinearisation off), so marginalising
+later gives the same estimate up to rounding.
+
 Covariance: ``marginalCovariance`` of the newest key every
 ``covariance_every`` ticks (default 10: it costs ~0.05 ms, a tenth of a tick).
 
@@ -127,6 +147,9 @@ RESET_REASONS = ('backwards', 'clock_jump', 'tick_gap', 'failure', 'init_failure
 """The fixed set of reset categories (``reset:<category>`` counters); details such as
 the exception go to :attr:`Estimator.last_reset_reason` for the log."""
 
+MARGINALISE_EVERY = 5
+"""Ticks per marginalisation batch (module docstring)."""
+
 _COUNTERS = ('ticks', 'initialisations', 'resets', 'late', 'dropped_nonfinite',
              'dropped_bad_length', 'dropped_unknown_joint', 'dropped_unknown_sensor',
              'dropped_too_old', 'dropped_empty', 'dropped_overflow', 'dropped_before_init',
@@ -178,6 +201,7 @@ class Estimator:
         self.n = sys.n
         self._dt = 1.0 / cfg.frequency
         self._eps = 1e-9 * self._dt          # a stamp this close to a tick is at the tick
+        self._batch = MARGINALISE_EVERY * self._dt    # s: the smoother's stamps, rounded
         self._joint_index = {nm: i for i, nm in enumerate(self.sm.joint_names)}
         self._imu_index = {nm: i for i, nm in enumerate(self.sm.imu_names)}
         self._act_of_joint = {j: k for k, j in enumerate(sys.actuator_joints)
@@ -191,6 +215,13 @@ class Estimator:
         self._params.setFactorization('QR')
         self._params.findUnusedFactorSlots = True
         self._params.relinearizeSkip = max(1, cfg.relinearize_skip)
+        if cfg.relinearize_threshold <= 0:
+            # only the newest key's estimate is read, and with relinearisation off nothing
+            # else uses the solution: back-substitute the re-eliminated cliques (the new key
+            # and its path to the root: exact) and not the untouched subtrees (module doc)
+            gn = gtsam.ISAM2GaussNewtonParams()
+            gn.setWildfireThreshold(math.inf)
+            self._params.setOptimizationParams(gn)
         if cfg.relinearize_threshold > 0:
             self._params.setRelinearizeThreshold(cfg.relinearize_threshold)
         else:
@@ -398,6 +429,15 @@ class Estimator:
         return a
 
     @staticmethod
+    def _sigmas(var: np.ndarray | None, k: int, default: float) -> np.ndarray:
+        """σ per reading: sqrt of a finite positive variance, else ``default``
+        (:meth:`_sigma` for ``k`` readings at once)."""
+        if var is None:
+            return np.full(k, default)
+        ok = np.isfinite(var) & (var > 0)
+        return np.where(ok, np.sqrt(np.where(ok, var, 1.0)), default)
+
+    @staticmethod
     def _sigma(var, default: float) -> float:
         if var is not None and np.isfinite(var) and var > 0:
             return float(np.sqrt(var))
@@ -412,6 +452,11 @@ class Estimator:
         eff = self._values(m.effort, k, 'effort')
         pvar = self._values(m.position_var, k, 'position_var')
         vvar = self._values(m.velocity_var, k, 'velocity_var')
+        # finiteness and σ of every reading at once (the per-joint loop only builds them)
+        p_ok = np.isfinite(pos).tolist() if pos is not None else [False] * k
+        v_ok = np.isfinite(vel).tolist() if vel is not None else [False] * k
+        sp = self._sigmas(pvar, k, cfg.encoder_sigma) if any(p_ok) else None
+        sv = self._sigmas(vvar, k, cfg.encoder_rate_sigma) if any(v_ok) else None
         out = []
         for i, nm in enumerate(names):
             j = self._joint_index.get(nm)
@@ -420,12 +465,10 @@ class Estimator:
                     self._unknown.add(nm)
                     self._counters['dropped_unknown_joint'] += 1
                 continue
-            if pos is not None and np.isfinite(pos[i]):
-                s = self._sigma(None if pvar is None else pvar[i], cfg.encoder_sigma)
-                out.append(Observation('joint_pos', j, np.array([pos[i]]), np.array([s])))
-            if vel is not None and np.isfinite(vel[i]):
-                s = self._sigma(None if vvar is None else vvar[i], cfg.encoder_rate_sigma)
-                out.append(Observation('joint_vel', j, np.array([vel[i]]), np.array([s])))
+            if p_ok[i]:
+                out.append(Observation('joint_pos', j, pos[i:i + 1].copy(), sp[i:i + 1]))
+            if v_ok[i]:
+                out.append(Observation('joint_vel', j, vel[i:i + 1].copy(), sv[i:i + 1]))
             a = self._act_of_joint.get(nm)
             if a is not None and eff is not None and np.isfinite(eff[i]):
                 self._tau[a] = eff[i]
@@ -470,6 +513,7 @@ class Estimator:
         self._window: deque[tuple[float, int]] = deque()   # (time, index) inside the smoother
         self._times: list[float] = []                        # same times, for bisect
         self._x_hist: deque[tuple[float, np.ndarray]] = deque()  # (time, x at its tick)
+        self._theta: dict[int, np.ndarray] = {}     # key index -> its linearisation point
         self._last: Estimate | None = None
         self._x_last: np.ndarray | None = None
         self._std_last: np.ndarray | None = None
@@ -495,7 +539,8 @@ class Estimator:
         return self._window[0][0] - self._eps
 
     def _new_smoother(self) -> gtsam.IncrementalFixedLagSmoother:
-        return gtsam.IncrementalFixedLagSmoother(self.config.lag_duration, self._params)
+        return gtsam.IncrementalFixedLagSmoother(self.config.lag_duration + self._batch,
+                                                 self._params)
 
     # -- start-up ------------------------------------------------------------------
     _POSITION_KINDS = ('joint_pos', 'orient')
@@ -560,10 +605,11 @@ class Estimator:
         key = gtsam.symbol('x', 0)
         graph = gtsam.NonlinearFactorGraph()
         graph.add(F.prior_factor(key, x0, prior))
+        self._theta = {0: x0}
         graph.add(self._state_factor(key, t, x0))
         obs = [p.ob for p in fresh]
         if obs:
-            graph.add(observation_factor(key, self.sm, obs))
+            graph.add(observation_factor(key, self.sm, obs, self._at(0)))
         values = gtsam.Values()
         values.insert(key, x0)
         try:
@@ -580,12 +626,30 @@ class Estimator:
         return self._finish(t, key, x, start)
 
     # -- per tick ---------------------------------------------------------------------
-    def _state_factor(self, key: int, t: float, x: np.ndarray) -> gtsam.CustomFactor:
+    def _state_factor(self, key: int, t: float, x: np.ndarray) -> gtsam.NonlinearFactor:
         """The state factor of tick ``t`` (known torques in force then; its noise widened
-        for actuators of unknown effort at the state ``x`` it is inserted at)."""
+        for actuators of unknown effort at the state ``x`` it is inserted at, which is
+        also its linearisation point)."""
         tau = self.applied_torque(t)
-        return F.custom_factor([key], self._dynamics_noise(x, tau)[1],
-                               functools.partial(F.stacked_state_error, self.sys, tau))
+        return self._factor([key], self._dynamics_noise(x, tau)[1],
+                            functools.partial(F.stacked_state_error, self.sys, tau), [x])
+
+    def _linear(self) -> bool:
+        """Factors linearised here once (module docstring): relinearisation off."""
+        return self.config.relinearize_threshold <= 0
+
+    def _at(self, *ks: int) -> list[np.ndarray] | np.ndarray | None:
+        """The linearisation points of key indices ``ks`` (None: CustomFactors)."""
+        if not self._linear():
+            return None
+        return self._theta[ks[0]] if len(ks) == 1 else [self._theta[k] for k in ks]
+
+    def _factor(self, keys: list[int], noise: gtsam.noiseModel.Base, fn: F.ErrorFn,
+                at: list[np.ndarray]) -> gtsam.NonlinearFactor:
+        """``fn`` on ``keys`` as a linear factor at ``at``, or a CustomFactor."""
+        if self._linear():
+            return F.linear_factor(keys, noise, fn, at)
+        return F.custom_factor(keys, noise, fn)
 
     def _dynamics_noise(self, x: np.ndarray, tau: np.ndarray
                         ) -> tuple[np.ndarray, gtsam.noiseModel.Base]:
@@ -617,7 +681,7 @@ class Estimator:
         self._x_hist.append((t, x))
         horizon = t - self.config.lag_duration
         while self._window and self._window[0][0] < horizon:
-            self._window.popleft()
+            self._theta.pop(self._window.popleft()[1], None)
             self._x_hist.popleft()
             self._times.pop(0)
 
@@ -780,7 +844,8 @@ class Estimator:
     def _update(self, graph: gtsam.NonlinearFactorGraph, values: gtsam.Values, key: int,
                 t: float) -> np.ndarray:
         """One smoother update; the new state's estimate, or an exception if not finite."""
-        self._smoother.update(graph, values, {key: t})
+        batch = self._batch
+        self._smoother.update(graph, values, {key: math.floor(t / batch) * batch})
         x = self._smoother.calculateEstimateVector(key)
         if not np.all(np.isfinite(x)):
             raise FloatingPointError('non-finite estimate')
@@ -790,39 +855,21 @@ class Estimator:
         n = self.n
         k = self._k + 1
         dt = t - self._t_last
-        key, prev = gtsam.symbol('x', k), gtsam.symbol('x', self._k)
+        key = gtsam.symbol('x', k)
         q, qd, qdd = self._x_last[:n], self._x_last[n:2 * n], self._x_last[2 * n:]
         guess = np.concatenate((q + dt * qd + 0.5 * dt * dt * qdd, qd + dt * qdd, qdd))
-        # the gate's process noise and the state factor use the same dynamics σ
-        self._tick_dyn_sigma = self._dynamics_noise(guess, self.applied_torque(t))[0]
+        # the gate's process noise and the state factor use the same dynamics σ (one
+        # evaluation per tick: with unknown efforts it costs a forward dynamics per actuator)
+        tau = self.applied_torque(t)
+        self._tick_dyn_sigma, state_noise = self._dynamics_noise(guess, tau)
         try:
             single, pairs, newest = self._attach(t, k)
         except _Diverged as exc:        # the estimate is lost: start again from the readings
             self._pending = exc.ready + self._pending
             self._reset_keep_pending('diverged', str(exc))
             return None
-        graph = gtsam.NonlinearFactorGraph()
-        graph.add(self._state_factor(key, t, guess))
-        noise = self._integ_noise if dt <= self._dt * (1 + 1e-6) else \
-            gtsam.noiseModel.Diagonal.Sigmas(self._integrator_sigma(dt))
-        if self.config.jerk_process or (self.config.unknown_effort_sigma > 0
-                                        and not self._tau_live.all()):
-            # torques unknown: the dynamics barely fix q̈; bound its change by the jerk
-            noise = gtsam.noiseModel.Diagonal.Sigmas(np.concatenate((
-                self._integrator_sigma(dt), self._jerk * dt)))
-            graph.add(F.custom_factor([prev, key], noise, functools.partial(
-                F.stacked_trapezoidal_jerk_error, n, dt)))
-        else:
-            graph.add(F.custom_factor([prev, key], noise,
-                                      functools.partial(F.stacked_trapezoidal_error, n, dt)))
-        used = []
-        for kk, obs in single.items():
-            graph.add(observation_factor(gtsam.symbol('x', kk), self.sm, obs))
-            used += obs
-        for (kk, span), obs in pairs.items():
-            graph.add(interval_factor(gtsam.symbol('x', kk - 1), gtsam.symbol('x', kk), span,
-                                      self.sm, obs))
-            used += obs
+        self._theta[k] = guess
+        graph, used = self._graph(k, dt, guess, tau, state_noise, single, pairs)
         values = gtsam.Values()
         values.insert(key, guess)
         try:
@@ -833,6 +880,47 @@ class Estimator:
         self._count_used(used)
         self._last_reading = max(self._last_reading, newest)
         return self._advance(t, k, key, x, start)
+
+    def _graph(self, k: int, dt: float, guess: np.ndarray, tau: np.ndarray,
+               state_noise: gtsam.noiseModel.Base, single: dict, pairs: dict
+               ) -> tuple[gtsam.NonlinearFactorGraph, list[Observation]]:
+        """The new factors of tick ``k`` (``dt`` after the previous one, inserted at
+        ``guess``): state, integrator, and the readings of :meth:`_attach`; with the
+        readings used.
+
+        Hook for the innovation gate (issue 25): the readings' model is evaluated twice
+        per tick, by :meth:`_gate` at the last estimate and here at the keys'
+        linearisation points (~65 µs each for the UR5's six encoders and IMU, a quarter
+        of the tick). A gate that predicts at ``guess`` (the smoother's prediction, this
+        factor's point) can keep its ``(e, J)`` per factor and pass it as
+        :func:`factors.linear_factor`'s ``evaluated``: one evaluation per tick."""
+        n = self.n
+        key, prev = gtsam.symbol('x', k), gtsam.symbol('x', self._k)
+        graph = gtsam.NonlinearFactorGraph()
+        graph.add(self._factor([key], state_noise,
+                               functools.partial(F.stacked_state_error, self.sys, tau), [guess]))
+        at = [self._theta[self._k], guess]
+        noise = self._integ_noise if dt <= self._dt * (1 + 1e-6) else \
+            gtsam.noiseModel.Diagonal.Sigmas(self._integrator_sigma(dt))
+        if self.config.jerk_process or (self.config.unknown_effort_sigma > 0
+                                        and not self._tau_live.all()):
+            # torques unknown: the dynamics barely fix q̈; bound its change by the jerk
+            noise = gtsam.noiseModel.Diagonal.Sigmas(np.concatenate((
+                self._integrator_sigma(dt), self._jerk * dt)))
+            graph.add(self._factor([prev, key], noise, functools.partial(
+                F.stacked_trapezoidal_jerk_error, n, dt), at))
+        else:
+            graph.add(self._factor([prev, key], noise,
+                                   functools.partial(F.stacked_trapezoidal_error, n, dt), at))
+        used = []
+        for kk, obs in single.items():
+            graph.add(observation_factor(gtsam.symbol('x', kk), self.sm, obs, self._at(kk)))
+            used += obs
+        for (kk, span), obs in pairs.items():
+            graph.add(interval_factor(gtsam.symbol('x', kk - 1), gtsam.symbol('x', kk), span,
+                                      self.sm, obs, self._at(kk - 1, kk)))
+            used += obs
+        return graph, used
 
     def _recover(self, t: float, k: int, guess: np.ndarray, detail: str,
                  start: float) -> Estimate | None:
@@ -851,6 +939,7 @@ class Estimator:
         values = gtsam.Values()
         values.insert(key, guess)
         self._smoother = self._new_smoother()
+        self._theta = {k: guess}
         self._window.clear()
         self._times.clear()
         self._x_hist.clear()
@@ -872,18 +961,22 @@ class Estimator:
         for o in obs:
             self._counters['used_' + o.kind] += 1
 
+    def _covariance(self, key: int) -> None:
+        """σ of the newest key's marginal (published as q_std, qd_std; the gate's σ_x)."""
+        try:
+            cov = self._smoother.marginalCovariance(key)
+            self._std_last = np.sqrt(np.maximum(np.diag(cov), 0.0))
+            self._cov_last = cov
+        except Exception:             # noqa: BLE001 - keep the last one
+            if self._std_last is None:
+                self._std_last = np.full(3 * self.n, np.nan)
+
     def _finish(self, t: float, key: int, x: np.ndarray, start: float) -> Estimate:
         n = self.n
         self._counters['ticks'] += 1
         cfg = self.config
         if self._std_last is None or self._since_cov + 1 >= cfg.covariance_every:
-            try:
-                cov = self._smoother.marginalCovariance(key)
-                self._std_last = np.sqrt(np.maximum(np.diag(cov), 0.0))
-                self._cov_last = cov
-            except Exception:             # noqa: BLE001 - keep the last one
-                if self._std_last is None:
-                    self._std_last = np.full(3 * n, np.nan)
+            self._covariance(key)
             self._since_cov = 0
         else:
             self._since_cov += 1
@@ -893,9 +986,13 @@ class Estimator:
         if t - self._last_reading > cfg.sensor_timeout:
             status = 'stale'
             self._counters['stale_ticks'] += 1
-        models = [self.sm.joint(j, q, qd) for j in range(len(self.joint_names))]
-        jp = np.array([p.h[0] for p, _ in models])
-        jv = np.array([v.h[0] for _, v in models])
+        if self.sm.direct_encoders is not None:     # encoder j reads coordinate j
+            nj = len(self.joint_names)
+            jp, jv = q[:nj].copy(), qd[:nj].copy()
+        else:
+            models = [self.sm.joint(j, q, qd) for j in range(len(self.joint_names))]
+            jp = np.array([p.h[0] for p, _ in models])
+            jv = np.array([v.h[0] for _, v in models])
         est = Estimate(t=t, q=q.copy(), qd=qd.copy(), qdd=qdd.copy(),
                        q_std=self._std_last[:n].copy(), qd_std=self._std_last[n:2 * n].copy(),
                        tau=self.sys.torques(q, qd, qdd), joint_position=jp,

@@ -42,7 +42,7 @@ import gtsam
 import numpy as np
 
 from ..core.angles import wrap_angle
-from ..core.factors import custom_factor
+from ..core.factors import custom_factor, linear_factor
 from ..core.interface import SensorModel
 from ..core.observation import Observation
 
@@ -189,22 +189,33 @@ def observation_sigmas(obs: Sequence[Observation]) -> np.ndarray:
     return np.concatenate([np.atleast_1d(ob.sigma) for ob in obs]).astype(float)
 
 
-def observation_factor(key: int, sm: SensorModel, obs: Sequence[Observation]
-                       ) -> gtsam.CustomFactor:
-    """One CustomFactor over ``key`` for all readings ``obs`` taken at its time
-    (diagonal noise from their σ)."""
+def observation_factor(key: int, sm: SensorModel, obs: Sequence[Observation],
+                       at: np.ndarray | None = None,
+                       evaluated: tuple[np.ndarray, list[np.ndarray]] | None = None
+                       ) -> gtsam.NonlinearFactor:
+    """One factor over ``key`` for all readings ``obs`` taken at its time (diagonal
+    noise from their σ): a CustomFactor, or with ``at`` (the key's linearisation point)
+    the same equations linearised there once (:func:`~mbfg_ros.core.factors.linear_factor`;
+    ``evaluated``: :func:`observation_error` of ``obs`` at ``at``, if the caller has it)."""
     obs = tuple(obs)
     noise = gtsam.noiseModel.Diagonal.Sigmas(observation_sigmas(obs))
+    if at is not None:
+        return linear_factor([key], noise, _Bound(sm, obs), [at], evaluated)
     return custom_factor([key], noise, _Bound(sm, obs))
 
 
 def interval_factor(key0: int, key1: int, dt: float, sm: SensorModel,
-                    obs: Sequence[Observation]) -> gtsam.CustomFactor:
-    """One CustomFactor over (``key0``, ``key1``), ``dt`` apart, for all readings ``obs``
-    taken between them (each at its fraction ``Observation.s`` of the interval)."""
+                    obs: Sequence[Observation],
+                    at: tuple[np.ndarray, np.ndarray] | None = None) -> gtsam.NonlinearFactor:
+    """One factor over (``key0``, ``key1``), ``dt`` apart, for all readings ``obs``
+    taken between them (each at its fraction ``Observation.s`` of the interval); with
+    ``at`` (the two keys' linearisation points) linearised there once, as
+    :func:`observation_factor`."""
     obs = tuple(sorted(obs, key=lambda o: o.s))
     a, b = interpolation_weights([o.s for o in obs], dt)
     noise = gtsam.noiseModel.Diagonal.Sigmas(observation_sigmas(obs))
+    if at is not None:
+        return linear_factor([key0, key1], noise, _BoundInterval(sm, obs, a, b), list(at))
     return custom_factor([key0, key1], noise, _BoundInterval(sm, obs, a, b))
 
 

@@ -152,3 +152,33 @@ def test_a_custom_factor_at_the_same_values_is_not_evaluated_again():
                                [[2.0, 0.0, -1.0], [0.0, 1.0, 0.0]])
     assert len(calls) == 2
     assert f.error(w) == pytest.approx(0.5 * 16.0)
+
+
+@pytest.mark.parametrize('sys', SYSTEMS[:2], ids=['fourbar', 'pick-and-place'])
+def test_a_linear_factor_is_gtsams_own_linearisation_of_the_custom_factor(sys):
+    """Issue 24: linear_factor (whitened in numpy) is what GTSAM's NoiseModelFactor::linearize
+    gives for the same CustomFactor at the same values, bit for bit, and away from them it
+    moves b by −A δ (a linear factor); ``evaluated`` gives the same factor."""
+    rng = np.random.default_rng(3)
+    for name, (fn, xs) in cases(sys, rng).items():
+        e, J = fn(xs, True)
+        keys = [gtsam.symbol('x', i) for i in range(len(xs))]
+        if len(keys) > 2:
+            continue
+        noise = gtsam.noiseModel.Diagonal.Sigmas(rng.uniform(0.01, 2.0, len(e)))
+        values = gtsam.Values()
+        for k, x in zip(keys, xs):
+            values.insert(k, x)
+        A0, b0 = F.custom_factor(keys, noise, fn).linearize(values).jacobian()
+        for factor in (F.linear_factor(keys, noise, fn, xs),
+                       F.linear_factor(keys, noise, None, xs, evaluated=(e, J))):
+            A, b = factor.linearize(values).jacobian()
+            assert np.array_equal(A, A0) and np.array_equal(b, b0), name
+            moved = gtsam.Values()
+            delta = [0.01 * rng.standard_normal(len(x)) for x in xs]
+            for k, x, d in zip(keys, xs, delta):
+                moved.insert(k, x + d)
+            A1, b1 = factor.linearize(moved).jacobian()
+            np.testing.assert_allclose(A1, A0, err_msg=name)
+            np.testing.assert_allclose(b1, b0 - A0 @ np.concatenate(delta), rtol=1e-9,
+                                       atol=1e-9, err_msg=name)
