@@ -27,7 +27,8 @@ _CONFIG_DEFAULTS = {f.name: f.default for f in dataclasses.fields(EstimatorConfi
 
 __all__ = ['ParameterError', 'ParamSpec', 'ESTIMATOR_PARAMS', 'SIMULATOR_PARAMS',
            'EstimatorSettings', 'SimulatorSettings', 'declare', 'read', 'parse_estimator',
-           'parse_simulator', 'load_params_file', 'defaults', 'check_live']
+           'parse_simulator', 'load_params_file', 'defaults', 'check_live', 'NOISE_PARAMS',
+           'noise_note']
 
 
 class ParameterError(MbfgError):
@@ -210,6 +211,23 @@ def _simulator_params() -> tuple[ParamSpec, ...]:
 
 ESTIMATOR_PARAMS = _estimator_params()
 SIMULATOR_PARAMS = _simulator_params()
+
+NOISE_PARAMS = ('encoder_resolution', 'encoder_sigma', 'encoder_rate_sigma', 'gyro_sigma',
+                'accel_sigma')
+"""The simulator's sensor-imperfection parameters (all 0 by default: exact readings)."""
+
+
+def noise_note(values: Mapping[str, Any]) -> str | None:
+    """The simulator's start-up note when every sensor is exact (issue 30 item 4), else None.
+
+    Zero noise is the default (a model check); a user expecting robot-like readings is
+    pointed to ``config/simulator_noise.yaml``.
+    """
+    if any(float(values.get(name, 0.0)) > 0.0 for name in NOISE_PARAMS):
+        return None
+    return ('sensor noise is off (' + ', '.join(NOISE_PARAMS) + ' are 0): the readings are '
+            'the exact truth; for realistic ones pass --params-file '
+            'config/simulator_noise.yaml or set them')
 
 
 def defaults(specs: Sequence[ParamSpec]) -> dict[str, Any]:

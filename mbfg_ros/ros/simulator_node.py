@@ -43,7 +43,7 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from ..loader import load_mechanism, mechanism_warning
 from . import conversions as cv
 from .markers import TRUTH_STYLE, MarkerGeometry, MarkerPublisher
-from .params import SIMULATOR_PARAMS, declare, parse_simulator, read
+from .params import SIMULATOR_PARAMS, declare, noise_note, parse_simulator, read
 from .runner import run_node, stop_on_signals
 
 __all__ = ['SimulatorNode', 'main', 'sensor_config', 'START_NS']
@@ -131,6 +131,8 @@ class SimulatorNode(Node):
             f'{mech.source}: dt {s.dt:g} s, publishing at {s.publish_rate:g} Hz, '
             f'{"real time x" + format(s.rate_scale, "g") if s.realtime else "as fast as possible"}'
             + (f', recording to {s.output}' if s.record else ''))
+        if noise_note(s.values):
+            self.get_logger().info(noise_note(s.values))
         self.pub_diag = self.create_publisher(_msg('DiagnosticArray'), '/diagnostics', PUB_QOS)
         self._rtf = (time.monotonic(), 0.0)          # (wall, sim time) at the last report
         self._rtf_value = float('nan')
