@@ -51,6 +51,12 @@ __all__ = ['SimulatorNode', 'main', 'sensor_config', 'START_NS']
 START_NS = 1_000_000_000
 """Stamp of simulation time 0 when running as fast as possible (a zero stamp means 'unset')."""
 
+SUMMARY = ('Simulates a planar mechanism (YAML) or a URDF robot under the efforts received on '
+           '~/torque_commands and publishes what its sensors read (joint_states, imu/<name>), '
+           'the truth on ~/ground_truth and, when not realtime, /clock. Sensor noise is off by '
+           'default: pass --params-file config/simulator_noise.yaml for realistic readings.')
+"""What ``simulator_node --help`` says the node does."""
+
 PUB_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100,
                      reliability=ReliabilityPolicy.RELIABLE,
                      durability=DurabilityPolicy.VOLATILE)
@@ -299,7 +305,7 @@ def _spin(node: SimulatorNode) -> None:
 
 def main(args: list[str] | None = None) -> int:
     """Entry point: ``simulator_node --ros-args -p mechanism:=<yaml> ...``."""
-    return run_node('simulator_node', SimulatorNode, _spin, args)
+    return run_node('simulator_node', SimulatorNode, _spin, args, SIMULATOR_PARAMS, SUMMARY)
 
 
 if __name__ == '__main__':
