@@ -36,6 +36,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..loader import load_mechanism, mechanism_warning
+from ..core.columns import TIME, columns
 from ..core.bag import BagError, BagWriter, bag_topics, read_messages, typestore
 from ..ros import conversions as cv
 from ..ros.driver import EstimatorDriver, TickOutput
@@ -49,7 +50,7 @@ from .common import (
     speed_phrase,
 )
 
-__all__ = ['ReplayResult', 'replay', 'main', 'NODE']
+__all__ = ['ReplayResult', 'replay', 'main', 'NODE', 'csv_header']
 
 NODE = 'estimator_node'
 NS = 1_000_000_000
@@ -92,6 +93,24 @@ class ReplayResult:
         return self.span / self.wall if self.wall > 0 else float('inf')
 
 
+def csv_header(coordinates: Sequence[str], joints: Sequence[str], commands: Sequence[str]
+               ) -> list[str]:
+    """Columns of the replay CSV (the convention of :mod:`mbfg_ros.core.columns`).
+
+    ``t``; per coordinate ``.position``, ``.velocity`` and their ``_std`` (``~/state``,
+    ``~/state_stddev``); per joint that is not a coordinate ``.position``, ``.velocity``;
+    per joint the estimated torque τ̂ ``<joint>.effort`` (NaN on a joint no actuator
+    drives; ``~/joint_states`` effort); per command ``<name>.command``; ``status``,
+    ``tick_ms`` (issue 30 item 1).
+    """
+    coords = set(coordinates)
+    only = [j for j in joints if j not in coords]
+    return ([TIME] + columns(coordinates, 'position') + columns(coordinates, 'velocity')
+            + columns(coordinates, 'position', 'std') + columns(coordinates, 'velocity', 'std')
+            + columns(only, 'position') + columns(only, 'velocity') + columns(joints, 'effort')
+            + columns(commands, 'command') + ['status', 'tick_ms'])
+
+
 class _Sink:
     """Writes tick outputs to the output bag and the CSV as they come."""
 
@@ -109,13 +128,14 @@ class _Sink:
         self._next_diag: int | None = None
         self.csv_file = open(csv_path, 'w', newline='') if csv_path else None
         self.writer = csv.writer(self.csv_file) if self.csv_file else None
+        # joints that are coordinates too (every URDF joint) are written once, as coordinates
+        coords = set(driver.coordinate_names)
+        self._joints_only = np.array([k for k, j in enumerate(driver.joint_names)
+                                      if j not in coords], dtype=int)
+        self._no_effort = np.full(len(driver.joint_names), np.nan)
         if self.writer:
-            names = driver.coordinate_names
-            self.writer.writerow(
-                ['t'] + list(names) + [f'{n}_dot' for n in names]
-                + [f'{j}.position' for j in driver.joint_names]
-                + [f'{j}.velocity' for j in driver.joint_names]
-                + [f'{c}.command' for c in driver.law.names] + ['status', 'tick_ms'])
+            self.writer.writerow(csv_header(driver.coordinate_names, driver.joint_names,
+                                            driver.law.names))
 
     def add(self, out: TickOutput) -> None:
         d, res = self.d, self.res
@@ -131,8 +151,11 @@ class _Sink:
             res.command.append(cmd)
             res.tick_seconds.append(est.tick_seconds)
             if self.writer:
+                only = self._joints_only
+                effort = out.joint_effort if out.joint_effort is not None else self._no_effort
                 self.writer.writerow([f'{out.t_ns / NS:.9f}'] + [f'{v:.9g}' for v in np.r_[
-                    est.q, est.qd, est.joint_position, est.joint_velocity, cmd]]
+                    est.q, est.qd, est.q_std, est.qd_std, np.asarray(est.joint_position)[only],
+                    np.asarray(est.joint_velocity)[only], effort, cmd]]
                     + [out.message, f'{1e3 * est.tick_seconds:.3f}'])
         if self.bag is None:
             return
@@ -437,9 +460,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument('--params', help='ROS parameters file (estimator_node or /** '
                    'ros__parameters), as given to the node')
     p.add_argument('--output', help='output rosbag2 directory (default: BAG_estimates)')
-    p.add_argument('--csv', help='CSV of the estimates (default: OUTPUT.csv): t, the '
-                   'coordinates by name, their rates (<name>_dot), the joints\' '
-                   '<joint>.position/.velocity, the commands, status, tick_ms')
+    p.add_argument('--csv', help='CSV of the estimates (default: OUTPUT.csv): t; per '
+                   'coordinate <name>.position, .velocity and their standard deviations '
+                   '.position_std, .velocity_std; per other joint <joint>.position, .velocity; '
+                   'the estimated torque per joint <joint>.effort; the commands '
+                   '<name>.command; status, tick_ms (docs/cli.md, CSV columns)')
     p.add_argument('--plot', help='PNG with estimated vs measured joints')
     p.add_argument('--storage', choices=('mcap', 'sqlite3'), default='mcap',
                    help='storage of the output bag: mcap (one file, default) or sqlite3 '

@@ -1,8 +1,8 @@
 """mbfg-simulate: forward dynamics of a mechanism YAML with the factor graph, or of a URDF robot.
 
-Writes t, the coordinates by name (x1, y1, ..., theta...), their rates (x1_dot...)
-and accelerations (x1_ddot...), phi_norm as CSV (one row per step, t = 0
-included), prints a summary (steps, ms per step, max |Φ|, energy drift) and
+Writes t, the coordinates by name with their rates and accelerations (x1.position...,
+x1.velocity..., x1.acceleration...; docs/cli.md, CSV columns), phi_norm as CSV (one row
+per step, t = 0 included), prints a summary (steps, ms per step, max |Φ|, energy drift) and
 optionally plots q, q̇ and |Φ|. A URDF robot (CONFIG.urdf, optional --overlay) is
 simulated on its joint coordinates (mbfg_ros.spatial.simulate) with the same outputs,
 columns named after the URDF joints.
@@ -16,6 +16,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ..core.columns import TIME, columns
 from ..core.errors import MbfgError
 from ..simulation.forward import (
     COORDINATES,
@@ -60,9 +61,9 @@ def _parser() -> argparse.ArgumentParser:
                         'with Levenberg-Marquardt (slower); incremental: ISAM2 fixed-lag '
                         'smoother (fast, long runs gain energy); batch: batch fixed-lag '
                         'smoother')
-    p.add_argument('--output', '-o', type=Path, help='CSV file to write: t, the coordinates '
-                   'by name (x1, y1, ...), their rates (x1_dot...), accelerations '
-                   '(x1_ddot...), phi_norm')
+    p.add_argument('--output', '-o', type=Path, help='CSV file to write: t, per coordinate '
+                   'or joint <name>.position, <name>.velocity, <name>.acceleration (x1.position, '
+                   'x1.velocity...), then phi_norm')
     p.add_argument('--plot', type=Path, help='PNG file with q, q̇ and |Φ| against t')
     p.add_argument('--quiet', action='store_true', help='no progress bar')
     add_urdf_arguments(p)
@@ -72,12 +73,13 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def write_csv(path: Path, traj: Trajectory, names: Sequence[str] | None = None) -> None:
-    """One row per step: t, q, q̇, q̈, ‖Φ(q)‖; columns named after the coordinates
-    (``x1``, ``x1_dot``, ``x1_ddot``...; ``q0``... when no names are given)."""
+    """One row per step: t, q, q̇, q̈, ‖Φ(q)‖; columns named after the coordinates as every
+    CSV is (:mod:`mbfg_ros.core.columns`: ``x1.position``, ``x1.velocity``,
+    ``x1.acceleration``...; ``q0``... when no names are given)."""
     n = traj.q.shape[1]
     names = list(names) if names is not None else [f'q{i}' for i in range(n)]
-    header = ','.join(['t'] + names + [f'{c}_dot' for c in names]
-                      + [f'{c}_ddot' for c in names] + ['phi_norm'])
+    header = ','.join([TIME] + columns(names, 'position') + columns(names, 'velocity')
+                      + columns(names, 'acceleration') + ['phi_norm'])
     data = np.column_stack((traj.t, traj.q, traj.qd, traj.qdd, traj.phi_norm))
     try:
         np.savetxt(path, data, delimiter=',', header=header, comments='', fmt='%.12g')

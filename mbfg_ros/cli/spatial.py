@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..core.columns import TIME, columns
 from ..core.errors import MbfgError
 from ..core.trajectory import load_trajectory
 from .common import Progress, save_figure
@@ -118,7 +119,7 @@ def inverse_urdf(args: argparse.Namespace, prog: str) -> int:
         bar.close()
     names = list(system.actuator_names)
     out = Path(args.output)
-    header = ['t'] + [f'tau_{n}' for n in names]
+    header = [TIME] + columns(names, 'effort')
     np.savetxt(out, np.column_stack([res.t, res.tau]), delimiter=',', header=','.join(header),
                comments='', fmt='%.10g')
     if args.plot:

@@ -155,7 +155,7 @@ def test_inverse_plot_has_a_title_and_a_reactions_panel(tmp_path):
                          '--reactions', '--batch']) == 0
     assert plot.read_bytes()[:8] == PNG
     header = (tmp_path / 'tau.csv').read_text().splitlines()[0].split(',')
-    assert 'p0_on_body0_fx' in header and 'theta0_on_body0_m' in header
+    assert 'p0_on_body0.fx' in header and 'theta0_on_body0.m' in header
     from mbfg_ros.cli.inverse import plot_inverse
     from mbfg_ros.planar.problems.inverse import inverse_dynamics
     from mbfg_ros.planar.problems.reactions import JointReactions
