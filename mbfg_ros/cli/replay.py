@@ -419,16 +419,20 @@ def plot_replay(res: ReplayResult, system: Any, path: Path) -> list[str]:
 
 BAG_HELP = """\
 What the bag must hold (a rosbag2 directory, MCAP or sqlite3, as written by
-"ros2 bag record" or mbfg-simulate's node; no ROS installation is needed to read it):
+"ros2 bag record", simulator_node or the demo; no ROS installation is needed to read it):
 
   /joint_states        sensor_msgs/msg/JointState: the encoders. "name" lists joint
-                       names of the mechanism YAML's "joints:" (others are ignored),
-                       "position" their angles [rad] or slider positions [m];
-                       "velocity" (optional) their rates, "effort" (optional) the
-                       motor torques. Each message carries its time in header.stamp.
-  /imu/<name>          sensor_msgs/msg/Imu, one topic per IMU of the YAML
-                       ("sensors:", its "topic" if given): angular_velocity.z [rad/s],
-                       linear_acceleration.x/.y [m/s^2] in the IMU's frame.
+                       names of the mechanism (a URDF's movable joints; a planar
+                       YAML's "joints:"); other names are ignored. "position" their
+                       angles [rad] or slider positions [m]; "velocity" (optional)
+                       their rates, "effort" (optional) the motor torques. Each
+                       message carries its time in header.stamp.
+  /imu/<name>          sensor_msgs/msg/Imu, one topic per IMU (a URDF overlay's
+                       "imus:", a planar YAML's "sensors:"; its "topic" if given), in
+                       the IMU's frame: URDF robot, angular_velocity [rad/s] and
+                       linear_acceleration [m/s^2] on all three axes, orientation
+                       when its covariance[0] is not -1; planar mechanism,
+                       angular_velocity.z and linear_acceleration.x/.y.
   /estimator_node/reference (optional)
                        trajectory_msgs/msg/JointTrajectory: the desired motion of the
                        actuated joints, for the torque commands.
@@ -443,8 +447,8 @@ parameters file (joint_states_topic, reference_topic), as for the node.
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog='mbfg-replay',
-                                usage='mbfg-replay [-h] MECHANISM BAG [--params FILE] '
-                                      '[--output DIR] [--csv FILE] [--plot FILE] '
+                                usage='mbfg-replay [-h] MECHANISM BAG [--overlay YAML] '
+                                      '[--params FILE] [--output DIR] [--csv FILE] [--plot FILE] '
                                       '[--storage {mcap,sqlite3}] [--quiet]',
                                 description=plain(__doc__.split('\n\n')[0]),
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -481,7 +485,8 @@ def _mechanism_and_bag(p: argparse.ArgumentParser, a: argparse.Namespace) -> tup
               f'"mbfg-replay {a.mechanism} {a.paths[0]}"', file=sys.stderr)
         return a.mechanism, a.paths[0]
     if len(a.paths) != 2:
-        p.error('expected MECHANISM BAG (the mechanism YAML, then the bag directory)')
+        p.error('expected MECHANISM BAG (the mechanism: a URDF or a planar YAML, then the bag '
+                'directory)')
     return a.paths[0], a.paths[1]
 
 

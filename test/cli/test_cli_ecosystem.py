@@ -124,6 +124,7 @@ def test_replay_with_only_a_bag_says_what_it_expects(small_bag, capsys):
                     'comments', 'strictly increasing']),
     (replay_main, ['MECHANISM BAG', '/joint_states', 'sensor_msgs/msg/JointState',
                    '/imu/<name>', 'sensor_msgs/msg/Imu', 'angular_velocity.z',
+                   "a URDF's movable joints", 'on all three axes', '--overlay YAML',
                    'trajectory_msgs/msg/JointTrajectory', 'ground_truth', 'header.stamp']),
 ])
 def test_help_pages_say_what_each_choice_means(main, words, capsys):
