@@ -31,7 +31,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 
@@ -41,12 +41,12 @@ from ..core.bag import BagError, BagWriter, bag_topics, read_messages, typestore
 from ..ros import conversions as cv
 from ..ros.driver import EstimatorDriver, TickOutput
 from ..ros.params import ESTIMATOR_PARAMS, load_params_file, parse_estimator
+from .replay_plot import plot_replay, truth_joint_positions  # noqa: F401 - re-exported
 from .common import (
     Progress,
     check_writable,
     plain,
     run_cli,
-    save_figure,
     speed_phrase,
 )
 
@@ -74,7 +74,7 @@ class ReplayResult:
     command: list = field(default_factory=list)
     tick_seconds: list = field(default_factory=list)
     times: list = field(default_factory=list)
-    measured: list = field(default_factory=list)        # (t, names, position, velocity)
+    measured: list = field(default_factory=list)  # (t, names, position, velocity, effort)
     truth: list = field(default_factory=list)           # (t, q, qd)
     outputs: list = field(default_factory=list)         # every TickOutput, in order
     messages: int = 0
@@ -270,7 +270,8 @@ def replay(bag: str | Path, mechanism: str | Path, params: dict | None = None,
                 rec = driver.joint_state(m.msg)
                 if rec is not None:
                     matched += 1
-                    res.measured.append((t / NS, rec.names, rec.position, rec.velocity))
+                    res.measured.append((t / NS, rec.names, rec.position, rec.velocity,
+                                         rec.effort))
             else:
                 driver.imu(m.msg, imu_topics[m.topic])
             if t <= 0:
@@ -328,93 +329,6 @@ def _bag_span(bag: Path) -> float:
 
 def _bag_start(bag: Path) -> int:
     return _bag_meta(bag)[0]
-
-
-def truth_joint_positions(system: Any, res: ReplayResult) -> tuple[np.ndarray, np.ndarray,
-                                                                     np.ndarray]:
-    """(t, joint positions, joint velocities) of the ground truth in the bag."""
-    n = system.n
-    sm = system.sensor_model()
-    rows = [(t, q, qd) for t, q, qd in res.truth if q.shape == (n,) and qd.shape == (n,)]
-    if not rows:
-        return np.zeros(0), np.zeros((0, len(res.joint_names))), np.zeros((0, 0))
-    t = np.array([r[0] for r in rows])
-    jp = np.array([sm.joint_positions(r[1]) for r in rows])
-    jv = np.array([sm.joint_velocities(r[1], r[2]) for r in rows])
-    return t, jp, jv
-
-
-def plot_replay(res: ReplayResult, system: Any, path: Path) -> list[str]:
-    """Per joint: position and rate (measured, truth, estimate) and an error panel.
-
-    The error panel shows estimate − truth and measured − truth when the bag has
-    ``*/ground_truth``, else estimate − measured. Writes exactly ``path``;
-    returns the y-axis labels of the first row.
-    """
-    import matplotlib
-    matplotlib.use('Agg')
-    import matplotlib.pyplot as plt
-
-    from ..planar.sensors import wrap_angle
-
-    names = res.joint_names
-    J = len(names)
-    fig, axes = plt.subplots(max(J, 1), 3, figsize=(15, 2.8 * max(J, 1)), squeeze=False,
-                             sharex=True)
-    t = res.t
-    jp = np.array(res.joint_position).reshape(len(t), -1) if len(t) else np.zeros((0, J))
-    jv = np.array(res.joint_velocity).reshape(len(t), -1) if len(t) else np.zeros((0, J))
-    tt, tp, tv = truth_joint_positions(system, res)
-    kinds = {jt.name: jt.type for jt in system.mech.joints}
-    labels: list[str] = []
-    for j, name in enumerate(names):
-        revolute = kinds.get(name) == 'revolute'
-        # Revolute angles are wrapped to (-pi, pi]; unwrap them for display only.
-        unwrap = np.unwrap if revolute else np.asarray
-        diff = wrap_angle if revolute else (lambda x: x)
-        mt = [(m[0], m[2][list(m[1]).index(name)], m[3][list(m[1]).index(name)])
-              for m in res.measured if name in m[1]]
-        ax_p, ax_v, ax_e = axes[j]
-        arr = np.array(mt) if mt else np.zeros((0, 3))
-        if len(arr):
-            ax_p.plot(arr[:, 0], unwrap(arr[:, 1]), '.', ms=2, color='0.6', label='measured')
-            if np.isfinite(arr[:, 2]).any():
-                ax_v.plot(arr[:, 0], arr[:, 2], '.', ms=2, color='0.6', label='measured')
-        if len(tt):
-            ax_p.plot(tt, unwrap(tp[:, j]), 'k-', lw=0.8, label='ground truth')
-            ax_v.plot(tt, tv[:, j], 'k-', lw=0.8, label='ground truth')
-        if len(t):
-            ax_p.plot(t, unwrap(jp[:, j]), 'C1-', lw=1.0, label='estimated')
-            ax_v.plot(t, jv[:, j], 'C1-', lw=1.0, label='estimated')
-        unit = 'rad' if revolute else 'm'
-        scale, eunit = (1e3, f'm{unit}') if unit == 'rad' else (1e3, 'mm')
-        if len(tt) > 1:
-            ref = unwrap(tp[:, j])
-            if len(arr):
-                ax_e.plot(arr[:, 0], scale * diff(arr[:, 1] - np.interp(arr[:, 0], tt, ref)),
-                          '.', ms=2, color='0.6', label='measured − truth')
-            if len(t):
-                ax_e.plot(t, scale * diff(jp[:, j] - np.interp(t, tt, ref)), 'C1-', lw=1.0,
-                          label='estimated − truth')
-            elabel = f'{name} error [{eunit}]'
-        else:
-            if len(t) and len(arr):
-                ax_e.plot(t, scale * diff(jp[:, j] - np.interp(t, arr[:, 0], unwrap(arr[:, 1]))),
-                          'C1-', lw=1.0, label='estimated − measured')
-            elabel = f'{name} estimated − measured [{eunit}]'
-        row = [f'{name} [{unit}]', f'{name} rate [{unit}/s]', elabel]
-        for ax, lab in zip(axes[j], row):
-            ax.set_ylabel(lab)
-            ax.grid(True, alpha=0.3)
-        ax_p.legend(loc='best', fontsize=7)
-        ax_e.legend(loc='best', fontsize=7)
-        labels = labels or row
-    for ax in axes[-1]:
-        ax.set_xlabel('stamp [s]')
-    fig.suptitle(f'mbfg_ros estimator replay: {system.mech.name}')
-    fig.tight_layout()
-    save_figure(fig, path, dpi=110)
-    return labels
 
 
 BAG_HELP = """\

@@ -122,7 +122,8 @@ def test_demo_outputs_are_named_after_the_mechanism_with_units_per_joint(tmp_pat
     res = replay(out / 'slider_crank_sim', CONFIG / 'slider_crank.yaml',
                  {'frequency': 200.0}, show_progress=False)
     labels = plot_replay(res, sys_, tmp_path / 'plot')
-    assert labels == ['crank [rad]', 'crank rate [rad/s]', 'crank error [mrad]']
+    assert labels == ['crank [rad]', 'crank rate [rad/s]', 'crank error [mrad]',
+                      'crank torque [N·m]']            # issue 30: the motor's estimated τ̂
     assert (tmp_path / 'plot').read_bytes()[:8] == PNG
 
 
