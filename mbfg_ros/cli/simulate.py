@@ -69,6 +69,10 @@ def _parser() -> argparse.ArgumentParser:
     add_urdf_arguments(p)
     p.add_argument('--torque', help='URDF robots: constant actuator torques, '
                    'joint=value[,joint=value...] [N·m or N] (default: none, a passive fall)')
+    p.add_argument('--no-limits', action='store_true', help='URDF robots: ignore the joint '
+                   'position limits (default: a joint reaching its <limit lower/upper> or the '
+                   'overlay\'s limits stops there, an inelastic end stop; velocity limits are '
+                   'reported when exceeded, never enforced)')
     return p
 
 
@@ -153,8 +157,9 @@ def _main(argv: list[str] | None) -> int:
         check_writable(args.output, 'CSV')
         check_writable(args.plot, 'plot')
         return simulate_urdf(args, PROG)
-    if args.overlay or args.torque:
-        raise MbfgError('--overlay and --torque are for URDF robots (CONFIG ending in .urdf)')
+    if args.overlay or args.torque or args.no_limits:
+        raise MbfgError('--overlay, --torque and --no-limits are for URDF robots (CONFIG ending '
+                        'in .urdf)')
     config = ForwardConfig(dt=args.dt, window=args.window, coordinates=args.coordinates,
                            ic_basis=args.ic_basis,
                            integrator=args.integrator, solver=args.solver)

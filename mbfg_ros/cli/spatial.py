@@ -63,15 +63,18 @@ def _torques(system, text: str | None) -> np.ndarray:
 
 def simulate_urdf(args: argparse.Namespace, prog: str) -> int:
     """Forward dynamics of a URDF robot (``spatial.simulate``); same outputs as the planar."""
-    from ..spatial.simulate import simulate_spatial
+    from ..core.end_stops import EndStopLog
+    from ..spatial.simulate import end_stops_of, simulate_spatial
     from .simulate import report
     system = _system(args)
     tau = _torques(system, args.torque)
+    stops = None if args.no_limits else end_stops_of(system)
+    log = EndStopLog(tuple(system.names))
     progress = Progress(args.duration, 'simulating', enabled=not args.quiet)
     start = time.perf_counter()
     try:
         traj = simulate_spatial(system, args.duration, args.dt, args.integrator, tau,
-                                progress=progress.update)
+                                progress=progress.update, end_stops=stops, log=log)
     finally:
         progress.close()
     elapsed = time.perf_counter() - start
@@ -79,11 +82,16 @@ def simulate_urdf(args: argparse.Namespace, prog: str) -> int:
     E = np.array([system.energy(q, qd) for q, qd in zip(traj.q, traj.qd)])
     kinetic = np.array([0.5 * qd @ system.dyn.mass_matrix(q) @ qd
                         for q, qd in zip(traj.q, traj.qd)])
-    return report(args, traj, system.names, _units(system),
-                  f'{Path(args.config).name}: {steps} steps of {args.dt:g} s ({system.n} joints, '
-                  f'{len(system.model.loops)} loop joints, {args.integrator}, backend '
-                  f'{type(system.dyn).__name__})', f'{Path(args.config).stem}: forward dynamics',
-                  elapsed, E, kinetic)
+    limits = ('joint limits ignored (--no-limits)' if stops is None else
+              'joint position limits as end stops' if stops.limited else 'no joint limits')
+    rc = report(args, traj, system.names, _units(system),
+                f'{Path(args.config).name}: {steps} steps of {args.dt:g} s ({system.n} joints, '
+                f'{len(system.model.loops)} loop joints, {args.integrator}, backend '
+                f'{type(system.dyn).__name__}; {limits})',
+                f'{Path(args.config).stem}: forward dynamics', elapsed, E, kinetic)
+    for line in log.lines(stops, args.dt) if stops is not None else ():
+        print(f'  {line}')
+    return rc
 
 
 def inverse_urdf(args: argparse.Namespace, prog: str) -> int:
