@@ -35,7 +35,8 @@ from common import truth  # noqa: E402
 
 from mbfg_ros.estimation.estimator import Estimator, EstimatorConfig  # noqa: E402
 from mbfg_ros.planar.dynamics import System, build_system, load_system  # noqa: E402
-from mbfg_ros.planar.sensors import SensorConfig, SensorModel, simulate_measurements, wrap_angle  # noqa: E402,E501
+from mbfg_ros.core.angles import wrap_angle  # noqa: E402
+from mbfg_ros.planar.sensors import SensorConfig, SensorModel, simulate_measurements  # noqa: E402
 
 DEFAULT_YAML = REPO / 'config' / 'fourbar.yaml'
 FALLBACK_YAML = REPO / 'test' / 'data' / 'fourbar_estimator.yaml'

@@ -357,7 +357,8 @@ def row_counts(v: dict, rate: int, busy: bool, d, lat: list, cpu: float,
 
 def run_row(rate: int, busy: bool, duration: float, domain: int, tmp: Path) -> dict:
     from mbfg_ros.planar.dynamics import load_system
-    from mbfg_ros.planar.sensors import SensorModel, wrap_angle
+    from mbfg_ros.core.angles import wrap_angle
+    from mbfg_ros.planar.sensors import SensorModel
 
     data = tmp / f'data_{rate}.npz'
     if not data.exists():

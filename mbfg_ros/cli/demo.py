@@ -101,7 +101,7 @@ def accuracy_table(system, traj, measurements, res) -> list[tuple[str, float, fl
     Raw rate = finite difference of consecutive encoder readings (what a
     controller without an estimator would use).
     """
-    from ..planar.sensors import wrap_angle
+    from ..core.angles import wrap_angle
 
     mech = system.mech
     sm = system.sensor_model()

@@ -83,7 +83,7 @@ def plot_replay(res: Any, system: Any, path: Path) -> list[str]:
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
 
-    from ..planar.sensors import wrap_angle
+    from ..core.angles import wrap_angle
 
     names = res.joint_names
     J = len(names)

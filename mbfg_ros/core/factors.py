@@ -1,55 +1,48 @@
-"""Factors of seed 000 §6 as pure error functions, and their GTSAM binding.
+"""The generic factors of seed 000 §6 as pure error functions, and the one GTSAM binding.
 
-Each ``*_error`` function takes its fixed parameters first, then the list of
-variable values ``xs`` and a flag ``want_jacobians``; it returns the error
-vector and, when asked, the list of Jacobians (one per variable, analytic).
-:func:`custom_factor` binds one to a :class:`gtsam.CustomFactor` (GTSAM's
-python/CustomFactors.md pattern) through a callback that keeps its last
-evaluation (:class:`_Evaluation`: ISAM2 relinearises unchanged factors in its batch
-steps). A factor depends only on its keys and fixed parameters (no hidden inputs).
+Each ``*_error`` function takes its fixed parameters first, then the list of variable
+values ``xs`` and a flag ``want``; it returns the error vector and, when asked, the list
+of Jacobians (one per variable, analytic). :func:`custom_factor` is the package's one
+binder of such a function to a :class:`gtsam.CustomFactor` (GTSAM's
+python/CustomFactors.md pattern; issue 23: the planar inverse dynamics, the spatial
+dynamics graph and the estimator all bind through it) via a callback that keeps its last
+evaluation (:class:`_Evaluation`: ISAM2 relinearises unchanged factors in its batch steps).
+A factor depends only on its keys and fixed parameters (no hidden inputs).
 
-Factors:
-    prior (21)             -> :func:`prior_factor` (GTSAM's PriorFactorVector)
-    Euler f_ei (22)        -> :func:`euler_error`
-    trapezoidal f_ti (23)  -> :func:`trapezoidal_error`
-    f_dpc (24)             -> :func:`position_constraint_error`
-    f_dvc (25)             -> :func:`velocity_constraint_error`
-    f_ddyn (26)            -> :func:`forward_dynamics_error`
-    f_idyn (27)            -> :func:`forward_dynamics_indep_error`
-    f_didyn (28)           -> :func:`inverse_dynamics_error` (Q a variable)
-    f_iidyn (29)           -> :func:`inverse_dynamics_indep_error`
-    f_ipc, f_ivc, f_iac (30-32) -> :func:`ipc_error`, :func:`ivc_error`, :func:`iac_error`
-    f_eq                   -> not needed: consecutive stacked states share the integrator factor
+For speed (each Python callback costs tens of microseconds) the problems use *stacked*
+variables ``x = [q, q̇, q̈]``:
 
-For speed (each Python callback costs tens of microseconds) the problems use
-*stacked* variables ``x = [q, q̇, q̈]`` with :func:`stacked_state_error`
-(f_dpc + f_dvc + f_ddyn on one step) and :func:`stacked_trapezoidal_error` /
-:func:`stacked_euler_error` (two integrator factors between steps): the same
-equations, fewer and fatter factors.
+    prior (21)                     -> :func:`prior_factor` (GTSAM's PriorFactorVector)
+    f_dpc + f_dvc + f_ddyn (24-26)  -> :func:`stacked_state_error` (any
+                                      :class:`~mbfg_ros.core.interface.MultibodySystem`)
+    two f_ti / f_ei (23 / 22)       -> :func:`stacked_trapezoidal_error`,
+                                      :func:`stacked_euler_error` (between steps)
+    f_ipc + f_ivc + f_iac + f_idyn  -> :func:`stacked_indep_state_error` (the system's own,
+    (27, 30-32)                       ``planar.factors`` for natural coordinates)
+    f_eq                           -> not needed: consecutive stacked states share the
+                                      integrator factor
+
+the same equations as the single-variable factors, fewer and fatter factors (those, used
+by no module, now live with their test: ``test/support/seed_factors.py``).
 """
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import gtsam
 import numpy as np
 
-from ..planar.constraints import Constraints
-from ..planar.dynamics import System, forward_accel
-from ..planar.kinematics import selector
+if TYPE_CHECKING:
+    from .interface import MultibodySystem
 
 __all__ = [
-    'ErrorFn', 'custom_factor', 'prior_factor', 'euler_error',
-    'trapezoidal_error', 'position_constraint_error', 'velocity_constraint_error',
-    'forward_dynamics_error', 'forward_dynamics_indep_error', 'inverse_dynamics_error',
-    'inverse_dynamics_indep_error', 'ipc_error', 'ivc_error', 'iac_error',
+    'ErrorFn', 'custom_factor', 'prior_factor', 'sigmas',
     'stacked_state_error', 'stacked_trapezoidal_error', 'stacked_trapezoidal_jerk_error',
-    'stacked_euler_error',
-    'stacked_integrator_jacobians',
-    'stacked_indep_state_error', 'basis_matrix', 'sigmas',
+    'stacked_euler_error', 'stacked_integrator_jacobians',
+    'stacked_indep_state_error', 'basis_matrix',
 ]
 
-ErrorFn = Callable[[Sequence[np.ndarray], bool], tuple[np.ndarray, list[np.ndarray] | None]]
+ErrorFn = Callable[[Sequence[Any], bool], tuple[np.ndarray, list[np.ndarray] | None]]
 
 
 class _Evaluation:
@@ -63,20 +56,34 @@ class _Evaluation:
     at 1 kHz where a tick takes ~1.5 ms. With the kept evaluations that step costs
     only GTSAM's own elimination. Elsewhere (iterative solvers) the values change
     between calls and every call evaluates ``fn``.
+
+    Variables other than vectors (``pose``: the spatial dynamics graph's Pose3 links) are
+    read with ``Values.atPose3``; a factor with one is evaluated at every call (no kept
+    evaluation: its solvers change the values between calls).
     """
 
-    __slots__ = ('fn', 'keys', 'xs', 'e', 'J')
+    __slots__ = ('fn', 'keys', 'poses', 'xs', 'e', 'J')
 
-    def __init__(self, fn: ErrorFn, keys: tuple[int, ...]) -> None:
+    def __init__(self, fn: ErrorFn, keys: tuple[int, ...],
+                 poses: tuple[bool, ...] | None = None) -> None:
         self.fn, self.keys = fn, keys
+        self.poses = poses if poses is not None and any(poses) else None
         self.xs: list[np.ndarray] | None = None
         self.e: np.ndarray | None = None
         self.J: list[np.ndarray] | None = None
 
     def __call__(self, this: gtsam.CustomFactor, values: gtsam.Values,
                  jacobians: list | None) -> np.ndarray:
-        xs = [values.atVector(k) for k in self.keys]
         want = jacobians is not None
+        if self.poses is not None:
+            xs = [values.atPose3(k) if p else values.atVector(k)
+                  for k, p in zip(self.keys, self.poses)]
+            e, J = self.fn(xs, want)
+            if want:
+                for i, Ji in enumerate(J):
+                    jacobians[i] = np.asfortranarray(Ji, dtype=float)
+            return e
+        xs = [values.atVector(k) for k in self.keys]
         if (self.xs is None or (want and self.J is None)
                 or not all(np.array_equal(a, b) for a, b in zip(xs, self.xs))):
             e, J = self.fn(xs, want)
@@ -88,12 +95,16 @@ class _Evaluation:
         return self.e
 
 
-def custom_factor(keys: Sequence[int], noise: gtsam.noiseModel.Base, fn: ErrorFn
-                  ) -> gtsam.CustomFactor:
-    """A GTSAM CustomFactor over vector-valued ``keys`` computing ``fn`` (its last
-    evaluation kept: :class:`_Evaluation`)."""
+def custom_factor(keys: Sequence[int], noise: gtsam.noiseModel.Base, fn: ErrorFn,
+                  poses: Sequence[bool] | None = None) -> gtsam.CustomFactor:
+    """A GTSAM CustomFactor over ``keys`` computing ``fn(xs, want) -> (e, J or None)``
+    (``J[i]``: ∂e/∂ of variable i, one column per tangent dimension), its last evaluation
+    kept (:class:`_Evaluation`). The variables are vectors, except those flagged in
+    ``poses`` (``gtsam.Pose3``, tangent ``[rotation; translation]``)."""
     keys = tuple(int(k) for k in keys)
-    return gtsam.CustomFactor(noise, list(keys), _Evaluation(fn, keys))
+    flags = tuple(bool(p) for p in poses) if poses is not None else None
+    return gtsam.CustomFactor(noise, gtsam.KeyVector(list(keys)),
+                              _Evaluation(fn, keys, flags))
 
 
 def sigmas(*blocks: tuple[int, float]) -> gtsam.noiseModel.Diagonal:
@@ -108,134 +119,7 @@ def prior_factor(key: int, value: np.ndarray, noise: gtsam.noiseModel.Base
     return gtsam.PriorFactorVector(key, np.asarray(value, dtype=float), noise)
 
 
-# -- integrators -----------------------------------------------------------------
-def euler_error(dt: float, xs: Sequence[np.ndarray], want: bool):
-    """f_ei, Eq. 22: e = x_{t+1} − x_t − Δt ẋ_t; variables (x_t, x_{t+1}, ẋ_t)."""
-    x0, x1, xd0 = xs
-    e = x1 - x0 - dt * xd0
-    if not want:
-        return e, None
-    eye = np.eye(len(x0))
-    return e, [-eye, eye, -dt * eye]
-
-
-def trapezoidal_error(dt: float, xs: Sequence[np.ndarray], want: bool):
-    """f_ti, Eq. 23: e = x_{t+1} − x_t − Δt/2 (ẋ_t + ẋ_{t+1}).
-
-    Variables (x_t, x_{t+1}, ẋ_t, ẋ_{t+1}).
-    """
-    x0, x1, xd0, xd1 = xs
-    e = x1 - x0 - 0.5 * dt * (xd0 + xd1)
-    if not want:
-        return e, None
-    eye = np.eye(len(x0))
-    return e, [-eye, eye, -0.5 * dt * eye, -0.5 * dt * eye]
-
-
-# -- constraints -----------------------------------------------------------------
-def position_constraint_error(cons: Constraints, xs: Sequence[np.ndarray], want: bool):
-    """f_dpc, Eq. 24: e = Φ(q), ∂e/∂q = Φq."""
-    q = xs[0]
-    return cons.phi(q), ([cons.phi_q(q)] if want else None)
-
-
-def velocity_constraint_error(cons: Constraints, xs: Sequence[np.ndarray], want: bool):
-    """f_dvc, Eq. 25: e = Φq q̇; ∂e/∂q = Φ̇q (Eq. 40c), ∂e/∂q̇ = Φq."""
-    q, qd = xs
-    Jq = cons.phi_q(q)
-    e = Jq @ qd
-    return e, ([cons.phi_q_dot(q, qd), Jq] if want else None)
-
-
-def ipc_error(cons: Constraints, idx: Sequence[int], xs: Sequence[np.ndarray], want: bool):
-    """f_ipc, Eq. 30: e = [Φ(q); q[idx] − z]; variables (q, z)."""
-    q, z = xs
-    idx = list(idx)
-    e = np.concatenate((cons.phi(q), q[idx] - z))
-    if not want:
-        return e, None
-    d = len(idx)
-    return e, [np.vstack((cons.phi_q(q), selector(idx, len(q)))),
-               np.vstack((np.zeros((cons.m, d)), -np.eye(d)))]
-
-
-def ivc_error(cons: Constraints, idx: Sequence[int], xs: Sequence[np.ndarray], want: bool):
-    """f_ivc, Eq. 31: e = [Φq q̇; q̇[idx] − ż]; variables (q, q̇, ż)."""
-    q, qd, zd = xs
-    idx = list(idx)
-    Jq = cons.phi_q(q)
-    e = np.concatenate((Jq @ qd, qd[idx] - zd))
-    if not want:
-        return e, None
-    d, n = len(idx), len(q)
-    return e, [np.vstack((cons.phi_q_dot(q, qd), np.zeros((d, n)))),
-               np.vstack((Jq, selector(idx, n))),
-               np.vstack((np.zeros((cons.m, d)), -np.eye(d)))]
-
-
-def iac_error(cons: Constraints, idx: Sequence[int], xs: Sequence[np.ndarray], want: bool):
-    """f_iac, Eq. 32: e = [Φ̇q q̇ + Φq q̈; q̈[idx] − z̈]; variables (q, q̇, q̈, z̈)."""
-    q, qd, qdd, zdd = xs
-    idx = list(idx)
-    t = cons.terms(q, qd)
-    e = np.concatenate((t.phi_q_dot @ qd + t.phi_q @ qdd, qdd[idx] - zdd))
-    if not want:
-        return e, None
-    d, n = len(idx), len(q)
-    zeros = np.zeros((d, n))
-    return e, [np.vstack((t.gamma_q + cons.hess_vec(q, qdd), zeros)),
-               np.vstack((2.0 * t.phi_q_dot, zeros)),
-               np.vstack((t.phi_q, selector(idx, n))),
-               np.vstack((np.zeros((cons.m, d)), -np.eye(d)))]
-
-
-# -- dynamics --------------------------------------------------------------------
-def forward_dynamics_error(sys: System, tau: np.ndarray | None, xs: Sequence[np.ndarray],
-                           want: bool):
-    """f_ddyn, Eq. 26: e = q̈(q, q̇) − q̈ with analytic ∂/∂q, ∂/∂q̇ (see dynamics.py)."""
-    q, qd, qdd = xs
-    a = forward_accel(sys, q, qd, tau, jacobians=want)
-    e = a.qdd - qdd
-    return e, ([a.qdd_q, a.qdd_qd, -np.eye(len(q))] if want else None)
-
-
-def forward_dynamics_indep_error(sys: System, idx: Sequence[int], tau: np.ndarray | None,
-                                 xs: Sequence[np.ndarray], want: bool):
-    """f_idyn, Eq. 27: e = z̈(q, q̇) − z̈ with z̈ = B q̈ (≡ Eq. 15); variables (q, q̇, z̈)."""
-    q, qd, zdd = xs
-    idx = list(idx)
-    a = forward_accel(sys, q, qd, tau, jacobians=want)
-    e = a.qdd[idx] - zdd
-    return e, ([a.qdd_q[idx], a.qdd_qd[idx], -np.eye(len(idx))] if want else None)
-
-
-def inverse_dynamics_error(sys: System, tau: np.ndarray | None, xs: Sequence[np.ndarray],
-                           want: bool):
-    """f_didyn, Eq. 28: e = q̈(q, q̇, Q) − q̈ with Q (n) a variable.
-
-    Q is the generalized force *added* to the modelled ones (gravity, springs,
-    ``tau``); ∂e/∂Q is Eq. 47 computed through the augmented system, which
-    stays valid with relative coordinates (where Eq. 47's M⁻¹ does not exist).
-    """
-    q, qd, qdd, Q = xs
-    a = forward_accel(sys, q, qd, tau, Q_extra=Q, jacobians=want, jac_Q=want)
-    e = a.qdd - qdd
-    return e, ([a.qdd_q, a.qdd_qd, -np.eye(len(q)), a.qdd_Q] if want else None)
-
-
-def inverse_dynamics_indep_error(sys: System, idx: Sequence[int], tau: np.ndarray | None,
-                                 xs: Sequence[np.ndarray], want: bool):
-    """f_iidyn, Eq. 29: e = z̈(q, q̇, Q) − z̈; ∂e/∂Q = rows idx of Eq. 47 (= M̄⁻¹Rᵀ, Eq. 50)."""
-    q, qd, zdd, Q = xs
-    idx = list(idx)
-    a = forward_accel(sys, q, qd, tau, Q_extra=Q, jacobians=want, jac_Q=want)
-    e = a.qdd[idx] - zdd
-    return e, ([a.qdd_q[idx], a.qdd_qd[idx], -np.eye(len(idx)), a.qdd_Q[idx]]
-               if want else None)
-
-
-# -- stacked variables [q, q̇, q̈] ------------------------------------------------
-def stacked_state_error(sys: System, tau: np.ndarray | None, xs: Sequence[np.ndarray],
+def stacked_state_error(sys: MultibodySystem, tau: np.ndarray | None, xs: Sequence[np.ndarray],
                         want: bool):
     """f_dpc + f_dvc + f_ddyn (Eqs. 24-26) on one stacked state x = [q, q̇, q̈].
 
@@ -314,58 +198,22 @@ def stacked_euler_error(n: int, dt: float, xs: Sequence[np.ndarray], want: bool)
 
 
 def basis_matrix(basis: Sequence[int] | np.ndarray, n: int) -> np.ndarray:
-    """The (d, n) matrix B of z = B q: a selector for indices, or B itself if 2-D."""
+    """The (d, n) matrix B of z = B q: the selector of seed 000 Eq. 9 that picks ``q[idx]``
+    for indices, or B itself if 2-D."""
     if isinstance(basis, np.ndarray) and basis.ndim == 2:
         return basis
-    return selector(basis, n)
+    B = np.zeros((len(basis), n))
+    B[np.arange(len(basis)), list(basis)] = 1.0
+    return B
 
 
-def stacked_indep_state_error(sys: System, basis: Sequence[int] | np.ndarray,
+def stacked_indep_state_error(sys: MultibodySystem, basis: Sequence[int] | np.ndarray,
                               tau: np.ndarray | None, xs: Sequence[np.ndarray], want: bool):
-    """f_ipc + f_ivc + f_iac + f_idyn (Eqs. 27, 30-32) on stacked x = [q, q̇, q̈], Z = [z, ż, z̈].
+    """f_ipc + f_ivc + f_iac + f_idyn (Eqs. 27, 30-32) on stacked x = [q, q̇, q̈] and
+    Z = [z, ż, z̈] with z = B q (``basis``: indices or a (d, n) matrix): the system's own
+    ``independent_state_error`` (natural coordinates:
+    :func:`mbfg_ros.planar.factors.stacked_indep_state_error`; a formulation without
+    independent-coordinate dynamics raises)."""
+    return sys.independent_state_error(basis, tau, xs, want)
 
-    ``basis`` gives z = B q: indices (B a selector, the seed's z ⊂ q) or a
-    (d, n) matrix B (e.g. a tangent basis of the constraint manifold; R of
-    Eq. 8 is defined for any B with [Φq; B] regular). Error rows:
-    [Φ; B q − z; Φq q̇; B q̇ − ż; Φ̇q q̇ + Φq q̈; B q̈ − z̈; B q̈(q, q̇) − z̈].
-    """
-    n, m = sys.n, sys.m
-    B = basis_matrix(basis, n)
-    d = B.shape[0]
-    x, Z = xs
-    q, qd, qdd = x[:n], x[n:2 * n], x[2 * n:]
-    z, zd, zdd = Z[:d], Z[d:2 * d], Z[2 * d:]
-    cons = sys.constraints
-    t = cons.terms(q, qd)
-    a = forward_accel(sys, q, qd, tau, jacobians=want, terms=t)
-    e = np.concatenate((t.phi, B @ q - z, t.phi_q @ qd, B @ qd - zd,
-                        t.phi_q_dot @ qd + t.phi_q @ qdd, B @ qdd - zdd, B @ a.qdd - zdd))
-    if not want:
-        return e, None
-    rows = 3 * (m + d) + d
-    Jx = np.zeros((rows, 3 * n))
-    Jz = np.zeros((rows, 3 * d))
-    eye = np.eye(d)
-    r = 0
-    Jx[r:r + m, :n] = t.phi_q
-    r += m
-    Jx[r:r + d, :n] = B
-    Jz[r:r + d, :d] = -eye
-    r += d
-    Jx[r:r + m, :n] = t.phi_q_dot
-    Jx[r:r + m, n:2 * n] = t.phi_q
-    r += m
-    Jx[r:r + d, n:2 * n] = B
-    Jz[r:r + d, d:2 * d] = -eye
-    r += d
-    Jx[r:r + m, :n] = t.gamma_q + cons.hess_vec(q, qdd)
-    Jx[r:r + m, n:2 * n] = 2.0 * t.phi_q_dot
-    Jx[r:r + m, 2 * n:] = t.phi_q
-    r += m
-    Jx[r:r + d, 2 * n:] = B
-    Jz[r:r + d, 2 * d:] = -eye
-    r += d
-    Jx[r:r + d, :n] = B @ a.qdd_q
-    Jx[r:r + d, n:2 * n] = B @ a.qdd_qd
-    Jz[r:r + d, 2 * d:] = -eye
-    return e, [Jx, Jz]
+

@@ -23,22 +23,27 @@ What the estimator (and the ROS edge) need besides:
 
 * ``m``, ``state_terms(q, qd, tau, jacobians)``: constraint rows and forward dynamics of the
   state factor (seed 000 Eqs. 24-26) with their Jacobians in one evaluation;
+  ``independent_state_error(basis, tau, xs, want)``: the stacked independent-coordinate
+  state factor (seed 000 Eqs. 27, 30-32; planar only, a spatial system raises);
 * ``joint_names``, ``actuator_joints``, ``joint_coordinate(name)``: what encoders and
   ``effort`` fields name, and the coordinate equal to a revolute joint's angle;
 * ``description``: the :class:`EdgeDescription` (joints, limits, IMUs, actuators,
   coordinate names) the ROS edge and the CLIs read; the formulations keep their own
   model objects to themselves;
 * ``sensor_model()``: the measurement models of the encoders and IMUs (frame and sensor
-  kinematics: ``planar.sensors.SensorModel``, ``spatial.sensor_model.SpatialSensorModel``).
+  kinematics), a :class:`SensorModel` (``planar.sensors.SensorModel``,
+  ``spatial.sensor_model.SpatialSensorModel``);
 """
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from typing import Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
-__all__ = ['MultibodySystem', 'EdgeDescription', 'EdgeJoint', 'EdgeActuator', 'EdgeSensor',
-           'JointLimits']
+from .observation import Model, Observation
+
+__all__ = ['MultibodySystem', 'SensorModel', 'EdgeDescription', 'EdgeJoint', 'EdgeActuator',
+           'EdgeSensor', 'JointLimits']
 
 
 class JointLimits(Protocol):
@@ -69,20 +74,31 @@ class EdgeJoint(Protocol):
 
 
 class EdgeActuator(Protocol):
-    """A motor: its name and the joint it drives."""
+    """A motor: its name, the joint it drives (None: a planar actuator on a coordinate)
+    and the coordinate it drives directly (None: a joint the sensor model reads)."""
 
     @property
     def name(self) -> str: ...
 
     @property
-    def joint(self) -> str: ...
+    def joint(self) -> str | None: ...
+
+    @property
+    def coordinate(self) -> int | None: ...
 
 
 class EdgeSensor(Protocol):
-    """An IMU: its name (its topic is ``imu/<name>`` unless a launch file remaps it)."""
+    """An IMU: its name (its topic is ``imu/<name>`` unless a launch file remaps it) and the
+    ranges beyond which its readings are rejected (|ω| in rad/s, |f| per axis in m/s²)."""
 
     @property
     def name(self) -> str: ...
+
+    @property
+    def gyro_range(self) -> float: ...
+
+    @property
+    def accel_range(self) -> float: ...
 
 
 class EdgeDescription(Protocol):
@@ -107,6 +123,61 @@ class EdgeDescription(Protocol):
 
     @property
     def coordinate_names(self) -> tuple[str, ...]: ...
+
+
+@runtime_checkable
+class SensorModel(Protocol):
+    """The measurement models h(q, q̇, q̈) of a system's encoders and IMUs, with analytic
+    Jacobians: what the observation factors, the innovation gate, the start-up and the
+    command law use (issue 23). ``planar.sensors.SensorModel`` (natural coordinates, seed
+    000 §2: 1-axis gyro, 2-axis specific force, yaw) and
+    ``spatial.sensor_model.SpatialSensorModel`` (joint coordinates: encoders read q_j; 3-axis
+    IMUs, orientation on SO(3)) implement it; shared code asks the model, never which one
+    it holds.
+
+    * ``n``, ``joint_names``, ``imu_names``: state size, encoder and IMU names (indices);
+    * ``joint(j, q, q̇, want)``: (position, rate) :class:`Model` of encoder ``j``;
+      ``joint_is_angular(j)``: its position is an angle (revolute);
+    * ``joint_batch(j, X)``: position and rate of encoder ``j`` at states X (N, 3, n) with
+      Jacobians, or None where only the scalar ``joint`` applies (prismatic);
+    * ``direct_encoders``: where every encoder reads its own coordinate (q_j, q̇_j), the
+      per-joint "angular" flags (the observation code then takes all encoder readings at
+      once with unit-row Jacobians); None where encoders are functions of q;
+    * ``imu(k, q, q̇, q̈, want)``: (gyro, specific force, orientation) models of IMU ``k``;
+      ``imu_observations(...)``: the :class:`Observation` of one IMU record;
+      ``imu_errors(k, obs, X, want)``: stacked residuals of IMU ``k``'s readings and their
+      Jacobians (rows, 3, n);
+    * ``angle_residual(kind, index)``: the residual of such a reading is one angle wrapped
+      to (−π, π] (a revolute encoder, a planar yaw);
+    * ``position_target(kind)``: a position-level reading of that kind is a scalar target
+      of the start-up position problem (encoders; a planar yaw, not a 3-D orientation).
+    """
+
+    n: int
+    joint_names: tuple[str, ...]
+    imu_names: tuple[str, ...]
+    direct_encoders: np.ndarray | None
+
+    def joint_is_angular(self, j: int) -> bool: ...
+
+    def joint(self, j: int, q: np.ndarray, qd: np.ndarray, want: bool = False
+              ) -> tuple[Model, Model]: ...
+
+    def joint_batch(self, j: int, X: np.ndarray) -> tuple[tuple, tuple] | None: ...
+
+    def imu(self, k: int, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray, want: bool = False
+            ) -> tuple[Model, Model, Model]: ...
+
+    def imu_observations(self, k: int, gyro: np.ndarray | None, accel: np.ndarray | None,
+                         quat: np.ndarray | None, s_gyro: np.ndarray, s_accel: np.ndarray,
+                         s_orient: np.ndarray) -> list[Observation]: ...
+
+    def imu_errors(self, k: int, obs: Sequence[Observation], X: np.ndarray, want: bool
+                   ) -> tuple[np.ndarray, np.ndarray | None]: ...
+
+    def angle_residual(self, kind: str, index: int) -> bool: ...
+
+    def position_target(self, kind: str) -> bool: ...
 
 
 @runtime_checkable
@@ -153,7 +224,11 @@ class MultibodySystem(Protocol):
     def state_terms(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray | None,
                     jacobians: bool = True): ...
 
-    def sensor_model(self): ...
+    def independent_state_error(self, basis: Sequence[int] | np.ndarray,
+                                tau: np.ndarray | None, xs: Sequence[np.ndarray], want: bool
+                                ) -> tuple[np.ndarray, list[np.ndarray] | None]: ...
+
+    def sensor_model(self) -> SensorModel: ...
 
     @property
     def description(self) -> EdgeDescription: ...

@@ -1,54 +1,28 @@
-"""Actuator efforts from a motion: the one control law of the package (no ROS).
+"""The command law of the package (no ROS): computed torque towards a reference and the
+pose-holding torques, on any :class:`~mbfg_ros.core.interface.MultibodySystem`.
 
-:func:`actuator_efforts` solves the equations of motion in dependent
-coordinates for the actuator efforts τ and the multipliers λ,
-
-    B_act(q) τ + Φqᵀ λ = M q̈ − Q(q, q̇)           (seed 000 Eq. 2 with Q = B_act τ + Q_ext)
-
-in least squares. It equals the virtual-power inverse dynamics of seed 003
-Eq. 6.110 (Rᵀ of the same equation) without choosing independent
-coordinates, so it has no singularity where a fixed choice of z degenerates.
-The estimator reports the torques consistent with its estimate through it, and
-:class:`CommandLaw` turns a reference motion into torque commands with it.
+The actuator efforts come from the system's inverse dynamics ``torques(q, q̇, q̈)`` (the
+planar least-squares :func:`mbfg_ros.planar.dynamics.actuator_efforts`, seed 000 Eq. 2 /
+seed 003 Eq. 6.110; the spatial tree-and-loops inverse dynamics); the actuators and their
+joints come from ``system.description`` (issue 23: the edge description, never a
+formulation's model).
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 
-from ..planar.model import Mechanism
-from ..planar.sensors import wrap_angle
+from ..core.angles import wrap_angle
+from ..core.interface import EdgeDescription, MultibodySystem
 
-__all__ = ['actuator_efforts', 'actuator_index', 'CommandLaw']
-
-
-def actuator_efforts(sys: Any, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray
-                     ) -> np.ndarray:
-    """Actuator efforts τ (order of ``mech.actuators``) that produce q̈ at (q, q̇).
-
-    Normal equations of the small well-posed system (10x cheaper than lstsq
-    here), with lstsq as the fallback when they are singular.
-    """
-    n_act = len(sys.mech.actuators)
-    if not n_act:
-        return np.zeros(0)
-    B = sys.forces.actuator_matrix(q)
-    Jq = sys.constraints.phi_q(q)[sys.rows]
-    Q = sys.forces.evaluate(q, qd, None, jacobians=False).Q
-    A = np.hstack((B, Jq.T))
-    b = sys.mass_matrix(q) @ qdd - Q
-    try:
-        sol = np.linalg.solve(A.T @ A, A.T @ b)
-    except np.linalg.LinAlgError:
-        sol = np.linalg.lstsq(A, b, rcond=None)[0]
-    return sol[:n_act]
+__all__ = ['actuator_index', 'CommandLaw']
 
 
-def actuator_index(mech: Mechanism, name: str) -> int | None:
+def actuator_index(desc: EdgeDescription, name: str) -> int | None:
     """Actuator called ``name``, or driving the joint or coordinate called ``name``."""
-    coords = mech.coordinate_names
-    for i, a in enumerate(mech.actuators):
+    coords = desc.coordinate_names
+    for i, a in enumerate(desc.actuators):
         if name in (a.name, a.joint) or (a.coordinate is not None
                                          and coords[a.coordinate] == name):
             return i
@@ -63,32 +37,33 @@ class CommandLaw:
     ``s̈* = s̈_ref + Kp (s_ref − s) + Kd (ṡ_ref − ṡ)``; q̈ solves the
     acceleration problem ``[Φq; J_s] q̈ = [−Φ̇q q̇; s̈* − J̇_s q̇]`` (seed 000
     Eq. 3 with s as independent coordinates, Eq. 12); τ then comes from
-    :func:`actuator_efforts`. Holding: q̇ = 0, q̈ = 0.
+    the system's ``torques``. Holding: q̇ = 0, q̈ = 0.
 
     :raises ValueError: a name in ``command_joints`` is no actuator or actuated joint.
     """
 
-    def __init__(self, sys: Any, command_joints: Sequence[str], kp: float, kd: float) -> None:
-        mech = sys.mech
+    def __init__(self, sys: MultibodySystem, command_joints: Sequence[str], kp: float,
+                 kd: float) -> None:
+        desc = sys.description
         self.sys = sys
         self.kp = float(kp)
         self.kd = float(kd)
-        names = list(command_joints) or [a.name for a in mech.actuators]
+        names = list(command_joints) or [a.name for a in desc.actuators]
         order = []
         for name in names:
-            i = actuator_index(mech, name)
+            i = actuator_index(desc, name)
             if i is None:
-                known = [a.name for a in mech.actuators] + [a.joint for a in mech.actuators
+                known = [a.name for a in desc.actuators] + [a.joint for a in desc.actuators
                                                             if a.joint]
                 raise ValueError(f'{name!r} is not an actuator or actuated joint of '
-                                 f'{mech.source} (known: {", ".join(known) or "none"})')
+                                 f'{desc.source} (known: {", ".join(known) or "none"})')
             order.append(i)
         self.names = tuple(names)
         self.order = np.array(order, dtype=int)
-        self.n_act = len(mech.actuators)
+        self.n_act = len(desc.actuators)
         self.sm = sys.sensor_model()
         self._act_joint = [self.sm.joint_names.index(a.joint) if a.joint else None
-                           for a in mech.actuators]
+                           for a in desc.actuators]
         self._angular = np.array([j is not None and self.sm.joint_is_angular(j)
                                   for j in self._act_joint], dtype=bool)
         self._zeros = np.zeros(sys.n)
@@ -99,9 +74,10 @@ class CommandLaw:
         :raises ValueError: the reference does not name every actuator.
         """
         cols = []
-        for i, a in enumerate(self.sys.mech.actuators):
+        desc = self.sys.description
+        for i, a in enumerate(desc.actuators):
             col = next((k for k, n in enumerate(names)
-                        if actuator_index(self.sys.mech, n) == i), None)
+                        if actuator_index(desc, n) == i), None)
             if col is None:
                 raise ValueError(f'reference lacks actuator {a.name!r}'
                                  + (f' (joint {a.joint!r})' if a.joint else ''))
@@ -117,7 +93,7 @@ class CommandLaw:
         """(s, ṡ, J_s, J̇_s q̇) of the actuated quantities."""
         k = self.n_act
         s, sd, J, Jdqd = np.empty(k), np.empty(k), np.zeros((k, self.sys.n)), np.zeros(k)
-        for i, a in enumerate(self.sys.mech.actuators):
+        for i, a in enumerate(self.sys.description.actuators):
             j = self._act_joint[i]
             if j is None:
                 c = a.coordinate

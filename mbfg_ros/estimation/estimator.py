@@ -99,12 +99,13 @@ import gtsam
 import numpy as np
 
 from ..core import factors as F
+from ..core.angles import wrap_angle
 from .config import LIVE_FIELDS, EstimatorConfig, coordinate_sigmas
 from .start import seed_position, seed_velocity
 from ..core.interface import MultibodySystem as System
 from ..core.measurements import Estimate, ImuMeasurement, JointMeasurement
-from .observations import Observation, interval_factor, observation_factor, residuals
-from ..planar.sensors import wrap_angle
+from ..core.observation import Observation
+from .observations import interval_factor, observation_factor, residuals
 
 __all__ = ['EstimatorConfig', 'Estimator', 'LIVE_FIELDS', 'coordinate_sigmas']
 
@@ -692,8 +693,7 @@ class Estimator:
             s2d, s2j = HH @ sd2, HH @ sj2                   # (R, 3): q, q̇, q̈
             # the residual z − h carried to each stamp (E = h(x) ⊖ z at the base tick)
             r = -(E + tau * c1 + 0.5 * tau * tau * c2)
-            wrap = np.array([(ob.kind == 'joint_pos' and self.sm.joint_is_angular(ob.index))
-                             or (ob.kind == 'orient' and self.sm.scalar_orientation)
+            wrap = np.array([self.sm.angle_residual(ob.kind, ob.index)
                              for ob in obs])[row_of]
             if wrap.any():
                 r = np.where(wrap, wrap_angle(r), r)

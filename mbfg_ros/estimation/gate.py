@@ -18,17 +18,18 @@ from dataclasses import replace
 import numpy as np
 
 from ..core.measurements import ImuMeasurement, JointMeasurement
-from ..planar.model import Mechanism
+from ..core.interface import EdgeDescription
 
 __all__ = ['LimitGate']
 
 
 class LimitGate:
-    """Applies the joint limits and IMU ranges of ``mech`` to measurement records."""
+    """Applies the joint limits and IMU ranges of ``desc`` (a system's ``description``) to
+    measurement records."""
 
-    def __init__(self, mech: Mechanism) -> None:
-        self._limits = {j.name: j.limits for j in mech.joints}
-        self._ranges = {s.name: (s.gyro_range, s.accel_range) for s in mech.sensors}
+    def __init__(self, desc: EdgeDescription) -> None:
+        self._limits = {j.name: j.limits for j in desc.joints}
+        self._ranges = {s.name: (s.gyro_range, s.accel_range) for s in desc.sensors}
         self._cache: dict[tuple[str, ...], tuple[np.ndarray, ...]] = {}
 
     def _arrays(self, names: tuple[str, ...]) -> tuple[np.ndarray, ...]:

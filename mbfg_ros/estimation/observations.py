@@ -4,7 +4,8 @@ An :class:`Observation` is one scalar or vector reading (encoder angle or
 rate, prismatic position, gyroscope, accelerometer, orientation). Its error
 is ``h(q, q̇, q̈) − z`` (wrapped to (−π, π] for angles: encoder,
 orientation) with the model Jacobian ``[H_q, H_q̇, H_q̈]`` of
-:class:`~mbfg_ros.planar.sensors.SensorModel`.
+:class:`~mbfg_ros.core.interface.SensorModel` (the :class:`Observation` record lives in
+:mod:`mbfg_ros.core.observation`, below the sensor models that build it).
 
 * A reading taken at a tick is a factor on that tick's key alone
   (:func:`observation_factor`).
@@ -35,30 +36,18 @@ factor per tick beats one per message.
 """
 from __future__ import annotations
 
-from typing import NamedTuple, Sequence
+from typing import Sequence
 
 import gtsam
 import numpy as np
 
+from ..core.angles import wrap_angle
 from ..core.factors import custom_factor
-from ..planar.sensors import SensorModel, wrap_angle
+from ..core.interface import SensorModel
+from ..core.observation import Observation
 
 __all__ = ['Observation', 'interpolation_weights', 'residuals', 'observation_error',
            'observation_factor', 'interval_error', 'interval_factor', 'observation_sigmas']
-
-
-class Observation(NamedTuple):
-    """One reading: ``kind`` (``joint_pos``, ``joint_vel``, ``gyro``, ``accel`` or
-    ``orient``), ``index`` (the joint index for joint_*, else the IMU's), value ``z``
-    (1 or 2 entries), standard deviations ``sigma`` (same size), and ``s``: where
-    it was taken in the interval (t_{k−1}, t_k] of a two-key factor, as a fraction
-    of the interval (1 = at t_k; one-key factors ignore it)."""
-
-    kind: str
-    index: int
-    z: np.ndarray
-    sigma: np.ndarray
-    s: float = 1.0
 
 
 def interpolation_weights(s: np.ndarray | float, dt: float) -> tuple[np.ndarray, np.ndarray]:
@@ -100,7 +89,7 @@ def residuals(sm: SensorModel, obs: Sequence[Observation], states, want: bool):
             x = cache[id(state)] = np.stack(state)
         return x
 
-    direct = getattr(sm, 'joint_angular', None)    # encoders read q_j, q̇_j directly
+    direct = sm.direct_encoders              # encoders read q_j, q̇_j directly (or None)
     groups: dict[tuple[str, int], list[int]] = {}
     jids: list[int] = []
     for i, ob in enumerate(obs):

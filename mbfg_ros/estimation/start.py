@@ -8,9 +8,10 @@ import math
 
 import numpy as np
 
-from .observations import Observation
+from ..core.observation import Observation
+from ..core.angles import wrap_angle
 from ..core.interface import MultibodySystem as System
-from ..planar.sensors import SensorModel, wrap_angle
+from ..core.interface import SensorModel
 
 __all__ = ['seed_position', 'seed_velocity']
 
@@ -24,8 +25,8 @@ def seed_position(sys: System, sm: SensorModel, obs: list[Observation]) -> np.nd
     lines; the factor-graph form is the smoother's first update).
     """
     q = np.array(sys.q0, float)
-    # a 3-D orientation is no scalar target; the encoders (and q0) seed a spatial start
-    obs = [o for o in obs if o.kind == 'joint_pos' or sm.scalar_orientation]
+    # only scalar readings are targets (a 3-D orientation is not: sm.position_target)
+    obs = [o for o in obs if sm.position_target(o.kind)]
     if not obs:
         return q
     zeros = np.zeros(sys.n)
@@ -41,10 +42,9 @@ def seed_position(sys: System, sm: SensorModel, obs: list[Observation]) -> np.nd
         for o in obs:
             if o.kind == 'joint_pos':
                 m = sm.joint(o.index, q, zeros, True)[0]
-                ang.append(sm.joint_is_angular(o.index))
             else:
                 m = sm.imu(o.index, q, zeros, zeros, True)[2]
-                ang.append(True)
+            ang.append(sm.angle_residual(o.kind, o.index))
             hs.append(m.h[0])
             Hs.append(m.Hq[0])
         return np.array(hs), np.array(Hs), np.array(ang)

@@ -26,6 +26,17 @@ solve per column): differentiating the augmented system gives
 so every Jacobian costs one solve with the already factored A.
 Independent coordinates: z̈ = B q̈ (Eq. 12 with B R = I, B S = 0) equals
 Eq. 15's M̄⁻¹ Q̄; the tests check that identity.
+
+Inverse dynamics (:func:`actuator_efforts`, the system's ``torques``): the actuator efforts
+τ and the multipliers λ of
+
+    B_act(q) τ + Φqᵀ λ = M q̈ − Q(q, q̇)           (seed 000 Eq. 2 with Q = B_act τ + Q_ext)
+
+in least squares. It equals the virtual-power inverse dynamics of seed 003 Eq. 6.110 (Rᵀ
+of the same equation) without choosing independent coordinates, so it has no singularity
+where a fixed choice of z degenerates. The estimator reports the torques consistent with
+its estimate through it, and the command law turns a reference motion into torque commands
+with it.
 """
 from __future__ import annotations
 
@@ -42,7 +53,7 @@ from .kinematics import choose_independent, independent_rows, r_s_matrices, solv
 from .mechanism_yaml import load_mechanism
 from .model import Mechanism
 
-__all__ = ['System', 'build_system', 'load_system', 'Accel', 'forward_accel',
+__all__ = ['System', 'build_system', 'load_system', 'Accel', 'forward_accel', 'actuator_efforts',
            'accel_independent_eq15', 'assembly_warning', 'ASSEMBLY_TOLERANCE']
 
 
@@ -109,8 +120,7 @@ class System:
         return (a.qdd, a.qdd_q, a.qdd_qd) if jacobians else a.qdd
 
     def torques(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray:
-        """Actuator efforts for (q, q̇, q̈) (:func:`control.actuator_efforts`)."""
-        from ..estimation.control import actuator_efforts
+        """Actuator efforts for (q, q̇, q̈) (:func:`actuator_efforts`)."""
         return actuator_efforts(self, q, qd, qdd)
 
     def state_terms(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray | None,
@@ -120,6 +130,13 @@ class System:
         t = self.constraints.terms(q, qd)
         a = forward_accel(self, q, qd, tau, jacobians=jacobians, terms=t)
         return StateTerms(t.phi, t.phi_q, t.phi_q_dot, a.qdd, a.qdd_q, a.qdd_qd)
+
+    def independent_state_error(self, basis: Sequence[int] | np.ndarray,
+                                tau: np.ndarray | None, xs: Sequence[np.ndarray], want: bool):
+        """f_ipc + f_ivc + f_iac + f_idyn on stacked x and Z
+        (:func:`mbfg_ros.planar.factors.stacked_indep_state_error`)."""
+        from .factors import stacked_indep_state_error     # factors builds on this module
+        return stacked_indep_state_error(self, basis, tau, xs, want)
 
     @property
     def actuator_joints(self) -> tuple[str | None, ...]:
@@ -278,6 +295,29 @@ def forward_accel(sys: System, q: np.ndarray, qd: np.ndarray, tau: np.ndarray | 
     qdd_q = Ainv[:n, :n] @ top_q + Ainv[:n, n:] @ bot_q
     qdd_qd = Ainv[:n, :n] @ ft.Q_qd + Ainv[:n, n:] @ (-2.0 * t.phi_q_dot[rows])
     return Accel(qdd, lam, qdd_q, qdd_qd, Ainv[:n, :n] if jac_Q else None)
+
+
+def actuator_efforts(sys: System, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray
+                     ) -> np.ndarray:
+    """Actuator efforts τ (order of ``mech.actuators``) that produce q̈ at (q, q̇) (module
+    docstring: seed 000 Eq. 2, seed 003 Eq. 6.110).
+
+    Normal equations of the small well-posed system (10x cheaper than lstsq
+    here), with lstsq as the fallback when they are singular.
+    """
+    n_act = len(sys.mech.actuators)
+    if not n_act:
+        return np.zeros(0)
+    B = sys.forces.actuator_matrix(q)
+    Jq = sys.constraints.phi_q(q)[sys.rows]
+    Q = sys.forces.evaluate(q, qd, None, jacobians=False).Q
+    A = np.hstack((B, Jq.T))
+    b = sys.mass_matrix(q) @ qdd - Q
+    try:
+        sol = np.linalg.solve(A.T @ A, A.T @ b)
+    except np.linalg.LinAlgError:
+        sol = np.linalg.lstsq(A, b, rcond=None)[0]
+    return sol[:n_act]
 
 
 def accel_independent_eq15(sys: System, q: np.ndarray, qd: np.ndarray,

@@ -1,7 +1,8 @@
 """Measurement models h(q, q̇, q̈) of encoders and IMUs, with analytic Jacobians.
 
-Shared by the observation factors (:mod:`mbfg_ros.estimation.observations`) and the
-simulator (:func:`simulate_measurements`), so both read the same physics.
+Shared by the observation factors (:mod:`mbfg_ros.estimation.observations`, through the
+:class:`~mbfg_ros.core.interface.SensorModel` protocol) and the simulator
+(:func:`simulate_measurements`), so both read the same physics.
 
 Body angle (natural coordinates, seed 000 §2): a body with basic points i, j
 has θ = atan2(dy, dx), d = r_j − r_i, with ``∂θ/∂d = (−dy, dx)/|d|²`` and
@@ -25,32 +26,20 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import NamedTuple, Sequence
+from typing import Sequence
 
 import numpy as np
 
+from ..core.angles import wrap_angle
+from ..core.observation import Model, Observation
 from .extended import Extended, point_columns
 from ..core.measurements import ImuMeasurement, JointMeasurement, quaternion_from_yaw
 from .dynamics import System
 from .forces import body_matrix_A
 from .model import GROUND, Imu, Mechanism
 
-__all__ = ['SensorModel', 'Model', 'wrap_angle', 'sample_indices', 'joint_positions',
+__all__ = ['SensorModel', 'Model', 'sample_indices', 'joint_positions',
            'joint_velocities', 'imu_reading', 'SensorConfig', 'simulate_measurements']
-
-
-def wrap_angle(a: np.ndarray | float) -> np.ndarray | float:
-    """Wrap to (−π, π]."""
-    return np.pi - np.mod(np.pi - np.asarray(a, dtype=float), 2.0 * np.pi)
-
-
-class Model(NamedTuple):
-    """One measurement model evaluated at a state."""
-
-    h: np.ndarray
-    Hq: np.ndarray | None = None
-    Hqd: np.ndarray | None = None
-    Hqdd: np.ndarray | None = None
 
 
 _P = np.array([[0.0, -1.0], [1.0, 0.0]])
@@ -63,7 +52,7 @@ class SensorModel:
     constant columns are dropped (fixed points have no derivative).
     """
 
-    scalar_orientation = True        # orientation is a yaw: a start-up position seed
+    direct_encoders = None           # encoders are functions of q (body angles, sliders)
 
     def __init__(self, sys: System) -> None:
         mech = sys.mech
@@ -193,6 +182,16 @@ class SensorModel:
         zero = np.zeros((1, self.n))
         return (Model(np.array([s]), self._drop(Gp)[None, :], zero, zero),
                 Model(np.array([sd]), self._drop(Gv)[None, :], self._drop(Gvd)[None, :], zero))
+
+    def angle_residual(self, kind: str, index: int) -> bool:
+        """A revolute encoder's angle and the IMU's yaw are residuals wrapped to (−π, π]."""
+        return ((kind == 'joint_pos' and self.joint_is_angular(index))
+                or kind == 'orient')
+
+    @staticmethod
+    def position_target(kind: str) -> bool:
+        """Encoders and the yaw (a scalar) are targets of the start-up position problem."""
+        return kind in ('joint_pos', 'orient')
 
     def joint_is_angular(self, j: int) -> bool:
         return self._joints[j][0] == 'rev'
@@ -327,7 +326,6 @@ class SensorModel:
         """Observations of one 3-axis IMU record on a plane whose normal is z: the z rate,
         the in-plane specific force and the yaw (each part when finite)."""
         from ..core.measurements import quaternion_yaw
-        from ..estimation.observations import Observation
         out = []
         if gyro is not None and np.isfinite(gyro[2]):
             out.append(Observation('gyro', k, gyro[2:], s_gyro[2:]))

@@ -35,6 +35,7 @@ from typing import Callable, Mapping, Sequence
 import gtsam
 import numpy as np
 
+from ..core.factors import custom_factor
 from . import graph_factors as gf
 from .model import SpatialModel
 
@@ -278,15 +279,12 @@ def _jf(keys: Sequence[int], blocks: Sequence[np.ndarray], b: np.ndarray,
                                     b, noise)
     # GTSAM's Python constructors stop at three keys: linearise an exactly linear
     # CustomFactor instead (done once per factor while building, not in the solve)
-    def error(_this, values, H):
-        if H is not None:
-            for i, B in enumerate(blocks):
-                H[i] = B
-        return sum(B @ values.atVector(k) for k, B in zip(keys, blocks)) - b
+    def error(xs, want):
+        return sum(B @ x for x, B in zip(xs, blocks)) - b, (list(blocks) if want else None)
     zero = gtsam.Values()
     for k, B in zip(keys, blocks):
         zero.insert(k, np.zeros(B.shape[1]))
-    return gtsam.CustomFactor(noise, gtsam.KeyVector(list(keys)), error).linearize(zero)
+    return custom_factor(keys, noise, error).linearize(zero)
 
 
 class _LoopTerms:
@@ -432,28 +430,34 @@ def nonlinear_graph(dg: DynamicsGraph, q: np.ndarray, qd: np.ndarray,
         graph.add(_pose_factor(p, c, j, Th, S, unit6))
         graph.add(_twist_factor(p, c, j, Ti, S, unit6))
         graph.add(_accel_factor(p, c, j, Ti, S, unit6))
-        graph.add(gf.custom(unit1, [key(_F, j), key(_TAU, j)],
-                            lambda v, H, S=S, j=j: gf.torque_error(
-                                v.atVector(key(_F, j)), v.atVector(key(_TAU, j))[0], S, H)))
+        graph.add(custom_factor([key(_F, j), key(_TAU, j)], unit1,
+                                lambda xs, want, S=S: _filled(
+                                    2, want, lambda H: gf.torque_error(xs[0], xs[1][0], S, H))))
     for c in range(1, dg.nb):
         graph.add(_wrench_factor(dg, c, unit6))
     return graph, init
 
 
+def _filled(k: int, want: bool, error: Callable[[list | None], np.ndarray]
+            ) -> tuple[np.ndarray, list | None]:
+    """(e, J) of a ``graph_factors`` error that fills its ``k`` Jacobians in a list ``H``
+    (the binder's convention, :func:`mbfg_ros.core.factors.custom_factor`)."""
+    H = [None] * k if want else None
+    return error(H), H
+
+
 def _pose_factor(p: int, c: int, j: int, Th: gtsam.Pose3, S: np.ndarray,
                  noise: gtsam.noiseModel.Base) -> gtsam.CustomFactor:
     if p == 0:     # the root is fixed at the identity: a unary factor on (T_c, θ)
-        def err(v, H):
-            full = [None] * 3 if H is not None else None
-            e = gf.pose_error(gtsam.Pose3(), v.atPose3(key(_T, c)), v.atVector(key(_Q, j))[0],
-                              Th, S, full)
-            if H is not None:
-                H[0], H[1] = full[1], full[2]
-            return e
-        return gf.custom(noise, [key(_T, c), key(_Q, j)], err)
-    return gf.custom(noise, [key(_T, p), key(_T, c), key(_Q, j)],
-                     lambda v, H: gf.pose_error(v.atPose3(key(_T, p)), v.atPose3(key(_T, c)),
-                                                v.atVector(key(_Q, j))[0], Th, S, H))
+        def err(xs, want):
+            e, full = _filled(3, want, lambda H: gf.pose_error(gtsam.Pose3(), xs[0], xs[1][0],
+                                                                Th, S, H))
+            return e, (full[1:] if want else None)
+        return custom_factor([key(_T, c), key(_Q, j)], noise, err, poses=(True, False))
+    return custom_factor([key(_T, p), key(_T, c), key(_Q, j)], noise,
+                         lambda xs, want: _filled(3, want, lambda H: gf.pose_error(
+                             xs[0], xs[1], xs[2][0], Th, S, H)),
+                         poses=(True, True, False))
 
 
 def _recursion_factor(kind: str, p: int, tail: list[int], error, noise: gtsam.noiseModel.Base
@@ -463,16 +467,11 @@ def _recursion_factor(kind: str, p: int, tail: list[int], error, noise: gtsam.no
     zero = np.zeros(6)
     keys = ([key(kind, p)] if p else []) + tail
 
-    def err(v, H):
-        head = v.atVector(key(kind, p)) if p else zero
-        args = [v.atVector(k) for k in tail]
-        full = [None] * (len(tail) + 1) if H is not None else None
-        e = error(head, args, full)
-        if H is not None:
-            for i, h in enumerate(full if p else full[1:]):
-                H[i] = h
-        return e
-    return gf.custom(noise, keys, err)
+    def err(xs, want):
+        head, args = (xs[0], xs[1:]) if p else (zero, xs)
+        e, full = _filled(len(tail) + 1, want, lambda H: error(head, args, H))
+        return e, ((full if p else full[1:]) if want else None)
+    return custom_factor(keys, noise, err)
 
 
 def _twist_factor(p: int, c: int, j: int, Ti: np.ndarray, S: np.ndarray,
@@ -500,18 +499,12 @@ def _wrench_factor(dg: DynamicsGraph, c: int, noise: gtsam.noiseModel.Base
     for k in kids:
         keys += [key(_F, k), key(_Q, k)]
 
-    def err(v, H):
-        ch = [(v.atVector(key(_F, k)), v.atVector(key(_Q, k))[0], dg.T_home_inv[k], dg.S[k])
-              for k in kids]
-        full = [None] * len(keys) if H is not None else None
-        e = gf.wrench_error(v.atVector(key(_A, c)), v.atVector(key(_V, c)),
-                            v.atVector(key(_F, j)), v.atPose3(key(_T, c)).rotation().matrix(),
-                            ch, dg.G[c], dg.g, full)
-        if H is not None:
-            for i, h in enumerate(full):
-                H[i] = h
-        return e
-    return gf.custom(noise, keys, err)
+    def err(xs, want):
+        ch = [(xs[4 + 2 * i], xs[5 + 2 * i][0], dg.T_home_inv[k], dg.S[k])
+              for i, k in enumerate(kids)]
+        return _filled(len(keys), want, lambda H: gf.wrench_error(
+            xs[0], xs[1], xs[2], xs[3].rotation().matrix(), ch, dg.G[c], dg.g, H))
+    return custom_factor(keys, noise, err, poses=[k == 3 for k in range(len(keys))])
 
 
 def solve_nonlinear(dg: DynamicsGraph, q: np.ndarray, qd: np.ndarray,

@@ -15,7 +15,8 @@ Twists, accelerations and wrenches are ``[angular; linear]`` 6-vectors in the li
 explicit (the seed's choice, end of §III): the wrench factor holds the link's pose and adds
 ``G [0; R_cᵀ g]``. Every function returns the error and, when ``H`` is given, fills the
 Jacobian list in key order (``H[i]`` has one column per tangent dimension of key ``i``;
-Pose3 tangent = ``[rotation; translation]``, right perturbation).
+Pose3 tangent = ``[rotation; translation]``, right perturbation). ``dynamics_graph`` binds
+them with the package's one binder, :func:`mbfg_ros.core.factors.custom_factor`.
 
 Closed loops (§VII): a loop joint ``ℓ`` between frames ``A = T_p T_pA`` and ``B = T_c T_cB``
 carries two wrench variables, ``W_c`` applied to ``c`` (in ``c``'s frame) and ``W_p`` applied
@@ -26,36 +27,33 @@ picks the minimum-norm torques when motors are redundant.
 """
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Sequence
 
 import gtsam
 import numpy as np
 
+from ..core.angles import skew
+
 __all__ = ['ad', 'Ad', 'coad', 'joint_transform', 'twist_error', 'accel_error', 'wrench_error',
-           'torque_error', 'pose_error', 'wrench_equivalence_error', 'planar_wrench_error',
-           'custom', 'vec']
-
-
-def _skew(x: np.ndarray) -> np.ndarray:
-    return np.array([[0.0, -x[2], x[1]], [x[2], 0.0, -x[0]], [-x[1], x[0], 0.0]])
+           'torque_error', 'pose_error', 'wrench_equivalence_error', 'planar_wrench_error']
 
 
 def ad(x: np.ndarray) -> np.ndarray:
     """``ad(x)`` of a twist ``x = [w; v]``: ``[[w×, 0], [v×, w×]]`` (seed 002 §III)."""
     out = np.zeros((6, 6))
-    W = _skew(x[:3])
+    W = skew(x[:3])
     out[:3, :3] = W
     out[3:, 3:] = W
-    out[3:, :3] = _skew(x[3:])
+    out[3:, :3] = skew(x[3:])
     return out
 
 
 def coad(h: np.ndarray) -> np.ndarray:
     """``B(h)`` with ``B(h) x = ad(x)ᵀ h`` for a wrench ``h = [m; f]``."""
     out = np.zeros((6, 6))
-    out[:3, :3] = _skew(h[:3])
-    out[:3, 3:] = _skew(h[3:])
-    out[3:, :3] = _skew(h[3:])
+    out[:3, :3] = skew(h[:3])
+    out[:3, 3:] = skew(h[3:])
+    out[3:, :3] = skew(h[3:])
     return out
 
 
@@ -65,7 +63,7 @@ def Ad(T: np.ndarray) -> np.ndarray:
     out = np.zeros((6, 6))
     out[:3, :3] = R
     out[3:, 3:] = R
-    out[3:, :3] = _skew(p) @ R
+    out[3:, :3] = skew(p) @ R
     return out
 
 
@@ -136,7 +134,7 @@ def wrench_error(A_c: np.ndarray, V_c: np.ndarray, F_j: np.ndarray, R_c: np.ndar
         i = 3
         if R_c is not None:
             Hp = np.zeros((6, 6))
-            Hp[:, :3] = -G[:, 3:] @ _skew(Rg)
+            Hp[:, :3] = -G[:, 3:] @ skew(Rg)
             H[3] = Hp
             i = 4
         for HF, Hth in child_H:
@@ -196,24 +194,3 @@ def planar_wrench_error(W: np.ndarray, P: np.ndarray, H: list | None = None) -> 
     if H is not None:
         H[0] = P.copy()
     return P @ W
-
-
-# -- GTSAM wrappers -----------------------------------------------------------------------
-
-def vec(values: gtsam.Values, key: int) -> np.ndarray:
-    """A vector variable (6-vector or a joint scalar stored as a 1-vector)."""
-    return values.atVector(key)
-
-
-def custom(noise: gtsam.noiseModel.Base, keys: Sequence[int],
-           error: Callable[[gtsam.Values, list | None], np.ndarray]) -> gtsam.CustomFactor:
-    """A ``CustomFactor`` whose ``error(values, H)`` fills ``H`` (a list) in key order."""
-    def func(_this: gtsam.CustomFactor, values: gtsam.Values, jac: list | None) -> np.ndarray:
-        if jac is None:
-            return error(values, None)
-        H: list = [None] * len(keys)
-        e = error(values, H)
-        for i, h in enumerate(H):
-            jac[i] = h
-        return e
-    return gtsam.CustomFactor(noise, gtsam.KeyVector(list(keys)), func)

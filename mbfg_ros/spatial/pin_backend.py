@@ -129,7 +129,8 @@ class PinocchioImu:
     def measure(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray,
                 jacobians: bool = False):
         from .dynamics import cross3
-        from .sensors import ImuReading, _skew
+        from ..core.angles import skew
+        from .sensors import ImuReading
         pin, pm, pd, f = self._pin, self.pmodel, self.pdata, self.fid
         q, qd, qdd = (np.asarray(x, float) for x in (q, qd, qdd))
         n = self.n
@@ -151,13 +152,13 @@ class PinocchioImu:
         dv_dq = np.asarray(dv_dq)
         J = np.asarray(da_da)                     # the frame Jacobian (LOCAL) = ∂v/∂q̇
         Jw = J[3:]
-        Wx, Vx = _skew(w), _skew(v)
+        Wx, Vx = skew(w), skew(v)
         H_gyro = np.zeros((3, 3 * n))
         H_gyro[:, :n] = dv_dq[3:]
         H_gyro[:, n:2 * n] = Jw
         H_accel = np.zeros((3, 3 * n))
         H_accel[:, :n] = np.asarray(da_dq)[:3] + Wx @ dv_dq[:3] - Vx @ dv_dq[3:] \
-            - _skew(gs) @ Jw
+            - skew(gs) @ Jw
         H_accel[:, n:2 * n] = np.asarray(da_dv)[:3] + Wx @ J[:3] - Vx @ Jw
         H_accel[:, 2 * n:] = J[:3]
         H_rot = np.zeros((3, 3 * n))

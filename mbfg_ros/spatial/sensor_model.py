@@ -1,8 +1,9 @@
 """The estimator's measurement models on a spatial (URDF) mechanism.
 
-Same contract as the planar :class:`~mbfg_ros.planar.sensors.SensorModel`, so the
-observation factors (:mod:`mbfg_ros.estimation.observations`), the innovation gate and the start-up
-of :class:`~mbfg_ros.estimation.estimator.Estimator` serve both formulations:
+The :class:`~mbfg_ros.core.interface.SensorModel` protocol, as the planar
+:class:`~mbfg_ros.planar.sensors.SensorModel` implements it, so the observation factors
+(:mod:`mbfg_ros.estimation.observations`), the innovation gate and the start-up of
+:class:`~mbfg_ros.estimation.estimator.Estimator` serve both formulations:
 
 * encoders read a tree joint coordinate directly: ``h = q_j`` (rad or m), rate ``q̇_j``
   (joint coordinates are the state, seed 004 §5);
@@ -20,7 +21,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..planar.sensors import Model
+from ..core.angles import skew
+from ..core.observation import Model, Observation
 from .sensors import ImuModel
 
 __all__ = ['SpatialSensorModel', 'quaternion_matrix', 'so3_log']
@@ -33,10 +35,6 @@ def quaternion_matrix(quat: np.ndarray) -> np.ndarray:
         [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
         [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
         [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
-
-
-def _skew(x: np.ndarray) -> np.ndarray:
-    return np.array([[0.0, -x[2], x[1]], [x[2], 0.0, -x[0]], [-x[1], x[0], 0.0]])
 
 
 def so3_log(R: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -54,7 +52,7 @@ def so3_log(R: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         w = th * a / np.linalg.norm(a)
     else:
         w = th / (2.0 * math.sin(th)) * v
-    W = _skew(w)
+    W = skew(w)
     if th < 1e-6:
         Jinv = np.eye(3) + 0.5 * W + W @ W / 12.0
     else:
@@ -70,8 +68,6 @@ class SpatialSensorModel:
     or :class:`~.pin_backend.PinocchioImu` (same readings and Jacobians).
     """
 
-    scalar_orientation = False       # orientation readings are 3-D (not a start-up seed)
-
     def __init__(self, sys: Any) -> None:
         model = sys.model
         self.n = n = model.n
@@ -80,7 +76,7 @@ class SpatialSensorModel:
         self.joint_names = tuple(model.joint_names)
         self._angular = tuple(t == 'revolute' for t in model.joint_type)
         # encoders read joint coordinates: observations.residuals takes them all at once
-        self.joint_angular = np.array(self._angular, dtype=bool)
+        self.direct_encoders = np.array(self._angular, dtype=bool)
         self.imu_names = tuple(s.name for s in model.imus)
         if numpy_dyn:
             self._imus = tuple(ImuModel(dyn, s.link, s.T_mount) for s in model.imus)
@@ -93,6 +89,16 @@ class SpatialSensorModel:
         self._vel_H = [(zero, eye[j:j + 1], zero) for j in range(n)]
 
     # -- encoders ---------------------------------------------------------------------
+    def angle_residual(self, kind: str, index: int) -> bool:
+        """A revolute encoder's angle is wrapped; the orientation's residual is on SO(3)."""
+        return kind == 'joint_pos' and self._angular[index]
+
+    @staticmethod
+    def position_target(kind: str) -> bool:
+        """Encoders only: a 3-D orientation is no scalar target (the encoders and q0 seed a
+        spatial start)."""
+        return kind == 'joint_pos'
+
     def joint_is_angular(self, j: int) -> bool:
         return self._angular[j]
 
@@ -141,7 +147,6 @@ class SpatialSensorModel:
                          quat: np.ndarray | None, s_gyro: np.ndarray, s_accel: np.ndarray,
                          s_orient: np.ndarray) -> list:
         """Observations of one 3-axis IMU record (each part when finite)."""
-        from ..estimation.observations import Observation
         out = []
         if gyro is not None and np.all(np.isfinite(gyro)):
             out.append(Observation('gyro', k, np.asarray(gyro, float), s_gyro))

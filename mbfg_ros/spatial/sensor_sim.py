@@ -19,7 +19,8 @@ from typing import NamedTuple
 import numpy as np
 
 from ..core.measurements import ImuMeasurement, JointMeasurement
-from ..planar.sensors import sample_indices, wrap_angle
+from ..core.angles import wrap_angle
+from ..planar.sensors import sample_indices
 from .model import SpatialModel
 from .sensors import quaternion_from_matrix
 from .simulate import SpatialStepper

@@ -20,18 +20,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..core.angles import skew
 from .dynamics import SpatialDynamics, cross3
 
 __all__ = ['ImuReading', 'ImuModel', 'quaternion_from_matrix']
 
 
-def _skew(x: np.ndarray) -> np.ndarray:
-    return np.array([[0.0, -x[2], x[1]], [x[2], 0.0, -x[0]], [-x[1], x[0], 0.0]])
-
-
 def _cross_cols(w: np.ndarray, A: np.ndarray) -> np.ndarray:
     """w × A[:, c] for every column c of the (3, m) array A."""
-    return _skew(w) @ A
+    return skew(w) @ A
 
 
 def quaternion_from_matrix(R: np.ndarray) -> np.ndarray:
@@ -110,9 +107,9 @@ class ImuModel:
             + _cross_cols(w, dpd)
         # ∂(Rᵀ x)/∂q_k = Rᵀ (x × ω_k) K  (from ∂R = [ω_k]× R)
         H_gyro = RT @ dw
-        H_gyro[:, :n] += RT @ (_skew(w) @ Jw)
+        H_gyro[:, :n] += RT @ (skew(w) @ Jw)
         H_accel = RT @ dpdd
-        H_accel[:, :n] += RT @ (_skew(pdd) @ Jw)
+        H_accel[:, :n] += RT @ (skew(pdd) @ Jw)
         H_rot = np.zeros((3, 3 * n))
         H_rot[:, :n] = RT @ Jw
         return ImuReading(gyro=gyro, accel=accel, R=R, H_gyro=H_gyro, H_accel=H_accel,

@@ -24,7 +24,7 @@ from typing import Mapping, Union
 
 import numpy as np
 
-from ..core.errors import AssemblyError
+from ..core.errors import AssemblyError, MbfgError
 from .backend import spatial_dynamics
 from .description import SpatialDescription, describe
 from .dynamics import SpatialDynamics
@@ -116,6 +116,11 @@ class SpatialSystem:
     def torques(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray:
         """Actuator torques for (q, q̇, q̈) (:meth:`inverse`)."""
         return self.inverse(q, qd, qdd)
+
+    def independent_state_error(self, basis, tau, xs, want):
+        """Independent-coordinate dynamics are planar only (seed 000 Fig. 3's graph)."""
+        raise MbfgError('forward dynamics: independent coordinates are planar only; a '
+                        'URDF robot runs in dependent (joint) coordinates')
 
     # -- what the estimator needs (same contract as the planar System) ---------------------
     @property

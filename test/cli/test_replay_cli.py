@@ -11,7 +11,8 @@ from support.ros_data import REPO, T0, fourbar_data, fourbar_path, fourbar_syste
 from mbfg_ros.core.bag import bag_topics, read_messages
 from mbfg_ros.cli.replay import main, replay
 from mbfg_ros.cli.demo import write_simulation_bag
-from mbfg_ros.planar.sensors import joint_positions, wrap_angle
+from mbfg_ros.core.angles import wrap_angle
+from mbfg_ros.planar.sensors import joint_positions
 from mbfg_ros.ros import conversions as cv
 
 PARAMS = {'frequency': 200.0, 'lag_duration': 0.1, 'encoder_sigma': 0.002}

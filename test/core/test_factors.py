@@ -1,12 +1,15 @@
-"""Every factor of seed 000 §6: Jacobians vs finite differences, through GTSAM too."""
+"""Every factor of seed 000 §6: Jacobians vs finite differences, through GTSAM too (the
+single-variable ones from test/support/seed_factors.py, the stacked ones the package uses)."""
 import functools
 
 import gtsam
 import numpy as np
 import pytest
 from conftest import CONFIG, DATA
+from support import seed_factors as S
 
 from mbfg_ros.core import factors as F
+from mbfg_ros.planar import factors as PF
 from mbfg_ros.planar.dynamics import load_system
 
 SYSTEMS = [load_system(CONFIG / 'fourbars1-with-rel-angle.yaml'),
@@ -23,21 +26,21 @@ def cases(sys, rng):
     tau = np.linspace(-1, 1, sys.forces.n_act)
     c = sys.constraints
     return {
-        'euler (22)': (functools.partial(F.euler_error, 0.01), [r(n), r(n), r(n)]),
-        'trapezoidal (23)': (functools.partial(F.trapezoidal_error, 0.01),
+        'euler (22)': (functools.partial(S.euler_error, 0.01), [r(n), r(n), r(n)]),
+        'trapezoidal (23)': (functools.partial(S.trapezoidal_error, 0.01),
                              [r(n), r(n), r(n), r(n)]),
-        'f_dpc (24)': (functools.partial(F.position_constraint_error, c), [q]),
-        'f_dvc (25)': (functools.partial(F.velocity_constraint_error, c), [q, r(n)]),
-        'f_ddyn (26)': (functools.partial(F.forward_dynamics_error, sys, tau), [q, r(n), r(n)]),
-        'f_idyn (27)': (functools.partial(F.forward_dynamics_indep_error, sys, idx, tau),
+        'f_dpc (24)': (functools.partial(S.position_constraint_error, c), [q]),
+        'f_dvc (25)': (functools.partial(S.velocity_constraint_error, c), [q, r(n)]),
+        'f_ddyn (26)': (functools.partial(S.forward_dynamics_error, sys, tau), [q, r(n), r(n)]),
+        'f_idyn (27)': (functools.partial(S.forward_dynamics_indep_error, sys, idx, tau),
                         [q, r(n), r(d)]),
-        'f_didyn (28)': (functools.partial(F.inverse_dynamics_error, sys, tau),
+        'f_didyn (28)': (functools.partial(S.inverse_dynamics_error, sys, tau),
                          [q, r(n), r(n), r(n)]),
-        'f_iidyn (29)': (functools.partial(F.inverse_dynamics_indep_error, sys, idx, tau),
+        'f_iidyn (29)': (functools.partial(S.inverse_dynamics_indep_error, sys, idx, tau),
                          [q, r(n), r(d), r(n)]),
-        'f_ipc (30)': (functools.partial(F.ipc_error, c, idx), [q, r(d)]),
-        'f_ivc (31)': (functools.partial(F.ivc_error, c, idx), [q, r(n), r(d)]),
-        'f_iac (32)': (functools.partial(F.iac_error, c, idx), [q, r(n), r(n), r(d)]),
+        'f_ipc (30)': (functools.partial(S.ipc_error, c, idx), [q, r(d)]),
+        'f_ivc (31)': (functools.partial(S.ivc_error, c, idx), [q, r(n), r(d)]),
+        'f_iac (32)': (functools.partial(S.iac_error, c, idx), [q, r(n), r(n), r(d)]),
         'stacked state': (functools.partial(F.stacked_state_error, sys, tau),
                           [np.concatenate((q, r(n), r(n)))]),
         'stacked trapezoidal': (functools.partial(F.stacked_trapezoidal_error, n, 0.01),
@@ -46,6 +49,9 @@ def cases(sys, rng):
                           [r(3 * n), r(3 * n)]),
         'stacked independent': (functools.partial(F.stacked_indep_state_error, sys, idx, tau),
                                 [np.concatenate((q, r(n), r(n))), r(3 * d)]),
+        'stacked independent, planar': (
+            functools.partial(PF.stacked_indep_state_error, sys, idx, tau),
+            [np.concatenate((q, r(n), r(n))), r(3 * d)]),
         'stacked independent, tangent basis': (
             functools.partial(F.stacked_indep_state_error, sys,
                               np.linalg.svd(c.phi_q(q))[2][n - d:], tau),
@@ -101,7 +107,7 @@ def test_optimising_the_position_factor_recovers_an_assembled_pose():
     key = gtsam.symbol('q', 0)
     graph = gtsam.NonlinearFactorGraph()
     graph.add(F.custom_factor([key], gtsam.noiseModel.Isotropic.Sigma(sys.m, 1e-3),
-                              functools.partial(F.position_constraint_error, sys.constraints)))
+                              functools.partial(S.position_constraint_error, sys.constraints)))
     theta = 0.7
     prior = np.full(sys.n, 1e3)
     prior[4] = 1e-6

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mbfg_ros.core.interface import MultibodySystem
+from mbfg_ros.core.interface import MultibodySystem, SensorModel
 from mbfg_ros.planar.dynamics import load_system
 from mbfg_ros.spatial.system import build_spatial_system
 
@@ -25,6 +25,28 @@ def both():
 def test_both_systems_implement_the_interface(both):
     for system in both:
         assert isinstance(system, MultibodySystem)
+
+
+def test_both_sensor_models_answer_what_the_estimator_asks(both):
+    """SensorModel (issue 23): observations, the gate and the start-up ask the model how a
+    reading behaves, never which formulation it holds."""
+    planar, spatial = both
+    psm, ssm = planar.sensor_model(), spatial.sensor_model()
+    for sm in (psm, ssm):
+        assert isinstance(sm, SensorModel)
+        assert sm.position_target('joint_pos') and not sm.position_target('joint_vel')
+        assert not sm.angle_residual('joint_vel', 0) and not sm.angle_residual('gyro', 0)
+        joints = range(len(sm.joint_names))
+        assert ([sm.angle_residual('joint_pos', j) for j in joints]
+                == [sm.joint_is_angular(j) for j in joints])
+    # planar: encoders are functions of the natural coordinates; the IMU's orientation is a
+    # yaw, wrapped and a scalar target of the start-up position problem
+    assert psm.direct_encoders is None
+    assert psm.angle_residual('orient', 0) and psm.position_target('orient')
+    # spatial: the encoders read the three revolute joint coordinates; an orientation lives
+    # on SO(3), neither wrapped nor a scalar start-up target
+    assert list(ssm.direct_encoders) == [True, True, True]
+    assert not ssm.angle_residual('orient', 0) and not ssm.position_target('orient')
 
 
 def test_the_same_questions_give_consistent_answers(both):

@@ -11,9 +11,10 @@ import pytest
 from support import reference_fourbar as ref
 from conftest import DATA
 
-from mbfg_ros.estimation.control import actuator_efforts
+from mbfg_ros.planar.dynamics import actuator_efforts
 from mbfg_ros.estimation.estimator import Estimator, EstimatorConfig
 from mbfg_ros.planar.problems.inverse_direct import inverse_dynamics_direct
+from mbfg_ros.core.angles import wrap_angle
 from mbfg_ros.core.measurements import ImuMeasurement, JointMeasurement
 from mbfg_ros.planar.dynamics import forward_accel, load_system
 from mbfg_ros.planar.kinematics import solve_acceleration, solve_position, solve_velocity
@@ -22,7 +23,6 @@ from mbfg_ros.planar.sensors import (
     SensorModel,
     joint_velocities,
     simulate_measurements,
-    wrap_angle,
 )
 
 SYS = load_system(DATA / 'fourbar_estimator.yaml')

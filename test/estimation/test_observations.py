@@ -16,6 +16,7 @@ from mbfg_ros.estimation.observations import (
     observation_error,
     observation_factor,
 )
+from mbfg_ros.core.angles import wrap_angle
 from mbfg_ros.planar import sensors
 from mbfg_ros.planar.dynamics import load_system
 from mbfg_ros.planar.model import Slider
@@ -235,7 +236,7 @@ def test_readings_between_keys_evaluated_together_equal_the_scalar_models_one_by
             m = dict(zip(('gyro', 'accel', 'orient'), sm.imu(o.index, q, qd, qdd, True)))[o.kind]
             angular = o.kind == 'orient'
         r = m.h - o.z
-        want = sensors.wrap_angle(r) if angular else r
+        want = wrap_angle(r) if angular else r
         k = o.z.size
         np.testing.assert_allclose(e[rows:rows + k], want, atol=1e-12)
         H = np.hstack((np.atleast_2d(m.Hq), np.atleast_2d(m.Hqd), np.atleast_2d(m.Hqdd)))

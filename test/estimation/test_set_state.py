@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from support.ros_data import fourbar_data, fourbar_path
 
-from mbfg_ros.planar.sensors import joint_positions, wrap_angle
+from mbfg_ros.core.angles import wrap_angle
+from mbfg_ros.planar.sensors import joint_positions
 from mbfg_ros.ros.driver import EstimatorDriver
 from mbfg_ros.ros.params import parse_estimator
 

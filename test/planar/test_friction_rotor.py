@@ -12,7 +12,7 @@ import pytest
 from conftest import CONFIG, numerical_jacobian
 from support.dfki_reference import DFKI, dfki_tau, dfki_terms, natural_state
 
-from mbfg_ros.estimation.control import actuator_efforts
+from mbfg_ros.planar.dynamics import actuator_efforts
 from mbfg_ros.core.errors import MechanismError
 from mbfg_ros.planar.problems.inverse_direct import DirectInverseDynamics
 from mbfg_ros.planar.dynamics import build_system, forward_accel, load_system

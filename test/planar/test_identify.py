@@ -12,7 +12,7 @@ from conftest import CONFIG, DATA
 from support.dfki_reference import DFKI, dfki_tau, natural_state
 
 from mbfg_ros.cli.identify import main as identify_main
-from mbfg_ros.estimation.control import actuator_efforts
+from mbfg_ros.planar.dynamics import actuator_efforts
 from mbfg_ros.core.errors import MbfgError
 from mbfg_ros.planar.problems.identify import (
     IdentifyConfig,

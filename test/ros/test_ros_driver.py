@@ -201,7 +201,8 @@ def joint_msg(t_ns, names=('crank',), position=(0.0,), velocity=(), effort=()):
 
 def crank_error(system, outs, traj):
     """RMS crank-angle error of the estimates against the simulated truth."""
-    from mbfg_ros.planar.sensors import joint_positions, wrap_angle
+    from mbfg_ros.core.angles import wrap_angle
+    from mbfg_ros.planar.sensors import joint_positions
     errs = []
     for o in outs:
         if o.estimate is None:
@@ -214,7 +215,8 @@ def crank_error(system, outs, traj):
 
 
 def raw_encoder_error(system, recs):
-    from mbfg_ros.planar.sensors import joint_positions, wrap_angle
+    from mbfg_ros.core.angles import wrap_angle
+    from mbfg_ros.planar.sensors import joint_positions
     traj = fourbar_data(duration=1.0, rate=1000.0)[1]
     errs = [wrap_angle(r.position[0] - joint_positions(system, traj.q[int(round(
         (r.t - 1.0) * 1000))])[0]) for r in recs if isinstance(r, JointMeasurement)]

@@ -27,7 +27,8 @@ from support.ros_data import (  # noqa: E402
 from mbfg_ros.core.bag import bag_topics, read_messages  # noqa: E402
 from mbfg_ros.cli.replay import replay  # noqa: E402
 from mbfg_ros.cli.demo import write_simulation_bag  # noqa: E402
-from mbfg_ros.planar.sensors import joint_positions, joint_velocities, wrap_angle  # noqa: E402
+from mbfg_ros.core.angles import wrap_angle  # noqa: E402
+from mbfg_ros.planar.sensors import joint_positions, joint_velocities  # noqa: E402
 from mbfg_ros.ros import conversions as cv  # noqa: E402
 
 from support.ros_nodes import (  # noqa: E402

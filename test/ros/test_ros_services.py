@@ -21,7 +21,8 @@ from support.ros_nodes import (  # noqa: F401
 )
 from support.ros_data import fourbar_data, fourbar_path, unique_domain
 
-from mbfg_ros.planar.sensors import joint_positions, joint_velocities, wrap_angle
+from mbfg_ros.core.angles import wrap_angle
+from mbfg_ros.planar.sensors import joint_positions, joint_velocities
 from mbfg_ros.ros import conversions as cv
 
 pytestmark = pytest.mark.ros

@@ -277,7 +277,7 @@ CART_POLE = """<robot name="cart_pole">
 def test_prismatic_and_continuous_joints_cart_pole():
     """A prismatic encoder (m, not wrapped) and a continuous joint's wrapped encoder: the
     cart-pole falling from near upright, estimated better than both encoders."""
-    from mbfg_ros.planar.sensors import wrap_angle
+    from mbfg_ros.core.angles import wrap_angle
     sys_ = build_spatial_system(CART_POLE, {'q0': {'hinge': 0.3}})
     tr = simulate_spatial(sys_, 1.5, 2e-3)
     assert np.ptp(tr.q[:, 1]) > 2.0                  # the pole swings through half a turn

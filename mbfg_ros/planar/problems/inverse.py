@@ -72,6 +72,7 @@ import gtsam
 import numpy as np
 
 from ...core.errors import MbfgError
+from ...core.factors import custom_factor
 from .inverse_direct import DirectInverseDynamics
 from .inverse_kinematics import direct_kinematics
 from .inverse_models import BatchModel, StepModel, step_error
@@ -278,15 +279,6 @@ def _gauss_newton(system: _StageSystem, X: np.ndarray, Qx: np.ndarray | None,
                     f'Gauss-Newton iterations (last step {step:.3g})')
 
 
-def _gtsam_error(fn: Callable, keys: tuple[int, ...], this: gtsam.CustomFactor,
-                 values: gtsam.Values, jacobians: list | None) -> np.ndarray:
-    e, J = fn([values.atVector(k) for k in keys], jacobians is not None)
-    if jacobians is not None:
-        for i, Ji in enumerate(J):
-            jacobians[i] = np.asfortranarray(Ji)
-    return e
-
-
 def _key(c: str, k: int) -> int:
     return gtsam.symbol(c, k)
 
@@ -475,7 +467,7 @@ def _solve_custom(sys: System, t: np.ndarray, z: np.ndarray, zd: np.ndarray, zdd
         for k in range(N):
             keys = (_key('x', k), _key('f', k)) if stage >= 4 else (_key('x', k),)
             fn = functools.partial(step_error, model, stage, z[k], zd[k], zdd[k])
-            g.add(gtsam.CustomFactor(nm, list(keys), functools.partial(_gtsam_error, fn, keys)))
+            g.add(custom_factor(keys, nm, fn))
             if stage >= 4:
                 g.add(gtsam.PriorFactorVector(_key('f', k), np.zeros(n), Q_noise))
         for f in eqs + rate_priors + (trapz if stage >= 2 else []):

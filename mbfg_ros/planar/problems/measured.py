@@ -12,7 +12,7 @@ turns it into torques:
    Eqs. 10, 12: :func:`mbfg_ros.planar.problems.inverse.direct_kinematics`);
 4. τ from ``B_act τ + Φqᵀλ = M q̈ − Q(q, q̇)`` (seed 003 Eq. 6.110, with the
    YAML's friction and rotor terms in Q and M):
-   :func:`mbfg_ros.estimation.control.actuator_efforts`.
+   :func:`mbfg_ros.planar.dynamics.actuator_efforts`.
 """
 from __future__ import annotations
 
@@ -25,11 +25,10 @@ from typing import NamedTuple, Sequence
 import numpy as np
 import scipy.signal
 
-from ...estimation.control import actuator_efforts
 from ...core.errors import MbfgError, TrajectoryError
 from .inverse import direct_kinematics
 from ...core.motion_smoother import smooth_motion
-from ..dynamics import System
+from ..dynamics import System, actuator_efforts
 
 __all__ = ['JointLog', 'DerivativeOptions', 'MeasuredInverse', 'load_joint_csv',
            'load_joint_bag', 'joint_coordinates', 'motion_derivatives', 'measured_inverse',
