@@ -169,6 +169,7 @@ class EstimatorDriver:
         self._known_joints = frozenset(self.joint_names)
         self.coordinate_names = tuple(mech.coordinate_names)
         self.imu_names = tuple(s.name for s in mech.sensors)
+        self._limits_of = f'the limits of {mech.name} ({LIMITS_FROM})'
         try:
             self.law = CommandLaw(sys, v['command_joints'], v['kp'], v['kd'])
         except ValueError as exc:
@@ -242,8 +243,7 @@ class EstimatorDriver:
     def _gated(self, t: int, rec: Any, bad: int, what: str, now_ns: int | None) -> Any:
         if bad:
             self.counters['out_of_limits'] += bad
-            self.note(f'{what}:limits', f'{what}: values outside the limits of '
-                      f'{self.sys.mech.name} ignored ({LIMITS_FROM})')
+            self.note(f'{what}:limits', f'{what}: values outside {self._limits_of} ignored')
         if rec is None:
             self.counters['dropped.out_of_limits'] += 1
             return None
@@ -377,7 +377,7 @@ class EstimatorDriver:
             return 'no joint position given'
         gated, bad = self.gate.joint(rec)
         if bad or gated is None:
-            return f'values outside the limits of {self.sys.mech.name} ({LIMITS_FROM})'
+            return f'values outside {self._limits_of}'
         if now_ns is not None and t > now_ns + self.future_ns:
             return f'stamped {(t - now_ns) / NS:.3f} s ahead of the clock'
         rec = JointMeasurement(rec.t, rec.names, rec.position, rec.velocity,
