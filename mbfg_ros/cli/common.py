@@ -2,15 +2,17 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import time
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
 from ..core.errors import MbfgError
+from ..core.output import atomic_path, check_output
 
 __all__ = ['run_cli', 'Progress', 'save_figure', 'plain', 'speed_phrase', 'load_checked',
-           'check_writable']
+           'check_writable', 'add_force_argument', 'Terminated']
 
 _FORMATS = ('png', 'pdf', 'svg', 'jpg', 'jpeg', 'eps', 'ps', 'tif', 'tiff', 'webp')
 
@@ -34,7 +36,8 @@ def save_figure(fig: Any, path: str | Path, dpi: int = 110) -> Path:
     try:
         if path.parent != Path(''):
             path.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, dpi=dpi, format=fmt)
+        with atomic_path(path, 'plot') as tmp:     # issue 26: renamed into place on success
+            fig.savefig(tmp, dpi=dpi, format=fmt)
     except OSError as exc:
         raise MbfgError(f'{path}: cannot write: {exc.strerror}') from None
     finally:
@@ -53,14 +56,38 @@ def speed_phrase(wall: float, simulated: float) -> str:
     return f'{1 / ratio:.1f}x slower than real time'
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like Ctrl-C so every ``finally`` and temporary output is cleaned."""
+
+
+def _terminate(_signum: int, _frame: Any) -> None:
+    raise Terminated
+
+
 def run_cli(main: Callable[[list[str] | None], int], argv: list[str] | None = None,
             prog: str = 'mbfg') -> int:
     """Run ``main``; a user error (:class:`MbfgError`, missing file) prints one line, exit 2.
 
     A closed output pipe (``mbfg-... | head``) ends quietly with status 141
-    (128 + SIGPIPE, what a shell reports for a killed writer). Programming
-    errors keep their traceback: they are bugs to report.
+    (128 + SIGPIPE, what a shell reports for a killed writer). SIGTERM is handled
+    like SIGINT (issue 26): temporary outputs are removed, the old outputs kept, one
+    line, status 143 (130 for SIGINT). An ``OSError`` that escaped (a full or vanished
+    disk) is one line and status 2. Programming errors keep their traceback: they are
+    bugs to report.
     """
+    previous = None
+    try:
+        previous = signal.signal(signal.SIGTERM, _terminate)
+    except ValueError:             # not the main thread: leave SIGTERM alone
+        pass
+    try:
+        return _run(main, argv, prog)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _run(main: Callable[[list[str] | None], int], argv: list[str] | None, prog: str) -> int:
     try:
         try:
             return int(main(argv) or 0)
@@ -76,14 +103,22 @@ def run_cli(main: Callable[[list[str] | None], int], argv: list[str] | None = No
             pass
         return 141
     except MbfgError as exc:
-        print(f'{prog}: error: {exc}', file=sys.stderr)
+        text = ' '.join(str(exc).splitlines())      # one line, whatever a foreign text held
+        print(f'{prog}: error: {text}', file=sys.stderr)
         return 2
     except FileNotFoundError as exc:
         print(f'{prog}: error: {exc.filename}: file not found', file=sys.stderr)
         return 2
+    except Terminated:
+        print(f'{prog}: terminated (SIGTERM); no output replaced', file=sys.stderr)
+        return 143
     except KeyboardInterrupt:
-        print(f'{prog}: interrupted', file=sys.stderr)
+        print(f'{prog}: interrupted; no output replaced', file=sys.stderr)
         return 130
+    except OSError as exc:
+        where = f'{exc.filename}: ' if exc.filename else ''
+        print(f'{prog}: error: {where}{exc.strerror or exc}', file=sys.stderr)
+        return 2
 
 
 class Progress:
@@ -142,20 +177,21 @@ def load_checked(path: str | Path, prog: str) -> Any:
     return system
 
 
-def check_writable(path: str | Path | None, what: str = 'output') -> None:
-    """Fail now, not after a long run, when ``path`` cannot be written: its directory
-    is missing or not writable, or it is a directory itself.
+def add_force_argument(p: Any) -> None:
+    """``--force``: replace existing outputs (issue 26: refused otherwise)."""
+    p.add_argument('--force', action='store_true',
+                   help='replace outputs that exist (never the inputs); without it an '
+                        'existing output is refused')
+
+
+def check_writable(path: str | Path | None, what: str = 'output', force: bool = False,
+                   inputs: tuple = ()) -> None:
+    """Fail now, not after a long run, when ``path`` cannot or must not be written:
+    its directory is missing or not writable, it is a directory itself (a bag:
+    ``what='directory'``), it exists and ``force`` is not set, or it is one of
+    ``inputs`` (:func:`~mbfg_ros.core.output.check_output`).
 
     :raises MbfgError: one line naming the path and why.
     """
-    if path is None:
-        return
-    p = Path(path)
-    parent = p.parent if str(p.parent) else Path('.')
-    if p.is_dir() and what != 'directory':
-        raise MbfgError(f'{p}: cannot write the {what}: it is a directory')
-    if not parent.is_dir():
-        raise MbfgError(f'{p}: cannot write the {what}: directory {parent} does not exist')
-    if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
-        raise MbfgError(f'{p}: cannot write the {what}: permission denied')
-
+    check_output(path, 'bag' if what == 'directory' else what, force=force, inputs=inputs,
+                 directory=what == 'directory')

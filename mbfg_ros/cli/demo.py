@@ -35,6 +35,7 @@ from typing import Sequence
 import numpy as np
 
 from ..core.bag import BagWriter, typestore
+from ..core.output import atomic_dir
 from .common import Progress, plain, run_cli, speed_phrase
 from ..planar.dynamics import load_system
 from ..ros import conversions as cv
@@ -84,7 +85,7 @@ def write_simulation_bag(path: Path, system, traj, measurements, truth_rate: flo
                      cv.joint_state_msg(kit, t_ns, names, traj.q[k], traj.qd[k])))
         rows.append((t_ns, '/clock', cv.TYPES['Clock'], cv.clock_msg(kit, t_ns)))
     rows.sort(key=lambda r: r[0])
-    with BagWriter(path, storage, store, overwrite=True) as w:
+    with atomic_dir(path, 'bag') as tmp, BagWriter(tmp, storage, store) as w:
         for t_ns, topic, msgtype, msg in rows:
             w.write(topic, msgtype, t_ns, msg)
     return len(rows)

@@ -31,7 +31,8 @@ from ..planar.problems.measured import (
     DerivativeOptions, load_joint_bag, load_joint_csv, torque_fit,
 )
 from ..planar.dynamics import load_system
-from .common import plain, run_cli
+from ..core.output import write_text_atomic
+from .common import add_force_argument, check_writable, plain, run_cli
 
 __all__ = ['main', 'add_measured_arguments', 'measured_logs']
 
@@ -81,6 +82,8 @@ def _csv_header(path: Path) -> list[str]:
             return [h.strip() for h in f.readline().split(',')]
     except OSError as exc:
         raise MbfgError(f'{path}: cannot read file: {exc.strerror}') from None
+    except UnicodeDecodeError as exc:           # issue 26: a binary file
+        raise MbfgError(f'{path}: not a text CSV (byte {exc.start} is not UTF-8)') from None
 
 
 def measured_logs(args: argparse.Namespace, mech, csvs: list[str], bags: list[str]) -> list:
@@ -138,9 +141,12 @@ def _main(argv: list[str] | None) -> int:
     p.add_argument('--unbounded', action='store_true', help='no bounds (m, I0, b, fc, Ir >= 0 '
                    'otherwise)')
     p.add_argument('--output', required=True, help='identified mechanism YAML to write')
+    add_force_argument(p)
     args = p.parse_args(argv)
     if not (args.measured or args.bag):
         raise MbfgError('give at least one run: --measured FILE.csv or --bag BAG')
+    check_writable(args.output, 'YAML', args.force,
+                   (args.config, *args.measured, *args.bag, *args.validate))
     sys_ = load_system(args.config)
     logs = measured_logs(args, sys_.mech, args.measured, args.bag)
     weights = None
@@ -164,7 +170,7 @@ def _main(argv: list[str] | None) -> int:
     res = identify_regressed(sys_, data, cfg)
     print(res.report())
     out = Path(args.output)
-    out.write_text(identified_yaml(args.config, res))
+    write_text_atomic(out, identified_yaml(args.config, res), 'YAML')
     print(f'wrote {out}', file=sys.stderr)
     names = [a.name for a in sys_.mech.actuators]
     for log in measured_logs(args, sys_.mech, args.validate, []):

@@ -45,7 +45,9 @@ from ..planar.problems.measured import measured_inverse, torque_fit
 from ..planar.model import Mechanism
 from ..planar.problems.reactions import Reactions
 from ..core.trajectory import load_trajectory
-from .common import Progress, check_writable, load_checked, plain, run_cli, save_figure
+from ..core.output import atomic_path
+from .common import (Progress, add_force_argument, check_writable, load_checked, plain,
+                     run_cli, save_figure)
 from .identify import add_measured_arguments, derivative_options, measured_logs
 from .spatial import add_urdf_arguments, inverse_urdf, is_urdf
 
@@ -85,10 +87,12 @@ def _main(argv: list[str] | None) -> int:
     p.add_argument('--reactions', action='store_true', help='add joint reaction columns')
     p.add_argument('--batch', action='store_true', help='solve only the final graph '
                    '(same answer, faster) instead of the four stages')
+    add_force_argument(p)
     add_urdf_arguments(p)
     args = p.parse_args(argv)
-    check_writable(args.output, 'CSV')
-    check_writable(args.plot, 'plot')
+    inputs = (args.config, args.overlay, args.trajectory, args.measured, args.bag)
+    check_writable(args.output, 'CSV', args.force, inputs)
+    check_writable(args.plot, 'plot', args.force, inputs)
     if is_urdf(args.config):
         return inverse_urdf(args, 'mbfg-inverse')
     if args.overlay:
@@ -131,8 +135,9 @@ def _main(argv: list[str] | None) -> int:
         cols.append(np.array([np.concatenate((r.forces[force].ravel(), r.moments[couple]))
                               for r in rx]).reshape(len(res.t), -1))
     out = Path(args.output)
-    np.savetxt(out, np.hstack(cols), delimiter=',', header=','.join(header), comments='',
-               fmt='%.10g')
+    with atomic_path(out, 'CSV') as tmp:        # issue 26: renamed into place on success
+        np.savetxt(tmp, np.hstack(cols), delimiter=',', header=','.join(header), comments='',
+                   fmt='%.10g')
     if args.plot:
         plot_inverse(Path(args.plot), mech, res, names, rx)
         print(f'wrote {args.plot}', file=sys.stderr)
@@ -193,8 +198,9 @@ def _measured(args: argparse.Namespace, sys_) -> int:
         cols.append(res.effort)
         header += columns(names, 'effort', 'measured')
     out = Path(args.output)
-    np.savetxt(out, np.hstack(cols), delimiter=',', header=','.join(header), comments='',
-               fmt='%.10g')
+    with atomic_path(out, 'CSV') as tmp:
+        np.savetxt(tmp, np.hstack(cols), delimiter=',', header=','.join(header), comments='',
+                   fmt='%.10g')
     how = (f'jerk {opts.jerk:g}, position sigma {opts.position_sigma:g}, velocity sigma '
            f'{opts.velocity_sigma:g}') if opts.method == 'smoother' else \
         f'window {opts.window}, order {opts.order}'

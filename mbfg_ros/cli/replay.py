@@ -26,24 +26,27 @@ none of the mechanism's joints (the message lists both).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
 from ..loader import load_mechanism, mechanism_warning
 from ..core.columns import TIME, columns
 from ..core.bag import BagError, BagWriter, bag_topics, read_messages, typestore
+from ..core.output import atomic_dir, atomic_path, check_output
 from ..ros import conversions as cv
 from ..ros.driver import EstimatorDriver, TickOutput
 from ..ros.params import ESTIMATOR_PARAMS, load_params_file, parse_estimator
 from .replay_plot import plot_replay, truth_joint_positions  # noqa: F401 - re-exported
 from .common import (
     Progress,
+    add_force_argument,
     check_writable,
     plain,
     run_cli,
@@ -81,6 +84,8 @@ class ReplayResult:
     span: float = 0.0
     wall: float = 0.0
     error: str | None = None
+    bag_joints: dict = field(default_factory=dict)     # JointState names seen, in order
+    matched: int = 0                                  # JointState messages with a joint
     counters: dict = field(default_factory=dict)
     joint_names: tuple = ()
     coordinate_names: tuple = ()
@@ -120,7 +125,7 @@ class _Sink:
         self.res = result
         self.store = typestore()
         self.kit = cv.rosbags_kit(self.store)
-        self.bag = BagWriter(output, storage, self.store, overwrite=True) if output else None
+        self.bag = BagWriter(output, storage, self.store) if output else None
         if self.bag is not None:
             self.bag.open()
         self.topics = {k: _absolute(k) for k in ('~/joint_states', '~/state', '~/state_stddev')}
@@ -225,14 +230,43 @@ def replay(bag: str | Path, mechanism: str | Path, params: dict | None = None,
     out_path = Path(output) if output else None
     csv_p = Path(csv_path) if csv_path else (out_path.with_name(out_path.name + '.csv')
                                               if out_path else None)
-    sink = _Sink(driver, out_path, csv_p, storage, settings.values['command_topic'], res)
+    for path, what in ((out_path, 'bag'), (csv_p, 'CSV')):    # never the input (issue 26)
+        check_output(path, what, force=True, inputs=(bag, mechanism),
+                     directory=what == 'bag')
     res.output, res.csv = out_path, csv_p
+    # issue 26: bag and CSV go to temporaries beside them, renamed into place only when the
+    # replay ends (a bag breaking part-way included: what was estimated is kept); a signal
+    # or an error removes them and leaves the old outputs as they were
+    with contextlib.ExitStack() as outputs:
+        bag_tmp = outputs.enter_context(atomic_dir(out_path, 'bag')) if out_path else None
+        csv_tmp = outputs.enter_context(atomic_path(csv_p, 'CSV')) if csv_p else None
+        sink = _Sink(driver, bag_tmp, csv_tmp, storage, settings.values['command_topic'], res)
+        _feed(bag, driver, settings, sink, res, jtopic, imu_topics, ref_topic, truth_topics,
+              wanted, have, show_progress)
+    res.counters = dict(driver.counters)
+    res.t = np.array(res.times)
+    if res.bag_joints and not res.matched and driver.joint_names:
+        raise BagError(f'{bag}: none of the joint names in {jtopic} is a joint of '
+                       f'{mechanism}: the bag has {", ".join(res.bag_joints)}; the mechanism '
+                       f'has {", ".join(driver.joint_names)} (its joints[].name must match '
+                       'JointState.name)')
+    if plot:
+        res.plot = Path(plot)
+        plot_replay(res, system, res.plot)
+    if res.error:
+        raise BagError(f'{res.error} (wrote what was estimated before: {len(res.times)} ticks)')
+    return res
+
+
+def _feed(bag: Path, driver: EstimatorDriver, settings: Any, sink: _Sink, res: ReplayResult,
+          jtopic: str, imu_topics: dict, ref_topic: str, truth_topics: list, wanted: dict,
+          have: dict, show_progress: bool) -> None:
+    """Every message of ``bag`` through ``driver`` in stamp order, tick outputs to ``sink``."""
     first = last = None
     clock = None
     tolerance = max(float(getattr(settings.config, 'backwards_tolerance', 0.5)), 0.0)
     progress = None
-    bag_joints: dict[str, None] = {}       # JointState names seen, in order
-    matched = 0                            # JointState messages with a mechanism joint
+    bag_joints = res.bag_joints            # JointState names seen, in order
     start = time.perf_counter()
     try:
         for m in read_messages(bag, {t: v for t, v in wanted.items() if t in have}):
@@ -269,7 +303,7 @@ def replay(bag: str | Path, mechanism: str | Path, params: dict | None = None,
                     pass
                 rec = driver.joint_state(m.msg)
                 if rec is not None:
-                    matched += 1
+                    res.matched += 1
                     res.measured.append((t / NS, rec.names, rec.position, rec.velocity,
                                          rec.effort))
             else:
@@ -291,19 +325,6 @@ def replay(bag: str | Path, mechanism: str | Path, params: dict | None = None,
             progress.close()
     res.wall = time.perf_counter() - start
     res.span = (last - first) / NS if first is not None else 0.0
-    res.counters = dict(driver.counters)
-    res.t = np.array(res.times)
-    if bag_joints and not matched and driver.joint_names:
-        raise BagError(f'{bag}: none of the joint names in {jtopic} is a joint of '
-                       f'{mechanism}: the bag has {", ".join(bag_joints)}; the mechanism has '
-                       f'{", ".join(driver.joint_names)} (its joints[].name must match '
-                       'JointState.name)')
-    if plot:
-        res.plot = Path(plot)
-        plot_replay(res, system, res.plot)
-    if res.error:
-        raise BagError(f'{res.error} (wrote what was estimated before: {len(res.times)} ticks)')
-    return res
 
 
 _SPAN_CACHE: dict = {}
@@ -388,6 +409,7 @@ def _parser() -> argparse.ArgumentParser:
                    help='storage of the output bag: mcap (one file, default) or sqlite3 '
                         '(the older rosbag2 default)')
     p.add_argument('--quiet', action='store_true', help='no progress bar')
+    add_force_argument(p)
     return p
 
 
@@ -415,9 +437,10 @@ def _main(argv: Sequence[str] | None) -> int:
     if unknown:
         parse_estimator(params, where=str(a.params))      # raises, naming the key
     output = a.output or str(Path(bag).resolve()) + '_estimates'
-    check_writable(output, 'directory')
-    check_writable(a.csv, 'CSV')
-    check_writable(a.plot, 'plot')
+    inputs = (mechanism, bag, a.params, a.overlay)
+    check_writable(output, 'directory', a.force, inputs)
+    check_writable(a.csv or output + '.csv', 'CSV', a.force, inputs)
+    check_writable(a.plot, 'plot', a.force, inputs)
     res = replay(bag, mechanism, params, output=output, csv_path=a.csv, plot=a.plot,
                  storage=a.storage, show_progress=not a.quiet)
     ms = 1e3 * float(np.mean(res.tick_seconds)) if res.tick_seconds else float('nan')

@@ -28,7 +28,9 @@ from ..simulation.forward import (
     energy,
     simulate,
 )
-from .common import Progress, check_writable, load_checked, plain, run_cli, save_figure
+from ..core.output import atomic_path
+from .common import (Progress, add_force_argument, check_writable, load_checked, plain,
+                     run_cli, save_figure)
 from .spatial import add_urdf_arguments, is_urdf, simulate_urdf
 
 __all__ = ['main', 'write_csv', 'plot_trajectory', 'energy_drift', 'coordinate_units',
@@ -66,6 +68,7 @@ def _parser() -> argparse.ArgumentParser:
                    'x1.velocity...), then phi_norm')
     p.add_argument('--plot', type=Path, help='PNG file with q, q̇ and |Φ| against t')
     p.add_argument('--quiet', action='store_true', help='no progress bar')
+    add_force_argument(p)
     add_urdf_arguments(p)
     p.add_argument('--torque', help='URDF robots: constant actuator torques, '
                    'joint=value[,joint=value...] [N·m or N] (default: none, a passive fall)')
@@ -85,10 +88,8 @@ def write_csv(path: Path, traj: Trajectory, names: Sequence[str] | None = None) 
     header = ','.join([TIME] + columns(names, 'position') + columns(names, 'velocity')
                       + columns(names, 'acceleration') + ['phi_norm'])
     data = np.column_stack((traj.t, traj.q, traj.qd, traj.qdd, traj.phi_norm))
-    try:
-        np.savetxt(path, data, delimiter=',', header=header, comments='', fmt='%.12g')
-    except OSError as exc:
-        raise MbfgError(f'{path}: cannot write: {exc.strerror}') from None
+    with atomic_path(path, 'CSV') as tmp:        # issue 26: renamed into place on success
+        np.savetxt(tmp, data, delimiter=',', header=header, comments='', fmt='%.12g')
 
 
 def coordinate_units(names: tuple[str, ...], angles: set[str]) -> list[str]:
@@ -153,9 +154,10 @@ def _main(argv: list[str] | None) -> int:
         raise MbfgError(f'--dt {args.dt:g} s is longer than --duration {args.duration:g} s: '
                         'there would be no step to take; use a smaller --dt or a longer '
                         '--duration')
+    inputs = (args.config, args.overlay)
+    check_writable(args.output, 'CSV', args.force, inputs)
+    check_writable(args.plot, 'plot', args.force, inputs)
     if is_urdf(args.config):
-        check_writable(args.output, 'CSV')
-        check_writable(args.plot, 'plot')
         return simulate_urdf(args, PROG)
     if args.overlay or args.torque or args.no_limits:
         raise MbfgError('--overlay, --torque and --no-limits are for URDF robots (CONFIG ending '
@@ -163,8 +165,6 @@ def _main(argv: list[str] | None) -> int:
     config = ForwardConfig(dt=args.dt, window=args.window, coordinates=args.coordinates,
                            ic_basis=args.ic_basis,
                            integrator=args.integrator, solver=args.solver)
-    check_writable(args.output, 'CSV')
-    check_writable(args.plot, 'plot')
     system = load_checked(args.config, PROG)
     progress = Progress(args.duration, 'simulating', enabled=not args.quiet)
     start = time.perf_counter()

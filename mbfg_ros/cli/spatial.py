@@ -11,6 +11,7 @@ import numpy as np
 from ..core.columns import TIME, columns
 from ..core.errors import MbfgError
 from ..core.trajectory import load_trajectory
+from ..core.output import atomic_path
 from .common import Progress, save_figure
 
 __all__ = ['is_urdf', 'add_urdf_arguments', 'simulate_urdf', 'inverse_urdf']
@@ -128,8 +129,9 @@ def inverse_urdf(args: argparse.Namespace, prog: str) -> int:
     names = list(system.actuator_names)
     out = Path(args.output)
     header = [TIME] + columns(names, 'effort')
-    np.savetxt(out, np.column_stack([res.t, res.tau]), delimiter=',', header=','.join(header),
-               comments='', fmt='%.10g')
+    with atomic_path(out, 'CSV') as tmp:        # issue 26: renamed into place on success
+        np.savetxt(tmp, np.column_stack([res.t, res.tau]), delimiter=',',
+                   header=','.join(header), comments='', fmt='%.10g')
     if args.plot:
         import matplotlib
         matplotlib.use('Agg')

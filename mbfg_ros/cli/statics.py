@@ -32,7 +32,8 @@ from ..core.errors import MbfgError
 from ..planar.dynamics import System
 from ..planar.problems.reactions import JointReactions, Reactions
 from ..planar.problems.statics import Equilibrium, StaticsError, start_pose, static_equilibrium
-from .common import check_writable, load_checked, run_cli, save_figure
+from ..core.output import write_text_atomic
+from .common import add_force_argument, check_writable, load_checked, run_cli, save_figure
 
 __all__ = ['main', 'parse_start', 'plot_equilibrium']
 
@@ -133,9 +134,10 @@ def _main(argv: list[str] | None) -> int:
     p.add_argument('--stable', action=argparse.BooleanOptionalAction, default=True,
                    help='continue downhill from an unstable equilibrium (default: on)')
     p.add_argument('--plot', help='PNG of the mechanism at equilibrium with the reactions')
+    add_force_argument(p)
     args = p.parse_args(argv)
-    check_writable(args.output, 'CSV')
-    check_writable(args.plot, 'plot')
+    check_writable(args.output, 'CSV', args.force, (args.config,))
+    check_writable(args.plot, 'plot', args.force, (args.config,))
     sys_ = load_checked(args.config, PROG)
     q0 = start_pose(sys_, parse_start(args.start)) if args.start else None
     try:
@@ -148,10 +150,7 @@ def _main(argv: list[str] | None) -> int:
     zero = np.zeros(sys_.n)
     rx = JointReactions(sys_)(eq.q, zero, zero)
     out = Path(args.output)
-    try:
-        out.write_text('\n'.join(_csv_rows(sys_, eq, rx)) + '\n')
-    except OSError as exc:
-        raise MbfgError(f'{out}: cannot write: {exc.strerror}') from None
+    write_text_atomic(out, '\n'.join(_csv_rows(sys_, eq, rx)) + '\n', 'CSV')
     for q_seen, verdict in eq.visited:
         article = 'an' if verdict[0] in 'aeiou' else 'a'
         print(f'passed {article} {verdict} equilibrium at {_short(sys_, q_seen)}; '

@@ -43,21 +43,19 @@ class BagWriter:
     """Write a rosbag2 directory (``storage`` 'mcap' or 'sqlite3').
 
     ``with BagWriter(path) as w: w.write('/topic', 'sensor_msgs/msg/JointState', t_ns, msg)``;
-    connections are created on first use.
+    connections are created on first use. An existing ``path`` is refused: to replace
+    a bag, write to :func:`~mbfg_ros.core.output.atomic_dir`'s temporary and let it
+    swap (issue 26: the old ``overwrite=True`` removed any directory recursively).
     """
 
-    def __init__(self, path: str | Path, storage: str = 'mcap', store: Any = None,
-                 overwrite: bool = False) -> None:
+    def __init__(self, path: str | Path, storage: str = 'mcap', store: Any = None) -> None:
         from rosbags.rosbag2 import StoragePlugin, Writer
 
         self.path = Path(path)
         if storage not in ('mcap', 'sqlite3'):
             raise BagError(f'{self.path}: unknown storage {storage!r} (mcap or sqlite3)')
         if self.path.exists():
-            if not overwrite:
-                raise BagError(f'{self.path}: output exists (remove it or choose another path)')
-            import shutil
-            shutil.rmtree(self.path)
+            raise BagError(f'{self.path}: output exists (remove it or choose another path)')
         self.store = store if store is not None else typestore()
         plugin = StoragePlugin.MCAP if storage == 'mcap' else StoragePlugin.SQLITE3
         self._writer = Writer(self.path, version=8, storage_plugin=plugin)
@@ -175,7 +173,9 @@ def _open_reader(path: Path) -> Any:
         reader = Reader(path)
         reader.open()
     except Exception as exc:  # noqa: BLE001
-        raise BagError(f'{path}: not a readable rosbag2 ({type(exc).__name__}: {exc})') from None
+        detail = ' '.join(str(exc).split())     # one line (issue 26): YAML errors span several
+        raise BagError(f'{path}: not a readable rosbag2 ({type(exc).__name__}: {detail})'
+                       ) from None
     return reader
 
 

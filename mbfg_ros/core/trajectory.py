@@ -4,7 +4,10 @@ Format (the one of seed 000's library, ``config/trajectories/*.txt``): plain
 text, one sample per line, first column the time [s], then one column per
 prescribed coordinate; columns separated by whitespace and/or commas; lines
 starting with ``%`` or ``#`` (and blank lines) are comments. Time must
-increase strictly; every value must be finite.
+increase strictly; every value must be finite; no step may exceed
+:data:`MAX_GAP` times the median step, nor the span :data:`MAX_SAMPLES` median
+steps (:func:`check_time`, issue 26: a 1000 s gap became 500 979 interpolated
+rows, a 1e9 s gap asked for 3.6 TiB).
 
 Every problem raises :class:`~mbfg_ros.core.errors.TrajectoryError` naming the
 file and the line (``file:line: what``).
@@ -22,7 +25,14 @@ import scipy.signal
 
 from .errors import TrajectoryError
 
-__all__ = ['Trajectory', 'load_trajectory', 'parse_trajectory', 'derivatives']
+__all__ = ['Trajectory', 'load_trajectory', 'parse_trajectory', 'derivatives', 'check_time',
+           'MAX_GAP', 'MAX_SAMPLES']
+
+#: Largest step accepted, in median steps: a recording paused and resumed (the DFKI
+#: logs' jitter is below 2) must be split, not interpolated across.
+MAX_GAP = 10.0
+#: Longest span accepted, in median steps (what a uniform resampling would allocate).
+MAX_SAMPLES = 10_000_000
 
 _SPLIT = re.compile(r'[,\s]+')
 
@@ -46,7 +56,33 @@ def load_trajectory(path: str | Path, columns: int | None = None) -> Trajectory:
         text = Path(path).read_text()
     except OSError as exc:
         raise TrajectoryError(f'{source}: cannot read file: {exc.strerror}') from None
+    except UnicodeDecodeError as exc:
+        raise TrajectoryError(f'{source}: not a text file (byte {exc.start} is not UTF-8)'
+                              ) from None
     return parse_trajectory(text, source=source, columns=columns)
+
+
+def check_time(t: np.ndarray, source: str, lines: np.ndarray | None = None) -> None:
+    """Issue 26: a time column (already strictly increasing) whose largest step is at
+    most :data:`MAX_GAP` median steps and whose span is at most :data:`MAX_SAMPLES` of
+    them; ``lines[k]``: the file line of sample ``k`` for the message.
+
+    :raises TrajectoryError: ``file:line: ...`` naming the gap and what to do.
+    """
+    if len(t) < 3:
+        return
+    dt = np.diff(t)
+    h = float(np.median(dt))
+    k = int(np.argmax(dt))
+    where = f'{source}:{int(lines[k + 1])}' if lines is not None else source
+    if dt[k] > MAX_GAP * h:
+        raise TrajectoryError(f'{where}: a gap of {dt[k]:.6g} s after t={t[k]:.6g} is '
+                              f'{dt[k] / h:.3g} times the median step {h:.3g} s (at most '
+                              f'{MAX_GAP:g}): split the file at the gap')
+    if (t[-1] - t[0]) > MAX_SAMPLES * h:
+        raise TrajectoryError(f'{source}: a span of {t[-1] - t[0]:.6g} s is '
+                              f'{(t[-1] - t[0]) / h:.3g} median steps of {h:.3g} s (at most '
+                              f'{MAX_SAMPLES}): check the time unit')
 
 
 def parse_trajectory(text: str, *, source: str = '<string>',
@@ -84,6 +120,7 @@ def parse_trajectory(text: str, *, source: str = '<string>',
     if len(rows) < 3:
         raise TrajectoryError(f'{source}: need at least 3 samples, found {len(rows)}')
     data = np.array(rows)
+    check_time(data[:, 0], source, np.array(lines))
     return Trajectory(data[:, 0].copy(), data[:, 1:].copy(), source)
 
 

@@ -14,7 +14,12 @@ from typing import Callable, Mapping
 
 from ..core.errors import ExpressionError
 
-__all__ = ['evaluate', 'FUNCTIONS', 'CONSTANTS']
+__all__ = ['evaluate', 'FUNCTIONS', 'CONSTANTS', 'MAX_EXPRESSION']
+
+#: Longest expression accepted (characters): a bound checked before parsing, so a
+#: hostile file cannot exhaust the stack or memory of the parser (issue 26). The
+#: longest expression of the shipped configs is under 60 characters.
+MAX_EXPRESSION = 1000
 
 FUNCTIONS: Mapping[str, Callable[..., float]] = {
     'sin': math.sin, 'cos': math.cos, 'tan': math.tan,
@@ -46,22 +51,37 @@ def evaluate(text: str | int | float, names: Mapping[str, float] | None = None) 
     if isinstance(text, bool):
         raise ExpressionError(f'expected a number or an expression, got {text!r}')
     if isinstance(text, (int, float)):
-        return float(text)
+        # YAML numbers (``.nan``, ``.inf``, a 400-digit integer) are checked like expressions
+        try:
+            value = float(text)
+        except OverflowError:
+            raise ExpressionError(f'number too large: {str(text)[:20]}... '
+                                  f'({len(str(text))} digits)') from None
+        if not math.isfinite(value):
+            raise ExpressionError(f'number {text!r} is not finite')
+        return value
     if not isinstance(text, str):
         raise ExpressionError(f'expected a number or an expression, got {type(text).__name__}')
+    if len(text) > MAX_EXPRESSION:
+        raise ExpressionError(f'expression of {len(text)} characters, longer than the '
+                              f'{MAX_EXPRESSION} accepted: {text[:20]!r}...')
     names = names or {}
     try:
         # '^' is power in the upstream format; Python parses it as XOR, with a
         # lower precedence than '*', so it is rewritten before parsing.
         tree = ast.parse(text.strip().replace('^', '**'), mode='eval')
-    except SyntaxError:
+    except (SyntaxError, ValueError):
         raise ExpressionError(f'cannot parse expression {text!r}') from None
+    except (RecursionError, MemoryError):
+        raise ExpressionError(f'expression nested too deeply: {text[:20]!r}...') from None
     try:
         value = _eval(tree.body, names, text)
     except ExpressionError:
         raise
     except (ArithmeticError, ValueError, TypeError) as exc:
         raise ExpressionError(f'cannot evaluate {text!r}: {exc}') from None
+    except RecursionError:
+        raise ExpressionError(f'expression nested too deeply: {text[:20]!r}...') from None
     if not math.isfinite(value):
         raise ExpressionError(f'expression {text!r} is not finite ({value})')
     return float(value)

@@ -16,6 +16,7 @@ from typing import Any, Mapping, Sequence
 
 import yaml
 
+from ..core.names import topic_problem
 from ..core.errors import ExpressionError, MechanismError
 from .expr import evaluate
 from .model import (
@@ -160,6 +161,9 @@ def load_mechanism(path: str | Path) -> Mechanism:
         text = Path(path).read_text()
     except OSError as exc:
         raise MechanismError(f'cannot read file: {exc.strerror}', source=source) from None
+    except UnicodeDecodeError as exc:           # issue 26: a binary file
+        raise MechanismError(f'not a text file (byte {exc.start} is not UTF-8)',
+                             source=source) from None
     return parse_mechanism(text, source=source)
 
 
@@ -174,6 +178,10 @@ def parse_mechanism(text: str, *, source: str = '<string>') -> Mechanism:
         mark = getattr(exc, 'problem_mark', None)
         where = f'line {mark.line + 1}' if mark is not None else 'document'
         raise ctx.error(where, f'invalid YAML: {getattr(exc, "problem", exc)}') from None
+    except (RecursionError, MemoryError):       # issue 26: '[' x 10 000
+        raise ctx.error('document', 'invalid YAML: nested too deeply') from None
+    except ValueError as exc:                   # issue 26: an integer of 5000 digits
+        raise ctx.error('document', f'invalid YAML: {exc}') from None
     if not isinstance(doc, dict):
         raise ctx.error('', 'expected a mapping at the top level')
     ctx.mapping(doc, '', _TOP_KEYS, required=('points', 'planar_bodies'))
@@ -348,6 +356,13 @@ def _parse_bodies(ctx: _Ctx, value: Any, points: Sequence[Point]) -> tuple[Body,
                 raise ctx.error(f'{path}.cog', f'expected 2 numbers, got {len(seq)}')
             cog = (ctx.number(seq[0], f'{path}.cog[0]', local),
                    ctx.number(seq[1], f'{path}.cog[1]', local))
+        # issue 26: the inertia about the centre of mass, I0 - m|cog|^2 (parallel axis), is
+        # >= 0 for a physical body; a small relative slack for rounded YAML values
+        i_cog = I0 - mass * (cog[0] ** 2 + cog[1] ** 2)
+        if i_cog < -1e-9 * max(I0, 1.0):
+            raise ctx.error(f'{path}.I0', f'I0 = {I0:g} is below mass*|cog|^2 = '
+                            f'{mass * (cog[0] ** 2 + cog[1] ** 2):g}: the inertia about the '
+                            'centre of mass would be negative (I0 is about the first point)')
         if len(pts) >= 3:
             p0, p1 = points[pts[0]], points[pts[1]]
             ux, uy = p1.x - p0.x, p1.y - p0.y
@@ -609,9 +624,13 @@ def _parse_sensors(ctx: _Ctx, value: Any, B: int) -> tuple[Imu, ...]:
             raise ctx.error(f'{path}.type', f"unknown sensor type {item['type']!r} (known: imu)")
         name = ctx.name(item['name'], f'{path}.name')
         point = ctx.pair(item['point'], f'{path}.point') if 'point' in item else (0.0, 0.0)
+        topic = str(item.get('topic', f'imu/{name}'))
+        if topic_problem(topic):                    # issue 26: refused here, not by rclpy
+            raise ctx.error(f'{path}.topic' if 'topic' in item else f'{path}.name',
+                            topic_problem(topic))
         out.append(Imu(name, ctx.index(item['body'], f'{path}.body', B, 'body'), point,
                        ctx.number(item.get('angle', 0.0), f'{path}.angle'),
-                       str(item.get('frame_id', name)), str(item.get('topic', f'imu/{name}')),
+                       str(item.get('frame_id', name)), topic,
                        _positive(ctx, item.get('gyro_range', Imu.gyro_range),
                                  f'{path}.gyro_range'),
                        _positive(ctx, item.get('accel_range', Imu.accel_range),

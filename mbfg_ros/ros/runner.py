@@ -8,6 +8,7 @@ from typing import Any, Callable, Sequence
 
 import rclpy
 import rclpy.executors
+from rclpy.exceptions import NameValidationException
 from rclpy.node import Node
 
 from ..core.errors import MbfgError
@@ -61,6 +62,9 @@ def run_node(name: str, make: Callable[[], Node], spin: Callable[[Node], None],
             node = make()
         except (MbfgError, OSError) as exc:
             print(f'{name}: error: {cv.startup_error_text(exc)}', file=sys.stderr)
+            return 2
+        except NameValidationException as exc:   # issue 26: a topic parameter like 'a b'
+            print(f'{name}: error: {" ".join(str(exc).split())}', file=sys.stderr)
             return 2
         if not hasattr(node, 'stop_requested'):
             node.stop_requested = threading.Event()

@@ -36,6 +36,7 @@ from __future__ import annotations
 import io
 import math
 import os
+import re
 from contextlib import redirect_stderr
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +45,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..core.errors import MechanismError
+from ..core.names import topic_problem
 from ..planar.mechanism_yaml import load_yaml
 from .model import LoopJoint, SpatialImu, SpatialModel
 
@@ -123,28 +125,105 @@ def _read_source(source: str | bytes | os.PathLike) -> tuple[bytes, str]:
                              source=str(path)) from None
 
 
+#: Largest URDF accepted (bytes) and most joints (tree and loop, fixed included): bounds
+#: checked before any model is allocated (issue 26). The estimator's factor graph holds
+#: every joint at every tick of its window and its dense solves grow with the square of
+#: the joint count: a 1000-joint URDF made the node grow past 24 GB. 256 joints cover
+#: arms, humanoids and hands with room to spare, and stay within a few GB.
+MAX_URDF_BYTES = 8 * 1024 * 1024
+MAX_JOINTS = 256
+
+
+def _safe_tree(data: bytes, name: str) -> Any:
+    """The XML root, parsed without a DTD: no entity expansion, no external resolution,
+    no network, whatever the lxml version (issue 26). A ``<!DOCTYPE>`` is refused."""
+    from lxml import etree
+    if len(data) > MAX_URDF_BYTES:
+        raise MechanismError(f'the URDF is {len(data)} bytes, more than the '
+                             f'{MAX_URDF_BYTES} this package reads (a robot description '
+                             'with meshes by reference is far smaller)', source=name)
+    if re.search(rb'<!\s*DOCTYPE', data[:65536], re.IGNORECASE):
+        raise MechanismError('a URDF with a <!DOCTYPE> (entities, external files) is not '
+                             'accepted: write the values out', source=name)
+    parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False,
+                             dtd_validation=False, huge_tree=False)
+    try:
+        root = etree.fromstring(data, parser)
+    except Exception as exc:  # noqa: BLE001 - lxml.etree.XMLSyntaxError, ValueError...
+        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise MechanismError(f'not a valid URDF: {msg}', source=name) from None
+    tree = root.getroottree()
+    if tree.docinfo.doctype or tree.docinfo.internalDTD is not None:
+        raise MechanismError('a URDF with a <!DOCTYPE> (entities, external files) is not '
+                             'accepted: write the values out', source=name)
+    count = sum(1 for _ in root.iter('joint'))
+    if count > MAX_JOINTS:
+        raise MechanismError(f'{count} joints, more than the {MAX_JOINTS} this package '
+                             'supports (the estimator holds every joint at every tick of its '
+                             'window; memory grows with the square of the joint count)',
+                             source=name)
+    return root
+
+
 def _parse_xml(data: bytes, name: str) -> Any:
     from urdf_parser_py.urdf import URDF  # ROS's parser; import cost paid on first load only
+    from urdf_parser_py.xml_reflection.core import Path as ReflPath
+    from lxml import etree
+    root = _safe_tree(data, name)
     noise = io.StringIO()
     try:
         with redirect_stderr(noise):   # urdf_parser_py prints unknown-element chatter
-            return URDF.from_xml_string(data)
-    except Exception as exc:  # lxml.etree.XMLSyntaxError, AssertionError, ... from the parser
+            return URDF.from_xml(root, ReflPath(URDF.XML_REFL.tag,
+                                                tree=etree.ElementTree(root)))
+    except Exception as exc:  # AssertionError, ValueError, ... from the parser
         msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise MechanismError(f'not a valid URDF: {msg}', source=name) from None
 
 
-def _inertial(link: Any) -> tuple[float, np.ndarray, np.ndarray]:
-    """(mass, com, inertia about com) of a URDF link, in the link frame."""
+def _inertial(link: Any, name: str = '<urdf>') -> tuple[float, np.ndarray, np.ndarray]:
+    """(mass, com, inertia about com) of a URDF link, in the link frame, checked
+    physically (:func:`check_inertia`)."""
     ine = link.inertial
     if ine is None or ine.mass is None:
         return 0.0, np.zeros(3), np.zeros((3, 3))
-    T = _urdf_origin(ine.origin)
-    i = ine.inertia
-    I_ = np.zeros((3, 3)) if i is None else np.array(
-        [[i.ixx, i.ixy, i.ixz], [i.ixy, i.iyy, i.iyz], [i.ixz, i.iyz, i.izz]], float)
+    where = f'link {link.name!r}'
+    try:
+        T = _urdf_origin(ine.origin)
+        i = ine.inertia
+        I_ = np.zeros((3, 3)) if i is None else np.array(
+            [[i.ixx, i.ixy, i.ixz], [i.ixy, i.iyy, i.iyz], [i.ixz, i.iyz, i.izz]], float)
+        mass = float(ine.mass)
+    except (TypeError, ValueError):
+        raise MechanismError('<inertial>: expected numbers', source=name,
+                             path=where) from None
+    if not np.isfinite(T).all():
+        raise MechanismError('<inertial><origin>: not finite', source=name, path=where)
+    check_inertia(mass, I_, name, where)
     R = T[:3, :3]
-    return float(ine.mass), T[:3, 3].copy(), R @ I_ @ R.T
+    return mass, T[:3, 3].copy(), R @ I_ @ R.T
+
+
+def check_inertia(mass: float, inertia: np.ndarray, name: str, where: str) -> None:
+    """Issue 26: a link's ``<inertial>`` is physical: finite, mass > 0, the inertia about
+    the centre of mass symmetric positive definite.
+
+    The triangle inequality of the principal moments is not enforced: the shipped
+    ``puma560.urdf`` (Armstrong et al. 1986, link 3: 0.0125, 0.066, 0.086) breaks it by
+    10 % and is kept as published; the dynamics stay well posed with any PD inertia.
+
+    :raises MechanismError: naming the file and the link.
+    """
+    if not (np.isfinite(mass) and np.isfinite(inertia).all()):
+        raise MechanismError(f'<inertial>: mass {mass} or inertia not finite', source=name,
+                             path=where)
+    if not mass > 0:
+        raise MechanismError(f'<inertial>: mass must be > 0, got {mass:g} (omit <inertial> '
+                             'for a massless link)', source=name, path=where)
+    eig = np.linalg.eigvalsh(0.5 * (inertia + inertia.T))
+    scale = max(float(np.abs(eig).max()), 1e-300)
+    if eig[0] <= 1e-12 * scale:
+        raise MechanismError('<inertia>: not positive definite (principal moments '
+                             f'{", ".join(f"{e:.4g}" for e in eig)})', source=name, path=where)
 
 
 def parse_urdf(source: str | bytes | os.PathLike) -> tuple[Any, str]:
@@ -265,7 +344,7 @@ def load_spatial(source: str | bytes | os.PathLike,
         raise MechanismError(f'link {unreached[0]!r} is not connected to the root {root!r}',
                              source=name)
     for lname, (b, T) in where_is.items():
-        m, c, I_c = _inertial(links[lname])
+        m, c, I_c = _inertial(links[lname], name)
         R = T[:3, :3]
         bodies[b].add(m, R @ c + T[:3, 3], R @ I_c @ R.T)
 
@@ -280,6 +359,7 @@ def load_spatial(source: str | bytes | os.PathLike,
         axis[i] = _unit(jt.axis, name, where)
         lim = jt.limit
         if lim is not None:
+            _check_limit(lim, name, where)
             if lim.velocity is not None:
                 vel[i] = float(lim.velocity)
             if lim.effort is not None:
@@ -346,6 +426,23 @@ def load_spatial(source: str | bytes | os.PathLike,
         name=str(getattr(robot, 'name', None) or 'robot'))
 
 
+def _check_limit(lim: Any, name: str, where: str) -> None:
+    """Issue 26: a ``<limit>``'s numbers are finite (a NaN bound let every reading
+    through the gate), velocity and effort >= 0."""
+    for key in ('lower', 'upper', 'velocity', 'effort'):
+        v = getattr(lim, key, None)
+        if v is None:
+            continue
+        try:
+            ok = math.isfinite(float(v)) and (key in ('lower', 'upper') or float(v) >= 0)
+        except (TypeError, ValueError):
+            ok = False
+        if not ok:
+            raise MechanismError(f'<limit {key}="{v}">: expected a finite number'
+                                 + ('' if key in ('lower', 'upper') else ' >= 0'),
+                                 source=name, path=where)
+
+
 def _ro(a: np.ndarray) -> np.ndarray:
     a.setflags(write=False)
     return a
@@ -378,10 +475,20 @@ def _apply_limits(value: Any, jindex: Mapping[str, int], lower: np.ndarray,
                 raise MechanismError(f'unknown key {k!r} (allowed: {", ".join(keys)})',
                                      source=name, path=f'{path}.{k}')
             try:
-                keys[k][jindex[j]] = float(v)
+                x = float(v)
             except (TypeError, ValueError):
-                raise MechanismError(f'expected a number, got {v!r}', source=name,
-                                     path=f'{path}.{k}') from None
+                x = math.nan
+            # issue 26: a NaN bound let a 1e6 rad reading through the gate
+            if not math.isfinite(x) or (k in ('velocity', 'effort') and x <= 0) \
+                    or isinstance(v, bool):
+                bound = '' if k in ('lower', 'upper') else ' > 0'
+                raise MechanismError(f'expected a finite number{bound}, got {v!r}',
+                                     source=name, path=f'{path}.{k}')
+            keys[k][jindex[j]] = x
+        i = jindex[j]
+        if not lower[i] < upper[i]:
+            raise MechanismError(f'lower {lower[i]:g} is not below upper {upper[i]:g}',
+                                 source=name, path=path)
 
 
 def _actuated(value: Any, jindex: Mapping[str, int], n: int, name: str) -> np.ndarray:
@@ -443,6 +550,10 @@ def _overlay_loops(value: Any, where_is: Mapping[str, tuple[int, np.ndarray]],
                                  source=name, path=f'{path}.type')
         bp, Tp = where_is[lp['parent']]
         bc, Tc = where_is[lp['child']]
+        if bp == bc:                   # issue 26: a loop joint must join two bodies
+            raise MechanismError(f'parent {lp["parent"]!r} and child {lp["child"]!r} are the '
+                                 'same rigid body: a loop joint must join two bodies',
+                                 source=name, path=path)
         ax = _vec3(lp.get('axis', (0.0, 0.0, 1.0)), path, name, 'axis')
         out.append(LoopJoint(
             name=str(lp.get('name', f'loop{i}')), type=typ,
@@ -486,10 +597,15 @@ def _overlay_imus(value: Any, where_is: Mapping[str, tuple[int, np.ndarray]],
                 raise MechanismError(f'expected a positive number, got {item.get(key)!r}',
                                      source=name, path=f'{path}.{key}')
             ranges.append(r)
+        topic = str(item.get('topic', f'imu/{nm}'))
+        problem = topic_problem(topic)
+        if problem:
+            raise MechanismError(problem, source=name,
+                                 path=f'{path}.topic' if 'topic' in item else f'{path}.name')
         b, T = where_is[link]
         Tm = T @ _origin(item.get('origin'), name, f'{path}.origin')
         Tm.setflags(write=False)
         out.append(SpatialImu(name=nm, link=b, T_mount=Tm, frame_id=frame_id,
-                              topic=str(item.get('topic', f'imu/{nm}')),
+                              topic=topic,
                               gyro_range=ranges[0], accel_range=ranges[1]))
     return tuple(out)

@@ -32,8 +32,8 @@ points:
   - {{x: 4, y: 0, fixed: true, name: B}}
 planar_bodies:
   - {{points: [0, 1], length: 1.0, mass: 1, I0: 0.3, cog: [0.5, 0]}}
-  - {{points: [1, 2], length: {coupler}, mass: 2, I0: 0.6, cog: [1, 0]}}
-  - {{points: [2, 3], length: auto, mass: 4, I0: 3, cog: [1, 0]}}
+  - {{points: [1, 2], length: {coupler}, mass: 2, I0: 2.6, cog: [1, 0]}}
+  - {{points: [2, 3], length: auto, mass: 4, I0: 5, cog: [1, 0]}}
 """
 
 
@@ -83,7 +83,7 @@ def test_csv_headers_name_the_coordinates(tmp_path):
 def small_bag(tmp_path_factory):
     from dataclasses import replace
 
-    from test_ros_support import T0, fourbar_data
+    from support.ros_data import T0, fourbar_data
 
     from mbfg_ros.cli.demo import write_simulation_bag
     system, traj, recs = fourbar_data(duration=0.2)
@@ -170,7 +170,7 @@ def test_the_complete_example_yaml_loads_and_uses_every_key(tmp_path):
     """The commented example of the docs: it loads, simulates, and no key of the format
     is missing from it (the parser's own key lists are the reference)."""
     import ast
-    docs = [ROOT / 'README.md']
+    docs = [ROOT / 'README.md', *sorted((ROOT / 'docs').glob('*.md'))]
     blocks = [b for p in docs for b in _yaml_blocks(p) if 'every key' in b]
     assert blocks, 'no complete example YAML in the docs'
     example = tmp_path / 'example.yaml'

@@ -41,7 +41,7 @@ def test_simulate_a_loop_with_a_constant_motor_torque(tmp_path, capsys):
             '--duration', '0.05', '--output', str(out), '--quiet']
     assert simulate_main(args + ['--torque', 'crank_joint=20']) == 0
     with_motor = _csv(out)[1]
-    assert simulate_main(args) == 0
+    assert simulate_main(args + ['--force']) == 0        # issue 26: replacing needs --force
     passive = _csv(out)[1]
     assert with_motor[-1, 1] > passive[-1, 1] + 1e-4        # the motor turns the crank faster
     assert with_motor[:, -1].max() < 1e-9                    # the loop stays closed
@@ -145,5 +145,6 @@ def test_inverse_of_a_joint_trajectory_in_a_bag_uses_its_rates(tmp_path, capsys)
     ref = np.array([pin.rnea(pm, pd, q[k], qd[k], qdd[k]) for k in range(len(t))])
     assert np.abs(data[:, 1:] - ref).max() < 1e-9 * np.abs(ref).max()
     capsys.readouterr()
-    rc = inverse_main([str(DATA / 'ur5.urdf'), '--bag', str(bag), '--output', str(out)])
+    rc = inverse_main([str(DATA / 'ur5.urdf'), '--bag', str(bag), '--output', str(out),
+                       '--force'])                      # issue 26: replacing needs --force
     assert rc == 2 and '/joint_trajectory' in capsys.readouterr().err

@@ -106,7 +106,7 @@ planar_bodies:
   - {points: [0, 1], length: auto, mass: 1, I0: 0.4, cog: [0.5, 0.1]}
   - {points: [1, 2], length: auto, mass: 2, I0: 0.3, cog: [0.3, 0]}
   - {points: [2, 3], length: auto, mass: 1, I0: 0.2, cog: [0.2, 0]}
-  - {points: [3, 4], length: auto, mass: 1, I0: 0.2, cog: [0.5, 0]}
+  - {points: [3, 4], length: auto, mass: 1, I0: 0.3, cog: [0.5, 0]}
 relative_coordinates:
   - {type: RelativeAngle, bodies: [ground, body0], name: crank}
   - {type: RelativeAngle, bodies: [body0, body1], name: knee}

@@ -227,7 +227,8 @@ def test_statics_cli_start_and_no_stable_report_the_unstable_point(tmp_path, cap
     assert _rows(out)['stability'] == 'unstable'
     text = capsys.readouterr().out
     assert text.startswith('unstable equilibrium at crank=0.138') and 'warning' in text
-    assert statics_main([str(DATA / 'slider_crank_spring.yaml'), '--output', str(out)]) == 0
+    assert statics_main([str(DATA / 'slider_crank_spring.yaml'), '--output', str(out),
+                         '--force']) == 0           # issue 26: replacing needs --force
     text = capsys.readouterr().out
     assert 'passed an unstable equilibrium' in text and '\nstable equilibrium' in text
     assert _rows(out)['stability'] == 'stable'

@@ -26,6 +26,7 @@ import numpy as np
 import scipy.signal
 
 from ...core.errors import MbfgError, TrajectoryError
+from ...core.trajectory import check_time
 from .inverse import direct_kinematics
 from ...core.motion_smoother import smooth_motion
 from ..dynamics import System, actuator_efforts
@@ -90,6 +91,11 @@ def _read_columns(path: Path, names: Sequence[str]) -> dict[str, np.ndarray]:
             rows = list(reader)
     except OSError as exc:
         raise TrajectoryError(f'{path}: cannot read file: {exc.strerror}') from None
+    except UnicodeDecodeError as exc:              # issue 26: a binary file
+        raise TrajectoryError(f'{path}: not a text CSV (byte {exc.start} is not UTF-8)'
+                              ) from None
+    except csv.Error as exc:                       # a NUL byte, a runaway quoted field
+        raise TrajectoryError(f'{path}: not a CSV: {exc}') from None
     except StopIteration:
         raise TrajectoryError(f'{path}: empty file') from None
     missing = [n for n in names if n not in header]
@@ -130,6 +136,7 @@ def load_joint_csv(path: str | Path, joints: Sequence[str], position: Sequence[s
                               'increase')
     if len(t) < 3:
         raise TrajectoryError(f'{path}: need at least 3 samples, found {len(t)}')
+    check_time(t, str(path), np.arange(len(t)) + 2)      # issue 26: gaps, absurd spans
 
     def stack(cols: Sequence[str] | None) -> np.ndarray | None:
         return None if cols is None else np.stack([data[c] for c in cols], axis=1)
@@ -162,6 +169,7 @@ def load_joint_bag(path: str | Path, joints: Sequence[str], topic: str = '/joint
     t = np.array(rows_t) * 1e-9
     order = np.argsort(t, kind='stable')
     keep = order[np.concatenate(([True], np.diff(t[order]) > 0))]
+    check_time(t[keep], f'{path}: {topic}')              # issue 26: gaps, absurd spans
 
     def stack(rows: list) -> np.ndarray | None:
         if any(r is None for r in rows):
