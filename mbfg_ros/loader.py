@@ -8,9 +8,9 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from .core.errors import MechanismError
+from .core.interface import SimulatedSystem
 
 __all__ = ['load_mechanism', 'is_urdf', 'mechanism_warning']
 
@@ -23,9 +23,10 @@ def is_urdf(source: str) -> bool:
     return s.lstrip().startswith('<') or Path(s).suffix.lower() in URDF_SUFFIXES
 
 
-def load_mechanism(source: str, overlay: str = '', backend: str = 'auto') -> Any:
+def load_mechanism(source: str, overlay: str = '', backend: str = 'auto') -> SimulatedSystem:
     """The system of ``source`` (module docstring): a planar ``System`` or a
-    ``SpatialSystem``.
+    ``SpatialSystem``, both :class:`~mbfg_ros.core.interface.SimulatedSystem` (the nodes,
+    replay and the CLIs use nothing else of it).
 
     :raises MechanismError: unreadable or invalid input (naming file and key), or an
         overlay given with a planar YAML.
@@ -40,9 +41,7 @@ def load_mechanism(source: str, overlay: str = '', backend: str = 'auto') -> Any
     return load_system(source)
 
 
-def mechanism_warning(system: Any) -> str:
+def mechanism_warning(system: SimulatedSystem) -> str:
     """The planar assembly warning (a pose moved to close the loops), else ''."""
-    if hasattr(system, 'constraints'):
-        from .planar.dynamics import assembly_warning
-        return assembly_warning(system)
-    return ''
+    from .planar.dynamics import System, assembly_warning
+    return assembly_warning(system) if isinstance(system, System) else ''

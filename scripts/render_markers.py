@@ -24,8 +24,7 @@ from mbfg_ros.planar.dynamics import load_system  # noqa: E402
 from mbfg_ros.simulation.forward import ForwardConfig, simulate  # noqa: E402
 from mbfg_ros.ros.driver import EstimatorDriver  # noqa: E402
 from mbfg_ros.ros.marker_png import render_png  # noqa: E402
-from mbfg_ros.ros.markers import (ESTIMATE_STYLE, TRUTH_STYLE, MarkerGeometry,  # noqa: E402
-                                  MarkerPublisher)
+from mbfg_ros.ros.markers import ESTIMATE_STYLE, TRUTH_STYLE, MarkerPublisher  # noqa: E402
 from mbfg_ros.ros.params import parse_estimator  # noqa: E402
 from mbfg_ros.planar.sensors import SensorConfig, simulate_measurements  # noqa: E402
 
@@ -60,13 +59,13 @@ def main(argv: list[str] | None = None) -> int:
     last = next(o for o in reversed(outs) if o.estimate is not None)
     est = last.estimate
     print("position sigma of the coordinates [m]:", np.round(est.q_std, 6))
-    geometry = MarkerGeometry(system.mech)
+    geometry = system.drawing()
     k = int(round((last.t_ns / NS - 1.0) / 1e-3))
     truth = MarkerPublisher(geometry, 'world', TRUTH_STYLE).fill(last.t_ns, traj.q[k])
     estimate = MarkerPublisher(geometry, 'world', ESTIMATE_STYLE, True,
                                a.ellipse_scale).fill(last.t_ns, est.q, est.q_std)
     path = render_png([truth, estimate], a.out,
-                      f'{system.mech.name}: ~/markers at t = {last.t_ns / NS - 1.0:.2f} s '
+                      f'{system.description.name}: ~/markers at t = {last.t_ns / NS - 1.0:.2f} s '
                       f'(ellipses {a.ellipse_scale:g} σ)',
                       labels=['truth (simulator_node)', 'estimate (estimator_node)'])
     print(path)

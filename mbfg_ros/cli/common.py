@@ -167,11 +167,17 @@ class Progress:
 
 
 def load_checked(path: str | Path, prog: str) -> Any:
-    """:func:`~mbfg_ros.planar.dynamics.load_system`, printing ``<prog>: warning: ...`` on stderr
-    when assembly moved points far from the YAML pose (:func:`assembly_warning`)."""
-    from ..planar.dynamics import assembly_warning, load_system
-    system = load_system(path)
-    warning = assembly_warning(system)
+    """A planar mechanism YAML through :func:`~mbfg_ros.loader.load_mechanism`, printing
+    ``<prog>: warning: ...`` on stderr when assembly moved points far from the YAML pose
+    (:func:`~mbfg_ros.loader.mechanism_warning`).
+
+    :raises MbfgError: ``path`` is a URDF (the planar tools' problems need a YAML).
+    """
+    from ..loader import is_urdf, load_mechanism, mechanism_warning
+    if is_urdf(str(path)):
+        raise MbfgError(f'{path}: {prog} takes a planar mechanism YAML, not a URDF')
+    system = load_mechanism(str(path))
+    warning = mechanism_warning(system)
     if warning:
         print(f'{prog}: warning: {warning}', file=sys.stderr)
     return system

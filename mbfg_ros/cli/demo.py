@@ -37,7 +37,7 @@ import numpy as np
 from ..core.bag import BagWriter, typestore
 from ..core.output import atomic_dir
 from .common import Progress, plain, run_cli, speed_phrase
-from ..planar.dynamics import load_system
+from ..loader import load_mechanism
 from ..ros import conversions as cv
 
 __all__ = ['main', 'config_path', 'write_simulation_bag', 'accuracy_table', 'torque_line']
@@ -63,7 +63,7 @@ def write_simulation_bag(path: Path, system, traj, measurements, truth_rate: flo
     """Write sensor records, ground truth and /clock of a simulation to a rosbag2."""
     store = typestore()
     kit = cv.rosbags_kit(store)
-    mech = system.mech
+    mech = system.description
     imu_topic = {s.name: '/' + s.topic.lstrip('/') for s in mech.sensors}
     frame = {s.name: s.frame_id for s in mech.sensors}
     rows = []
@@ -104,7 +104,7 @@ def accuracy_table(system, traj, measurements, res) -> list[tuple[str, float, fl
     """
     from ..core.angles import wrap_angle
 
-    mech = system.mech
+    mech = system.description
     sm = system.sensor_model()
     t_true = traj.t + T0
     jp = np.array([sm.joint_positions(q) for q in traj.q])
@@ -191,7 +191,7 @@ def _planar(mechanism: str, a: argparse.Namespace, out: Path) -> None:
     from ..ros.params import load_params_file
 
     rate = a.rate or 200.0
-    system = load_system(mechanism)
+    system = load_mechanism(str(mechanism))
     wall0 = time.perf_counter()
     print(f'1/3 simulating {mechanism} for {a.duration:g} s (free fall, dt 1 ms) ...',
           flush=True)
@@ -203,10 +203,10 @@ def _planar(mechanism: str, a: argparse.Namespace, out: Path) -> None:
                            imu_rate=rate, gyro_sigma=0.01, accel_sigma=0.05)
     meas = simulate_measurements(system, traj.t, traj.q, traj.qd, traj.qdd, sensors,
                                  np.random.default_rng(a.seed))
-    name = system.mech.name
+    name = system.description.name
     bag = out / f'{name}_sim'
     count = write_simulation_bag(bag, system, traj, meas)
-    sensors_said = 'encoders and IMU' if system.mech.sensors else 'encoders'
+    sensors_said = 'encoders and IMU' if system.description.sensors else 'encoders'
     print(f'2/3 wrote {count} messages to {bag} (MCAP): {sensors_said} at {rate:g} Hz, '
           'ground truth, /clock', flush=True)
     params = load_params_file(config_path('estimator.yaml'))
@@ -222,7 +222,6 @@ def _spatial(urdf: str, overlay: str | None, a: argparse.Namespace, out: Path) -
     """The URDF demo: a 6R arm follows a reference under computed torque, with encoders
     (4096 counts + 0.05°), motor efforts and its wrist IMU; record, replay, compare."""
     from .replay import replay
-    from ..loader import load_mechanism
     from ..ros.params import load_params_file
     from ..spatial.sensor_sim import (SpatialSensorConfig, reference_motion,
                                      simulate_spatial_measurements, track_reference)
@@ -239,11 +238,12 @@ def _spatial(urdf: str, overlay: str | None, a: argparse.Namespace, out: Path) -
                                   imu_rate=rate, gyro_sigma=0.005, accel_sigma=0.05)
     meas = simulate_spatial_measurements(system, traj.t, traj.q, traj.qd, traj.qdd, traj.tau,
                                          sensors, np.random.default_rng(a.seed))
-    name = system.mech.name
+    name = system.description.name
     bag = out / f'{name}_sim'
     count = write_simulation_bag(bag, system, traj, meas)
     print(f'2/3 wrote {count} messages to {bag} (MCAP): {system.n} encoders with efforts and '
-          f'{len(system.mech.sensors)} IMU at {rate:g} Hz, ground truth, /clock', flush=True)
+          f'{len(system.description.sensors)} IMU at {rate:g} Hz, ground truth, /clock',
+          flush=True)
     params = load_params_file(config_path('estimator_urdf.yaml'))
     params['frequency'] = rate
     if overlay:

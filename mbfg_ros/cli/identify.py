@@ -30,9 +30,8 @@ from ..planar.problems.identify import (
 from ..planar.problems.measured import (
     DerivativeOptions, load_joint_bag, load_joint_csv, torque_fit,
 )
-from ..planar.dynamics import load_system
 from ..core.output import write_text_atomic
-from .common import add_force_argument, check_writable, plain, run_cli
+from .common import add_force_argument, check_writable, load_checked, plain, run_cli
 
 __all__ = ['main', 'add_measured_arguments', 'measured_logs']
 
@@ -147,7 +146,7 @@ def _main(argv: list[str] | None) -> int:
         raise MbfgError('give at least one run: --measured FILE.csv or --bag BAG')
     check_writable(args.output, 'YAML', args.force,
                    (args.config, *args.measured, *args.bag, *args.validate))
-    sys_ = load_system(args.config)
+    sys_ = load_checked(args.config, 'mbfg-identify')
     logs = measured_logs(args, sys_.mech, args.measured, args.bag)
     weights = None
     if args.weights and args.weights.strip() == 'auto':

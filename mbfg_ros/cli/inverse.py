@@ -46,10 +46,11 @@ from ..planar.model import Mechanism
 from ..planar.problems.reactions import Reactions
 from ..core.trajectory import load_trajectory
 from ..core.output import atomic_path
+from ..loader import is_urdf
 from .common import (Progress, add_force_argument, check_writable, load_checked, plain,
                      run_cli, save_figure)
 from .identify import add_measured_arguments, derivative_options, measured_logs
-from .spatial import add_urdf_arguments, inverse_urdf, is_urdf
+from .spatial import add_urdf_arguments, inverse_urdf
 
 __all__ = ['main', 'plot_inverse']
 

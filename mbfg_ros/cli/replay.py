@@ -93,10 +93,6 @@ class ReplayResult:
     csv: Path | None = None
     plot: Path | None = None
 
-    @property
-    def speedup(self) -> float:
-        return self.span / self.wall if self.wall > 0 else float('inf')
-
 
 def csv_header(coordinates: Sequence[str], joints: Sequence[str], commands: Sequence[str]
                ) -> list[str]:
@@ -125,6 +121,7 @@ class _Sink:
         self.res = result
         self.store = typestore()
         self.kit = cv.rosbags_kit(self.store)
+        self.msgs = cv.EstimateMessages(self.kit, driver.joint_names, driver.coordinate_names)
         self.bag = BagWriter(output, storage, self.store) if output else None
         if self.bag is not None:
             self.bag.open()
@@ -165,10 +162,8 @@ class _Sink:
         if self.bag is None:
             return
         if est is not None:
-            msgs = cv.estimate_messages(self.kit, out.t_ns, est, d.joint_names, out.joint_effort,
-                                        d.coordinate_names,
-                                        out.command if out.command is not None else [])
-            for key, msg in msgs.items():
+            self.msgs.fill(out.t_ns, est, out.joint_effort, out.command)
+            for key, msg in self.msgs.by_topic.items():
                 if key == '~/torque_commands' and out.command is None:
                     continue
                 self.bag.write(self.topics[key], cv.TYPES[
@@ -184,7 +179,7 @@ class _Sink:
         level, message, values = self.d.diagnostics()
         self.bag.write('/diagnostics', cv.TYPES['DiagnosticArray'], t_ns,
                        cv.diagnostics_msg(self.kit, t_ns, f'{NODE}: estimator',
-                                          self.d.sys.mech.name, level, message, values))
+                                          self.d.sys.description.name, level, message, values))
 
     def close(self) -> None:
         if self.bag is not None:
@@ -211,7 +206,7 @@ def replay(bag: str | Path, mechanism: str | Path, params: dict | None = None,
     if mechanism_warning(system):
         print(f'mbfg-replay: warning: {mechanism_warning(system)}', file=sys.stderr)
     driver = EstimatorDriver(system, settings)
-    mech = system.mech
+    mech = system.description
     res = ReplayResult(joint_names=driver.joint_names,
                        coordinate_names=driver.coordinate_names)
     jtopic = _absolute(settings.values['joint_states_topic'])

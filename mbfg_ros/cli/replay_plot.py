@@ -98,7 +98,7 @@ def plot_replay(res: Any, system: Any, path: Path) -> list[str]:
     fig, axes = plt.subplots(max(J, 1), cols, figsize=(5 * cols, height), squeeze=False,
                              sharex=True)
     tt, tp, tv = truth_joint_positions(system, res)
-    kinds = {jt.name: jt.type for jt in system.mech.joints}
+    kinds = {jt.name: jt.type for jt in system.description.joints}
     labels: list[str] = []
     for j, name in enumerate(names):
         revolute = kinds.get(name) in ('revolute', 'continuous')
@@ -149,7 +149,7 @@ def plot_replay(res: Any, system: Any, path: Path) -> list[str]:
         labels = labels or row
     for ax in axes[-1]:
         ax.set_xlabel('stamp [s]')
-    fig.suptitle(f'mbfg_ros estimator replay: {system.mech.name}')
+    fig.suptitle(f'mbfg_ros estimator replay: {system.description.name}')
     fig.tight_layout(rect=(0, 0, 1, 1 - TITLE_INCHES / height))
     save_figure(fig, path, dpi=110)
     return labels

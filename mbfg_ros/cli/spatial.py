@@ -13,13 +13,9 @@ from ..core.errors import MbfgError
 from ..core.trajectory import load_trajectory
 from ..core.output import atomic_path
 from .common import Progress, save_figure
+from .sim_report import report
 
-__all__ = ['is_urdf', 'add_urdf_arguments', 'simulate_urdf', 'inverse_urdf']
-
-
-def is_urdf(path: str | Path) -> bool:
-    """A ``.urdf`` file (the planar path takes YAML)."""
-    return str(path).lower().endswith('.urdf')
+__all__ = ['add_urdf_arguments', 'simulate_urdf', 'inverse_urdf']
 
 
 def add_urdf_arguments(p: argparse.ArgumentParser) -> None:
@@ -33,8 +29,8 @@ def add_urdf_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _system(args: argparse.Namespace):
-    from ..spatial.system import build_spatial_system
-    return build_spatial_system(args.config, args.overlay, args.backend)
+    from ..loader import load_mechanism
+    return load_mechanism(args.config, args.overlay or '', args.backend)
 
 
 def _units(system) -> list[str]:
@@ -66,7 +62,6 @@ def simulate_urdf(args: argparse.Namespace, prog: str) -> int:
     """Forward dynamics of a URDF robot (``spatial.simulate``); same outputs as the planar."""
     from ..core.end_stops import EndStopLog
     from ..spatial.simulate import end_stops_of, simulate_spatial
-    from .simulate import report
     system = _system(args)
     tau = _torques(system, args.torque)
     stops = None if args.no_limits else end_stops_of(system)

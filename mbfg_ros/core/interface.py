@@ -43,7 +43,7 @@ import numpy as np
 from .observation import Model, Observation
 
 __all__ = ['MultibodySystem', 'SensorModel', 'EdgeDescription', 'EdgeJoint', 'EdgeActuator',
-           'EdgeSensor', 'JointLimits']
+           'EdgeSensor', 'JointLimits', 'DrawingGeometry', 'Stepper', 'SimulatedSystem']
 
 
 class JointLimits(Protocol):
@@ -88,11 +88,18 @@ class EdgeActuator(Protocol):
 
 
 class EdgeSensor(Protocol):
-    """An IMU: its name (its topic is ``imu/<name>`` unless a launch file remaps it) and the
-    ranges beyond which its readings are rejected (|ω| in rad/s, |f| per axis in m/s²)."""
+    """An IMU: its name, its topic (``imu/<name>`` unless the YAML or overlay says
+    otherwise), the ``frame_id`` its messages carry and the ranges beyond which its readings
+    are rejected (|ω| in rad/s, |f| per axis in m/s²)."""
 
     @property
     def name(self) -> str: ...
+
+    @property
+    def topic(self) -> str: ...
+
+    @property
+    def frame_id(self) -> str: ...
 
     @property
     def gyro_range(self) -> float: ...
@@ -232,3 +239,98 @@ class MultibodySystem(Protocol):
 
     @property
     def description(self) -> EdgeDescription: ...
+
+
+class DrawingGeometry(Protocol):
+    """Where a mechanism's marker points are at a state q (issue 23: ``ros.markers`` draws
+    through this, never through a formulation's model). All positions in metres, in the
+    drawing plane (z = 0); index arrays are built once, the methods evaluate per call.
+
+    Implemented by ``planar.drawing.PlanarDrawing``; a formulation without a drawing of its
+    own (a URDF robot, drawn by ``robot_state_publisher``) returns None from
+    :meth:`SimulatedSystem.drawing`."""
+
+    segment_points: np.ndarray     # (S, 2) point indices of the body segments
+    joint_points: np.ndarray       # (J,) point index of each drawn joint
+    moving_points: np.ndarray      # (M,) points that move (an uncertainty ellipse each)
+
+    @property
+    def size(self) -> float:
+        """A characteristic length (m): line widths and sphere sizes scale with it."""
+        ...
+
+    @property
+    def n_imus(self) -> int: ...
+
+    def points(self, q: np.ndarray) -> np.ndarray:
+        """(P, 2) every point's position."""
+        ...
+
+    def segments(self, q: np.ndarray) -> np.ndarray:
+        """(S, 2, 2) body segments: [[start xy], [end xy]]."""
+        ...
+
+    def joints(self, q: np.ndarray) -> np.ndarray:
+        """(J, 2) joint positions."""
+        ...
+
+    def imu_arrows(self, q: np.ndarray) -> np.ndarray:
+        """(I, 2, 2) per IMU: mounting point and the tip of an arrow along its x axis."""
+        ...
+
+    def ellipses(self, q: np.ndarray, q_std: np.ndarray, scale: float) -> np.ndarray:
+        """(M, 4) per moving point: x, y, semi-axes ``scale`` σx and ``scale`` σy."""
+        ...
+
+
+class Stepper(Protocol):
+    """A forward-dynamics integrator advanced one ``dt`` at a time (the simulator node):
+    time ``t`` and the state ``q``, ``qd``, ``qdd`` after the last :meth:`step` under the
+    actuator efforts given to it (``description.actuators`` order; None: none applied)."""
+
+    q: np.ndarray
+    qd: np.ndarray
+    qdd: np.ndarray
+
+    @property
+    def t(self) -> float: ...
+
+    def step(self, tau: np.ndarray | None = None) -> object: ...
+
+
+@runtime_checkable
+class SimulatedSystem(MultibodySystem, Protocol):
+    """What forward dynamics, the simulator node and the marker drawing need of a system
+    besides :class:`MultibodySystem` (issue 23: no ``hasattr`` probes of a formulation):
+
+    * ``independent_indices``: the default independent coordinates z ⊂ q (seed 000 §3;
+      the factor-graph priors weight q̇[z]); ``independent_dynamics``: whether the
+      independent-coordinate graph (seed 000 Fig. 3) is available for this formulation;
+    * ``energy(q, qd)``: mechanical energy (kinetic + potential of the conservative
+      applied forces), for (n,) or (N, n) states;
+    * ``integrator(dt)``: the formulation's own :class:`Stepper`, or None when the
+      factor-graph forward dynamics (``simulation.forward``) integrates it;
+    * ``sensor_config(**fields)`` and ``simulate_measurements(t, q, qd, qdd, tau, config,
+      rng)``: the simulated encoder and IMU records of sampled states (rows per sample);
+      ``fields`` are ``encoder_rate``, ``imu_rate``, ``encoder_counts``, ``encoder_sigma``,
+      ``encoder_velocity_sigma``, ``gyro_sigma``, ``accel_sigma``;
+    * ``drawing()``: the :class:`DrawingGeometry` of ``~/markers``, or None.
+    """
+
+    @property
+    def independent_indices(self) -> tuple[int, ...]: ...
+
+    @property
+    def independent_dynamics(self) -> bool: ...
+
+    def energy(self, q: np.ndarray, qd: np.ndarray) -> np.ndarray | float: ...
+
+    def integrator(self, dt: float) -> Stepper | None: ...
+
+    def sensor_config(self, **fields: float) -> object: ...
+
+    def simulate_measurements(self, t: np.ndarray, q: np.ndarray, qd: np.ndarray,
+                              qdd: np.ndarray, tau: np.ndarray | None, config: object,
+                              rng: np.random.Generator) -> list: ...
+
+    def drawing(self) -> DrawingGeometry | None: ...

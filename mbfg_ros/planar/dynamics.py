@@ -165,6 +165,50 @@ class System:
         from .sensors import SensorModel
         return SensorModel(self)
 
+    # -- simulation and drawing (interface.SimulatedSystem, issue 23) ---------------------
+    @property
+    def independent_indices(self) -> tuple[int, ...]:
+        """The default independent coordinates z ⊂ q (``z_idx``)."""
+        return self.z_idx
+
+    @property
+    def independent_dynamics(self) -> bool:
+        """Natural coordinates have the independent-coordinate graph (seed 000 Fig. 3)."""
+        return True
+
+    def energy(self, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
+        """Mechanical energy ½ q̇ᵀ M q̇ − Q0ᵀ q for constant applied forces Q0 (gravity);
+        ``q``, ``qd`` (n,) or (N, n). Only meaningful for conservative mechanisms whose
+        applied forces do not depend on q or q̇."""
+        Q0 = self.forces.evaluate(self.q0, np.zeros(self.n), None, jacobians=False)[0]
+        q = np.asarray(q, dtype=float)
+        qd = np.asarray(qd, dtype=float)
+        kinetic = 0.5 * np.einsum('...i,ij,...j->...', qd, self.mass_matrix(q), qd)
+        return kinetic - q @ Q0
+
+    def integrator(self, dt: float) -> None:
+        """None: the factor-graph forward dynamics (``simulation.forward``) integrates a
+        planar mechanism."""
+        return None
+
+    def sensor_config(self, **fields: float):
+        """A :class:`~mbfg_ros.planar.sensors.SensorConfig` of ``fields``."""
+        from .sensors import SensorConfig
+        return SensorConfig(**fields)
+
+    def simulate_measurements(self, t: np.ndarray, q: np.ndarray, qd: np.ndarray,
+                              qdd: np.ndarray, tau: np.ndarray | None, config,
+                              rng: np.random.Generator) -> list:
+        """:func:`~mbfg_ros.planar.sensors.simulate_measurements` (the encoders' effort is
+        left empty: ``tau`` is not read)."""
+        from .sensors import simulate_measurements
+        return simulate_measurements(self, t, q, qd, qdd, config, rng)
+
+    def drawing(self):
+        """The ``~/markers`` geometry (:class:`~mbfg_ros.planar.drawing.PlanarDrawing`)."""
+        from .drawing import PlanarDrawing
+        return PlanarDrawing(self.mech)
+
 
 def build_system(mech: Mechanism, z_idx: Sequence[int] | None = None) -> System:
     """Assemble a mechanism: solve the position problem from the YAML pose.

@@ -17,6 +17,7 @@ the quaternion.
 """
 from __future__ import annotations
 
+import array
 import functools
 import importlib
 from dataclasses import dataclass
@@ -29,7 +30,7 @@ from ..core.measurements import Estimate, ImuMeasurement, JointMeasurement
 __all__ = ['InputRejected', 'stamp_ns', 'ns_to_stamp_fields', 'joint_state_to_record',
            'imu_to_record', 'Reference', 'trajectory_to_reference', 'MessageKit',
            'rclpy_kit', 'rosbags_kit', 'TYPES', 'joint_state_msg', 'float_array_msg',
-           'estimate_messages', 'diagnostics_msg', 'imu_msg', 'clock_msg']
+           'EstimateMessages', 'diagnostics_msg', 'imu_msg', 'clock_msg']
 
 NS = 1_000_000_000
 
@@ -269,10 +270,15 @@ class MessageKit:
     byte: Callable[[int], Any]
 
 
+def _float64_array(values: Any) -> Any:
+    """An ``array('d')`` of ``values`` (rclpy's float64[] field), copied as raw bytes."""
+    a = array.array('d')
+    a.frombytes(np.ascontiguousarray(values, dtype=np.float64).tobytes())
+    return a
+
+
 def rclpy_kit() -> MessageKit:
     """Kit building rclpy message objects (imports the message packages)."""
-    import array
-
     cache: dict[str, Any] = {}
 
     def make(type_name: str, **fields: Any) -> Any:
@@ -282,7 +288,7 @@ def rclpy_kit() -> MessageKit:
             cls = cache[type_name] = getattr(importlib.import_module(f'{pkg}.msg'), name)
         return cls(**fields)
 
-    return MessageKit(make, lambda v: array.array('d', np.asarray(v, dtype=float).tolist()),
+    return MessageKit(make, _float64_array,
                       lambda v: np.asarray(v, dtype=np.float64).reshape(-1),
                       lambda v: bytes([int(v)]))
 
@@ -359,14 +365,36 @@ def diagnostics_msg(kit: MessageKit, t_ns: int, name: str, hardware_id: str, lev
     return kit.make(TYPES['DiagnosticArray'], header=_header(kit, t_ns), status=[status])
 
 
-def estimate_messages(kit: MessageKit, t_ns: int, est: Estimate, joint_names: Sequence[str],
-                      joint_effort: np.ndarray, coordinate_names: Sequence[str],
-                      command: np.ndarray) -> dict[str, Any]:
-    """The per-tick messages keyed by their node-relative topic (``~/state`` ...)."""
-    return {
-        '~/joint_states': joint_state_msg(kit, t_ns, joint_names, est.joint_position,
-                                          est.joint_velocity, joint_effort),
-        '~/state': joint_state_msg(kit, t_ns, coordinate_names, est.q, est.qd),
-        '~/state_stddev': joint_state_msg(kit, t_ns, coordinate_names, est.q_std, est.qd_std),
-        '~/torque_commands': float_array_msg(kit, command),
-    }
+class EstimateMessages:
+    """The estimator's per-tick output messages (``~/joint_states``, ``~/state``,
+    ``~/state_stddev``, the torque command) for one kit: built once, refilled in place by
+    :meth:`fill` (no per-tick allocation of message objects, names or layouts). The one
+    builder of the live node (rclpy kit, published) and the replay (rosbags kit, serialised
+    into the bag at once), issue 23."""
+
+    def __init__(self, kit: MessageKit, joint_names: Sequence[str],
+                 coordinate_names: Sequence[str]) -> None:
+        self.kit = kit
+        self.joints = joint_state_msg(kit, 0, joint_names)
+        self.state = joint_state_msg(kit, 0, coordinate_names)
+        self.stddev = joint_state_msg(kit, 0, coordinate_names)
+        self.command = float_array_msg(kit, ())
+        self.by_topic = {'~/joint_states': self.joints, '~/state': self.state,
+                         '~/state_stddev': self.stddev, '~/torque_commands': self.command}
+
+    def fill(self, t_ns: int, est: Estimate, joint_effort: np.ndarray,
+             command: np.ndarray | None) -> None:
+        """Stamp ``t_ns``: joint positions, rates and ``joint_effort`` by joint; q, q̇ and
+        their standard deviations by coordinate; ``command`` (None: left as it was)."""
+        f = self.kit.floats
+        sec, nanosec = divmod(int(t_ns), NS)
+        for msg in (self.joints, self.state, self.stddev):
+            msg.header.stamp.sec = sec
+            msg.header.stamp.nanosec = nanosec
+        self.joints.position = f(est.joint_position)
+        self.joints.velocity = f(est.joint_velocity)
+        self.joints.effort = f(joint_effort)
+        self.state.position, self.state.velocity = f(est.q), f(est.qd)
+        self.stddev.position, self.stddev.velocity = f(est.q_std), f(est.qd_std)
+        if command is not None:
+            self.command.data = f(command)

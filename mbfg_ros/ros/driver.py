@@ -163,7 +163,7 @@ class EstimatorDriver:
         self._push_wall = -self.silence_ns
         self.behind = False           # live: more grid ticks were due than the last call ran
         self.estimator = estimator if estimator is not None else Estimator(sys, cfg)
-        mech = sys.mech
+        mech = sys.description
         self.gate = LimitGate(mech)
         self.joint_names = tuple(j.name for j in mech.joints)
         self._known_joints = frozenset(self.joint_names)

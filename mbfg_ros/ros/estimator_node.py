@@ -36,7 +36,6 @@ mechanism prints one error line and exits with status 2.
 """
 from __future__ import annotations
 
-import array
 import functools
 import gc
 import sys
@@ -55,7 +54,7 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from ..loader import load_mechanism, mechanism_warning
 from . import conversions as cv
 from .driver import EstimatorDriver, TickOutput
-from .markers import ESTIMATE_STYLE, MarkerGeometry, MarkerPublisher
+from .markers import ESTIMATE_STYLE, MarkerPublisher
 from .params import ESTIMATOR_PARAMS, ParameterError, check_live, declare, parse_estimator, read
 from .runner import run_node, stop_on_signals
 
@@ -148,42 +147,6 @@ def _drain(inputs: list, limit: int):
         return
 
 
-class _Messages:
-    """The per-tick output messages, built once and refilled (no per-tick allocation of
-    message objects, names or layouts)."""
-
-    def __init__(self, joint_names: tuple[str, ...], coordinate_names: tuple[str, ...]) -> None:
-        JointState = cv.message_class('JointState')
-        self.joints = JointState(name=list(joint_names))
-        self.state = JointState(name=list(coordinate_names))
-        self.stddev = JointState(name=list(coordinate_names))
-        self.command = cv.message_class('Float64MultiArray')()
-
-    @staticmethod
-    def _stamp(msg: Any, t_ns: int) -> None:
-        sec, nanosec = divmod(t_ns, 1_000_000_000)
-        msg.header.stamp.sec = sec
-        msg.header.stamp.nanosec = nanosec
-
-    @staticmethod
-    def _d(values: Any) -> array.array:
-        a = array.array('d')
-        a.frombytes(np.ascontiguousarray(values, dtype=np.float64).tobytes())
-        return a
-
-    def fill(self, out: TickOutput) -> None:
-        est, d = out.estimate, self._d
-        for msg in (self.joints, self.state, self.stddev):
-            self._stamp(msg, out.t_ns)
-        self.joints.position = d(est.joint_position)
-        self.joints.velocity = d(est.joint_velocity)
-        self.joints.effort = d(out.joint_effort)
-        self.state.position, self.state.velocity = d(est.q), d(est.qd)
-        self.stddev.position, self.stddev.velocity = d(est.q_std), d(est.qd_std)
-        if out.command is not None:
-            self.command.data = d(out.command)
-
-
 def v_overlay(settings: Any) -> str:
     """The overlay path of a URDF robot ('' for none)."""
     return str(settings.values.get('overlay', '') or '')
@@ -205,10 +168,11 @@ class EstimatorNode(Node):
         self.executor_kind = v['executor']
         if self.executor_kind == 'events':
             _events_executor_class()      # at start-up: one error line, exit 2, not a traceback
-        self.mech_name = system.mech.name
+        self.mech_name = system.description.name
         self._load = float(v['max_tick_load'])
         self._idle_ns = int(1e9 * settings.config.max_tick_gap)
-        self._msgs = _Messages(self.driver.joint_names, self.driver.coordinate_names)
+        self._msgs = cv.EstimateMessages(cv.rclpy_kit(), self.driver.joint_names,
+                                         self.driver.coordinate_names)
         self._logged: dict[str, list] = {}            # category -> [last wall time, suppressed]
         self._next_tick_wall = 0.0
         self._deferred = 0
@@ -223,10 +187,10 @@ class EstimatorNode(Node):
         self.sub_imus = [
             self.create_subscription(cv.message_class('Imu'), s.topic,
                                      functools.partial(self._on_imu, s.name), SENSOR_QOS)
-            for s in system.mech.sensors]
-        self._imu_subs = dict(zip((s.name for s in system.mech.sensors), self.sub_imus))
+            for s in system.description.sensors]
+        self._imu_subs = dict(zip((s.name for s in system.description.sensors), self.sub_imus))
         self._imu_handlers = {s.name: functools.partial(self._imu_in, s.name)
-                              for s in system.mech.sensors}
+                              for s in system.description.sensors}
         self._sensor_inputs = [(self.sub_joints, self._joints_in)] + [
             (self._imu_subs[n], h) for n, h in self._imu_handlers.items()]
         self._sim_time = bool(self.get_parameter('use_sim_time').value)
@@ -260,20 +224,20 @@ class EstimatorNode(Node):
                                             clock=Clock(clock_type=ClockType.STEADY_TIME))
         # markers at their own (steady) rate, never per tick; prebuilt, refilled in place
         # a URDF robot is drawn by robot_state_publisher from ~/joint_states instead
-        planar = hasattr(system, 'constraints')
-        self.markers = MarkerPublisher(MarkerGeometry(system.mech), v['frame_id'],
+        drawing = system.drawing()
+        self.markers = MarkerPublisher(drawing, v['frame_id'],
                                        ESTIMATE_STYLE, v['marker_ellipses'],
-                                       v['ellipse_scale']) if planar else None
+                                       v['ellipse_scale']) if drawing is not None else None
         self.pub_markers = self.create_publisher(
             cv.message_class('MarkerArray'), '~/markers', OUTPUT_QOS)
         self._marker_t: int | None = None
         self.marker_timer = None
-        if v['markers_rate'] > 0 and planar:
+        if v['markers_rate'] > 0 and self.markers is not None:
             self.marker_timer = self.create_timer(
                 1.0 / float(v['markers_rate']), self._on_markers,
                 clock=Clock(clock_type=ClockType.STEADY_TIME))
         self.get_logger().info(
-            f'{system.mech.source}: {len(self.driver.joint_names)} joints, '
+            f'{system.description.source}: {len(self.driver.joint_names)} joints, '
             f'{len(self.driver.imu_names)} IMUs, {system.n} coordinates, '
             f'{self.driver.frequency:g} Hz, commands for {list(self.driver.law.names)}')
 
@@ -397,7 +361,7 @@ class EstimatorNode(Node):
         if out.estimate is None:
             return
         m = self._msgs
-        m.fill(out)
+        m.fill(out.t_ns, out.estimate, out.joint_effort, out.command)
         self.pub_joints.publish(m.joints)
         self.pub_state.publish(m.state)
         self.pub_stddev.publish(m.stddev)

@@ -16,8 +16,9 @@ namespace       type          geometry (z = 0, in ``frame_id``)
                               marginal covariance (the x-y correlation is not kept)
 ==============  ============  =====================================================
 
-:class:`MarkerGeometry` is the geometry (numpy only, tested against the
-kinematics); :class:`MarkerPublisher` holds the prebuilt message and refills
+:class:`~mbfg_ros.core.interface.DrawingGeometry` is the geometry (numpy only, tested
+against the kinematics; ``system.drawing()`` gives it, None for a system without one);
+:class:`MarkerPublisher` holds the prebuilt message and refills
 its points in place, so publishing allocates no message objects.
 """
 from __future__ import annotations
@@ -28,11 +29,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..planar.extended import Extended, point_columns
-from ..planar.forces import body_matrix_A
-from ..planar.model import GROUND, Mechanism
+from ..core.interface import DrawingGeometry
 
-__all__ = ['MarkerGeometry', 'MarkerStyle', 'MarkerPublisher', 'ESTIMATE_STYLE', 'TRUTH_STYLE',
+__all__ = ['MarkerStyle', 'MarkerPublisher', 'ESTIMATE_STYLE', 'TRUTH_STYLE',
            'marker_array_to_segments']
 
 # visualization_msgs/Marker constants (the message defines them; repeated here so the
@@ -61,89 +60,6 @@ TRUTH_STYLE = MarkerStyle(body=(0.84, 0.15, 0.16, 0.8), joint=(0.6, 0.1, 0.1, 0.
 """The simulator's ground truth: red bodies, purple IMU arrows (namespaces ``truth/...``)."""
 
 
-class MarkerGeometry:
-    """Where the marker points are for a state q (all (k, 2) arrays, metres)."""
-
-    def __init__(self, mech: Mechanism) -> None:
-        self.mech = mech
-        cols, consts = point_columns(mech)
-        self._cols = cols
-        self._ext = Extended(mech.n, consts)
-        pairs: list[tuple[int, int]] = []
-        for b in mech.bodies:
-            pts = list(b.points)
-            pairs += list(zip(pts[:-1], pts[1:]))
-            if len(pts) >= 3:
-                pairs.append((pts[-1], pts[0]))
-        self.segment_points = np.array(pairs, dtype=int).reshape(-1, 2)
-        joints = []
-        for j in mech.joints:
-            p = self._joint_point(j)
-            if p is not None:
-                joints.append(p)
-        self.joint_points = np.array(joints, dtype=int)
-        self._imus = []
-        for s in mech.sensors:
-            body = mech.bodies[s.body]
-            i, k = body.points[:2]
-            A = body_matrix_A(s.point[0], s.point[1], body.length)
-            self._imus.append((i, k, A, float(s.angle), 0.25 * body.length))
-        self.moving_points = np.array([i for i, p in enumerate(mech.points) if not p.fixed],
-                                      dtype=int)
-        self.moving_cols = cols[self.moving_points] if self.moving_points.size else \
-            np.zeros((0, 2), dtype=int)
-
-    def _joint_point(self, j: Any) -> int | None:
-        mech = self.mech
-        if j.type != 'revolute':
-            return mech.sliders[j.slider].point if j.slider is not None else None
-        b0, b1 = j.bodies
-        sets = [set(range(len(mech.points))) if b == GROUND else set(mech.bodies[b].points)
-                for b in (b0, b1)]
-        if GROUND in (b0, b1):
-            other = sets[1] if b0 == GROUND else sets[0]
-            common = [i for i in sorted(other) if mech.points[i].fixed]
-        else:
-            common = sorted(sets[0] & sets[1])
-        if common:
-            return common[0]
-        body = b1 if b1 != GROUND else b0
-        return mech.bodies[body].points[0]
-
-    def points(self, q: np.ndarray) -> np.ndarray:
-        """(P, 2) positions of every point of the mechanism."""
-        w = self._ext.of(np.asarray(q, dtype=float))
-        return w[self._cols]
-
-    def segments(self, q: np.ndarray) -> np.ndarray:
-        """(S, 2, 2) body segments: [[start xy], [end xy]]."""
-        return self.points(q)[self.segment_points]
-
-    def joints(self, q: np.ndarray) -> np.ndarray:
-        """(J, 2) joint positions."""
-        return self.points(q)[self.joint_points]
-
-    def imu_arrows(self, q: np.ndarray) -> np.ndarray:
-        """(I, 2, 2) IMU arrows: mounting point, and a quarter body length along the
-        IMU's x axis."""
-        pts = self.points(q)
-        out = np.zeros((len(self._imus), 2, 2))
-        for k, (i, j, A, alpha, length) in enumerate(self._imus):
-            start = A @ np.concatenate((pts[i], pts[j]))
-            d = pts[j] - pts[i]
-            phi = np.arctan2(d[1], d[0]) + alpha
-            out[k, 0] = start
-            out[k, 1] = start + length * np.array([np.cos(phi), np.sin(phi)])
-        return out
-
-    def ellipses(self, q: np.ndarray, q_std: np.ndarray, scale: float) -> np.ndarray:
-        """(M, 4) per moving point: x, y, semi-axis along x, semi-axis along y."""
-        q, s = np.asarray(q, dtype=float), np.asarray(q_std, dtype=float)
-        c = self.moving_cols
-        return np.column_stack((q[c[:, 0]], q[c[:, 1]], scale * s[c[:, 0]],
-                                scale * s[c[:, 1]])) if c.size else np.zeros((0, 4))
-
-
 def _msg(pkg: str, name: str) -> Any:
     return getattr(importlib.import_module(f'{pkg}.msg'), name)
 
@@ -151,7 +67,7 @@ def _msg(pkg: str, name: str) -> Any:
 class MarkerPublisher:
     """The prebuilt MarkerArray of one mechanism drawing; :meth:`fill` refills it."""
 
-    def __init__(self, geometry: MarkerGeometry, frame_id: str, style: MarkerStyle,
+    def __init__(self, geometry: DrawingGeometry, frame_id: str, style: MarkerStyle,
                  ellipses: bool = False, ellipse_scale: float = 2.0) -> None:
         Marker, MarkerArray = _msg('visualization_msgs', 'Marker'), \
             _msg('visualization_msgs', 'MarkerArray')
@@ -159,7 +75,7 @@ class MarkerPublisher:
         self.geometry = geometry
         self.ellipse_scale = float(ellipse_scale)
         g = geometry
-        size = max([b.length for b in g.mech.bodies] + [1e-3])
+        size = g.size
 
         def marker(ns: str, mid: int, kind: int, color: Sequence[float], scale: Sequence[float],
                    npoints: int = 0) -> Any:
@@ -183,7 +99,7 @@ class MarkerPublisher:
                              len(g.joint_points))
         self.imus = [marker('imus', k, ARROW, style.imu, (0.015 * size, 0.04 * size,
                                                           0.05 * size), 2)
-                     for k in range(len(g._imus))]
+                     for k in range(g.n_imus)]
         self.ellipses = [marker('uncertainty', k, SPHERE, style.ellipse, (0, 0, 0.001))
                          for k in range(len(g.moving_points))] if ellipses else []
         self.all = [self.bodies, self.joints, *self.imus, *self.ellipses]

@@ -1,9 +1,10 @@
 """ROS 2 simulator node: factor-graph forward dynamics publishing what the sensors read.
 
-Integrates a YAML mechanism with :class:`~mbfg_ros.simulation.forward.ForwardSimulator`
-(seed 000 §5.1/5.2), or a URDF robot (``mechanism`` a ``.urdf`` file, or
-``robot_description``, plus ``overlay``) with
-:class:`~mbfg_ros.spatial.simulate.SpatialStepper`, under the actuator efforts last received on
+Integrates the system :func:`~mbfg_ros.loader.load_mechanism` gives (a YAML mechanism, or
+a URDF robot: ``mechanism`` a ``.urdf`` file, or ``robot_description``, plus ``overlay``)
+with :func:`~mbfg_ros.simulation.forward.stepper` (the factor-graph forward dynamics of
+seed 000 §5.1/5.2, or the formulation's own integrator: a URDF robot's joint-space
+trapezoidal rule), under the actuator efforts last received on
 ``~/torque_commands`` (Float64MultiArray, actuator order; none: gravity and
 springs only) and publishes at ``publish_rate``:
 
@@ -17,11 +18,11 @@ springs only) and publishes at ``publish_rate``:
                       MarkerArray                  namespaces) at ``markers_rate``, 30 Hz
 ====================  ===========================  ==========================================
 
-Sensor values come from :func:`~mbfg_ros.planar.sensors.simulate_measurements`
-evaluated on each published sample. ``realtime`` true paces the simulation
-on the node clock (times ``rate_scale``); false runs as fast as possible and
-publishes ``/clock`` (stamps start at 1 s). ``duration`` > 0 ends the node
-with exit status 0; ``record`` writes everything published to a rosbag2
+Sensor values come from the system's ``simulate_measurements``
+(:class:`~mbfg_ros.core.interface.SimulatedSystem`) evaluated on each published sample.
+``realtime`` true paces the simulation on the node clock (times ``rate_scale``); false
+runs as fast as possible and publishes ``/clock`` (stamps start at 1 s). ``duration`` > 0
+ends the node with exit status 0; ``record`` writes everything published to a rosbag2
 (``output``, MCAP or sqlite3) through rosbags.
 """
 from __future__ import annotations
@@ -40,9 +41,11 @@ from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
+from ..core.interface import SimulatedSystem
+from ..core.measurements import ImuMeasurement
 from ..loader import load_mechanism, mechanism_warning
 from . import conversions as cv
-from .markers import TRUTH_STYLE, MarkerGeometry, MarkerPublisher
+from .markers import TRUTH_STYLE, MarkerPublisher
 from .params import SIMULATOR_PARAMS, declare, noise_note, parse_simulator, read
 from .runner import run_node, stop_on_signals
 
@@ -62,26 +65,17 @@ PUB_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100,
                      durability=DurabilityPolicy.VOLATILE)
 
 
-def sensor_config(values: dict, spatial: bool = False) -> Any:
-    """Sensor configuration for one sample per call from the simulator parameters:
-    ``SensorConfig`` (planar) or ``SpatialSensorConfig`` (URDF robot)."""
+def sensor_config(system: SimulatedSystem, values: dict) -> Any:
+    """The system's sensor configuration for one sample per call from the simulator
+    parameters (``SensorConfig`` of a planar mechanism, ``SpatialSensorConfig`` of a URDF
+    robot: ``system.sensor_config``)."""
     res = float(values['encoder_resolution'])
-    if spatial:
-        from ..spatial.sensor_sim import SpatialSensorConfig
-        return SpatialSensorConfig(
-            encoder_rate=1.0, imu_rate=1.0,
-            encoder_counts=int(round(2 * math.pi / res)) if res > 0 else 0,
-            encoder_sigma=float(values['encoder_sigma']),
-            encoder_velocity_sigma=float(values['encoder_rate_sigma']),
-            gyro_sigma=float(values['gyro_sigma']), accel_sigma=float(values['accel_sigma']))
-    from ..planar.sensors import SensorConfig
-
-    return SensorConfig(encoder_rate=1.0, imu_rate=1.0,
-                        encoder_counts=int(round(2 * math.pi / res)) if res > 0 else 0,
-                        encoder_sigma=float(values['encoder_sigma']),
-                        encoder_velocity_sigma=float(values['encoder_rate_sigma']),
-                        gyro_sigma=float(values['gyro_sigma']),
-                        accel_sigma=float(values['accel_sigma']))
+    return system.sensor_config(
+        encoder_rate=1.0, imu_rate=1.0,
+        encoder_counts=int(round(2 * math.pi / res)) if res > 0 else 0,
+        encoder_sigma=float(values['encoder_sigma']),
+        encoder_velocity_sigma=float(values['encoder_rate_sigma']),
+        gyro_sigma=float(values['gyro_sigma']), accel_sigma=float(values['accel_sigma']))
 
 
 class SimulatorNode(Node):
@@ -90,22 +84,16 @@ class SimulatorNode(Node):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__('simulator_node', **kwargs)
         self.stop_requested = threading.Event()     # set by run_node on SIGINT/SIGTERM
-        from ..simulation.forward import ForwardConfig, ForwardSimulator
+        from ..simulation.forward import ForwardConfig, stepper
 
         declare(self, SIMULATOR_PARAMS)
         self.settings = s = parse_simulator(read(self, SIMULATOR_PARAMS), self.get_name())
         self.system = load_mechanism(s.mechanism or s.robot_description, s.overlay)
         if mechanism_warning(self.system):
             self.get_logger().warning(mechanism_warning(self.system))
-        mech = self.system.mech
-        # a URDF robot: the spatial integrator and sensors (joint encoders, 3-axis IMUs)
-        self.spatial = not hasattr(self.system, 'constraints')
-        if self.spatial:
-            from ..spatial.simulate import SpatialStepper
-            self.sim = SpatialStepper(self.system, s.dt)
-        else:
-            self.sim = ForwardSimulator(self.system, ForwardConfig(dt=s.dt, window=s.window))
-        self.sensors = sensor_config(s.values, self.spatial)
+        mech = self.system.description
+        self.sim = stepper(self.system, ForwardConfig(dt=s.dt, window=s.window))
+        self.sensors = sensor_config(self.system, s.values)
         self.rng = np.random.default_rng(s.seed)
         self.kit = cv.rclpy_kit()
         self.n_act = len(mech.actuators)
@@ -146,14 +134,16 @@ class SimulatorNode(Node):
         self.diag_timer = self.create_timer(1.0, self._on_diag,
                                             clock=Clock(clock_type=ClockType.STEADY_TIME))
         # the truth drawn like the estimator's ~/markers, in another colour (truth/...)
-        # (planar only: a URDF robot is drawn by robot_state_publisher from ~/ground_truth)
-        self.markers = (None if self.spatial else
-                        MarkerPublisher(MarkerGeometry(mech), s.frame_id, TRUTH_STYLE))
+        # (none for a system without a drawing: a URDF robot is drawn by
+        # robot_state_publisher from ~/ground_truth)
+        drawing = self.system.drawing()
+        self.markers = (None if drawing is None else
+                        MarkerPublisher(drawing, s.frame_id, TRUTH_STYLE))
         self.pub_markers = self.create_publisher(_msg('MarkerArray'), '~/markers',
                                                  PUB_QOS)
         self.marker_timer = (self.create_timer(1.0 / s.markers_rate, self._on_markers,
                                                clock=Clock(clock_type=ClockType.STEADY_TIME))
-                             if s.markers_rate > 0 and not self.spatial else None)
+                             if s.markers_rate > 0 and self.markers is not None else None)
         if s.realtime:
             self.timer = self.create_timer(1.0 / s.publish_rate, self._on_timer)
         else:
@@ -228,7 +218,7 @@ class SimulatorNode(Node):
                   'lag_s': f'{lag:.3f}', 'realtime': str(bool(s.realtime))}
         self.pub_diag.publish(cv.diagnostics_msg(
             self.kit, max(self.get_clock().now().nanoseconds, 0),
-            f'{self.get_name()}: simulator', self.system.mech.name, 1 if behind else 0,
+            f'{self.get_name()}: simulator', self.system.description.name, 1 if behind else 0,
             'behind real time' if behind else 'ok', values))
 
     def _emit(self, topic_pub: Any, msgtype: str, t_ns: int, build: Any) -> None:
@@ -237,24 +227,17 @@ class SimulatorNode(Node):
             self.bag.write(topic_pub.topic_name, msgtype, t_ns, build(self.bag_kit))
 
     def _publish_sample(self) -> None:
-        from ..planar.sensors import simulate_measurements
-
         sim, t_ns = self.sim, self._stamp()
         if self.pub_clock is not None:
             self._emit(self.pub_clock, cv.TYPES['Clock'], t_ns,
                        lambda kit: cv.clock_msg(kit, t_ns))
-        if self.spatial:
-            from ..spatial.sensor_sim import simulate_spatial_measurements
-            recs = simulate_spatial_measurements(
-                self.system, np.array([sim.t]), sim.q[None], sim.qd[None], sim.qdd[None],
-                self.tau[None], self.sensors, self.rng)
-        else:
-            recs = simulate_measurements(self.system, np.array([sim.t]), sim.q[None],
-                                         sim.qd[None], sim.qdd[None], self.sensors, self.rng)
+        recs = self.system.simulate_measurements(
+            np.array([sim.t]), sim.q[None], sim.qd[None], sim.qdd[None], self.tau[None],
+            self.sensors, self.rng)
         effort = np.where(self._joint_act >= 0, self.tau[np.maximum(self._joint_act, 0)]
                           if self.n_act else np.nan, np.nan)
         for rec in recs:
-            if hasattr(rec, 'sensor'):
+            if isinstance(rec, ImuMeasurement):
                 frame = self.frames[rec.sensor]
                 self._emit(self.pub_imus[rec.sensor], cv.TYPES['Imu'], t_ns,
                            functools.partial(_imu, t_ns=t_ns, frame=frame, rec=rec,
@@ -263,7 +246,7 @@ class SimulatorNode(Node):
                 self._emit(self.pub_joints, cv.TYPES['JointState'], t_ns,
                            lambda kit, r=rec: cv.joint_state_msg(kit, t_ns, r.names, r.position,
                                                                  r.velocity, effort))
-        names = self.system.mech.coordinate_names
+        names = self.system.description.coordinate_names
         q, qd = sim.q.copy(), sim.qd.copy()
         self._emit(self.pub_truth, cv.TYPES['JointState'], t_ns,
                    lambda kit: cv.joint_state_msg(kit, t_ns, names, q, qd))

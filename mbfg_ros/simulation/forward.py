@@ -63,9 +63,11 @@ from ..core.factors import (
     stacked_integrator_jacobians,
     stacked_state_error,
 )
-from ..core.interface import MultibodySystem as System
+from ..core.interface import SimulatedSystem as System
+from ..core.interface import Stepper
 
-__all__ = ['ForwardConfig', 'ForwardSimulator', 'Trajectory', 'simulate', 'energy', 'IC_BASES',
+__all__ = ['ForwardConfig', 'ForwardSimulator', 'Trajectory', 'simulate', 'energy', 'stepper',
+           'IC_BASES',
            'SOLVERS', 'COORDINATES', 'INTEGRATORS']
 
 SOLVERS = ('anchored', 'anchored-lm', 'incremental', 'batch')
@@ -155,10 +157,10 @@ class _Graphs:
         n, m = sys.n, sys.m
         self.sys, self.cfg, self.n = sys, cfg, n
         self.independent = cfg.coordinates == 'independent'
-        if self.independent and not hasattr(sys, 'constraints'):
+        if self.independent and not sys.independent_dynamics:
             raise MbfgError('forward dynamics: independent coordinates are planar only; a '
                             'URDF robot runs in dependent (joint) coordinates')
-        self.idx = list(sys.z_idx)
+        self.idx = list(sys.independent_indices)
         self.B = basis_matrix(self.idx, n)
         d = len(self.idx)
         self.d = d
@@ -288,7 +290,7 @@ class ForwardSimulator:
         self.iterations = 0          # Gauss-Newton iterations of the last step
         self._k = 0
         self.switches = 0            # changes of independent coordinates (anchored)
-        self._idx = list(sys.z_idx)
+        self._idx = list(sys.independent_indices)
         self._B = self._g.B
         angles = set(sys.angle_coordinates)
         self.ic_basis = cfg.ic_basis
@@ -474,16 +476,20 @@ class ForwardSimulator:
 
 
 def energy(sys: System, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
-    """Mechanical energy ½ q̇ᵀ M q̇ − Q0ᵀ q for constant applied forces Q0 (gravity).
+    """Mechanical energy of the states ``q``, ``qd`` (``sys.energy``: for a planar
+    mechanism ½ q̇ᵀ M q̇ − Q0ᵀ q for constant applied forces Q0, (n,) or (N, n) states).
 
-    ``q``, ``qd`` may be (n,) or (N, n). Only meaningful for conservative
-    mechanisms whose applied forces do not depend on q or q̇.
-    """
-    Q0 = sys.forces.evaluate(sys.q0, np.zeros(sys.n), None, jacobians=False)[0]
-    q = np.asarray(q, dtype=float)
-    qd = np.asarray(qd, dtype=float)
-    kinetic = 0.5 * np.einsum('...i,ij,...j->...', qd, sys.mass_matrix(q), qd)
-    return kinetic - q @ Q0
+    Only meaningful for conservative mechanisms whose applied forces do not depend on q
+    or q̇."""
+    return sys.energy(q, qd)
+
+
+def stepper(sys: System, config: ForwardConfig) -> Stepper:
+    """The simulator node's integrator (issue 23): the formulation's own
+    (``sys.integrator(dt)``, a URDF robot's joint-space trapezoidal rule) or else the
+    factor graph of this module, :class:`ForwardSimulator`."""
+    own = sys.integrator(config.dt)
+    return own if own is not None else ForwardSimulator(sys, config)
 
 
 def simulate(sys: System, duration: float, config: ForwardConfig | None = None,

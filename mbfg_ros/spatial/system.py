@@ -156,6 +156,38 @@ class SpatialSystem:
         from .sensor_model import SpatialSensorModel
         return SpatialSensorModel(self)
 
+    # -- simulation and drawing (interface.SimulatedSystem, issue 23) ---------------------
+    @property
+    def independent_indices(self) -> tuple[int, ...]:
+        """The default independent coordinates (:attr:`z_idx`)."""
+        return self.z_idx
+
+    @property
+    def independent_dynamics(self) -> bool:
+        """Joint coordinates run the dependent-coordinate graph only."""
+        return False
+
+    def integrator(self, dt: float):
+        """The joint-space integrator (:class:`.simulate.SpatialStepper`, trapezoidal)."""
+        from .simulate import SpatialStepper
+        return SpatialStepper(self, dt)
+
+    def sensor_config(self, **fields: float):
+        """A :class:`.sensor_sim.SpatialSensorConfig` of ``fields``."""
+        from .sensor_sim import SpatialSensorConfig
+        return SpatialSensorConfig(**fields)
+
+    def simulate_measurements(self, t: np.ndarray, q: np.ndarray, qd: np.ndarray,
+                              qdd: np.ndarray, tau: np.ndarray | None, config,
+                              rng: np.random.Generator) -> list:
+        """:func:`.sensor_sim.simulate_spatial_measurements`."""
+        from .sensor_sim import simulate_spatial_measurements
+        return simulate_spatial_measurements(self, t, q, qd, qdd, tau, config, rng)
+
+    def drawing(self) -> None:
+        """None: a URDF robot is drawn by ``robot_state_publisher`` from its joint states."""
+        return None
+
     def state_terms(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray | None,
                     jacobians: bool = True):
         """(φ, φ_q, ∂(φ_q q̇)/∂q, q̈, ∂q̈/∂q, ∂q̈/∂q̇) for the estimator's state factor: exact

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import mbfg_ros.cli.replay_plot as replay_plot
+import mbfg_ros.cli.sim_report as sim_report
 import mbfg_ros.cli.simulate as simulate_cli
 from mbfg_ros.cli.demo import main as demo_main
 from mbfg_ros.cli.replay import replay
@@ -86,7 +87,7 @@ def test_the_arm_replay_figure_has_a_clear_title_raw_rates_and_a_torque_panel(
 
 def test_the_simulation_figure_drops_phi_on_an_open_chain_and_keeps_legends_aside(
         tmp_path, monkeypatch):
-    figs = _capture(monkeypatch, simulate_cli)
+    figs = _capture(monkeypatch, sim_report)
     assert simulate_cli.main([str(URDF / 'ur5.urdf'), '--duration', '0.05', '--plot',
                               str(tmp_path / 'a.png'), '--quiet']) == 0
     assert simulate_cli.main([str(URDF / 'fourbar.urdf'), '--overlay',

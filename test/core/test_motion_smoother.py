@@ -106,7 +106,7 @@ def test_cli_smoother_option_and_bad_values(tmp_path, capsys):
     assert len(re.findall(r'torque RMSE [0-9.]+ N m', out)) == 2
     assert inverse_main([str(YAML), '--measured', str(RUN01), *cols, '--derivatives',
                          'smoother', '--position-sigma', '-1', '--output',
-                         str(tmp_path / 't.csv')]) == 2
+                         str(tmp_path / 'bad.csv')]) == 2
     assert 'position_sigma must be a positive number, got -1.0' in capsys.readouterr().err
     with pytest.raises(MbfgError, match='at least 3'):
         smooth_motion(np.zeros(2), np.zeros((2, 1)), None, 1.0, 1.0, 1.0)

@@ -8,14 +8,14 @@ import numpy as np
 from support.ros_data import REPO, fourbar_system
 
 from mbfg_ros.ros.marker_png import render_png
-from mbfg_ros.ros.markers import ESTIMATE_STYLE, TRUTH_STYLE, MarkerGeometry, MarkerPublisher
+from mbfg_ros.ros.markers import ESTIMATE_STYLE, TRUTH_STYLE, MarkerPublisher
 
 
 def test_the_png_shows_both_drawings_in_their_colours(tmp_path):
     import matplotlib.image as mpimg
 
     system = fourbar_system()
-    g = MarkerGeometry(system.mech)
+    g = system.drawing()
     q = system.q0
     truth = MarkerPublisher(g, 'world', TRUTH_STYLE).fill(10**9, q)
     shifted = q.copy()

@@ -21,13 +21,14 @@ from support.ros_nodes import (  # noqa: F401
 )
 from support.ros_data import fourbar_data, fourbar_path, unique_domain
 
+from mbfg_ros.core.interface import DrawingGeometry
 from mbfg_ros.ros import conversions as cv
-from mbfg_ros.ros.markers import MarkerGeometry, marker_array_to_segments
+from mbfg_ros.ros.markers import marker_array_to_segments
 
 pytestmark = pytest.mark.ros
 
 
-def _check_against(geometry: MarkerGeometry, drawn: dict, q, q_std=None, scale=3.0,
+def _check_against(geometry: DrawingGeometry, drawn: dict, q, q_std=None, scale=3.0,
                    prefix='') -> None:
     (kind, segs, _), = drawn[prefix + 'bodies']
     np.testing.assert_allclose(segs, geometry.segments(q), atol=1e-12)
@@ -44,7 +45,7 @@ def _check_against(geometry: MarkerGeometry, drawn: dict, q, q_std=None, scale=3
 
 def test_the_estimator_draws_its_estimate_at_the_markers_rate(tmp_path):
     system = fourbar_data()[0]
-    geometry = MarkerGeometry(system.mech)
+    geometry = system.drawing()
     domain = unique_domain(25)
     proc = start('estimator_node', {'mechanism': fourbar_path(), 'frequency': 200.0,
                                     'lag_duration': 0.1, 'markers_rate': 20.0,
@@ -96,7 +97,7 @@ def test_the_estimator_draws_its_estimate_at_the_markers_rate(tmp_path):
 
 def test_the_simulator_draws_the_truth_in_its_own_colour(tmp_path):
     system = fourbar_data()[0]
-    geometry = MarkerGeometry(system.mech)
+    geometry = system.drawing()
     domain = unique_domain(26)
     proc = start('simulator_node', {'mechanism': fourbar_path(), 'realtime': 'true',
                                     'publish_rate': 50.0, 'markers_rate': 10.0}, domain,

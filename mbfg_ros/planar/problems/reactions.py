@@ -62,7 +62,7 @@ from ..dynamics import System
 from ..forces import body_mass_matrix
 from ..model import GROUND, Slider
 
-__all__ = ['constraint_multipliers', 'Reactions', 'JointReactions', 'joint_reactions',
+__all__ = ['constraint_multipliers', 'Reactions', 'JointReactions',
            'KINDS']
 
 KINDS = ('pin', 'slider', 'angle', 'rotational_spring', 'actuator', 'friction')
@@ -299,10 +299,3 @@ class JointReactions:
         if s.line is not None:
             return wc[cons.point_w[s.line[0]]], wc[cons.point_w[s.line[1]]]
         return np.array(s.through[0], float), np.array(s.through[1], float)
-
-
-def joint_reactions(sys: System, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray,
-                    Q_extra: np.ndarray | None = None,
-                    tau: np.ndarray | None = None) -> Reactions:
-    """Joint reactions at one state (builds a :class:`JointReactions`; keep one for loops)."""
-    return JointReactions(sys)(q, qd, qdd, Q_extra, tau)
