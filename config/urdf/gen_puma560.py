@@ -16,7 +16,7 @@ ALPHA = [PI / 2, 0, -PI / 2, PI / 2, -PI / 2, 0]
 MASS = [1e-3, 17.4, 4.8, 0.82, 0.34, 0.09]      # link 1: Corke's 0, see the header
 COM = [[0, 0, 0], [-0.3638, 0.006, 0.2275], [-0.0203, -0.0141, 0.070], [0, 0.019, 0],
        [0, 0, 0], [0, 0, 0.032]]
-INERTIA = [[0.18, 0.35, 0.18], [0.13, 0.524, 0.539], [0.066, 0.086, 0.0125],
+INERTIA = [[0.18, 0.35, 0.18], [0.13, 0.524, 0.539], [0.066, 0.086, 0.020],   # link 3: 0.0125
            [1.8e-3, 1.3e-3, 1.8e-3], [0.3e-3, 0.4e-3, 0.3e-3], [0.15e-3, 0.15e-3, 0.04e-3]]
 QLIM_DEG = [(-160, 160), (-45, 225), (-225, 45), (-110, 170), (-100, 100), (-266, 266)]
 
@@ -40,6 +40,11 @@ HEADER = '''<!-- PUMA 560 (6R), for mbfg_ros's spatial tests (see SOURCE.md; gen
      frame 1) so its inertia is positive definite and physically consistent: the COM lies on
      joint 1's fixed axis and the link only ever spins about that axis, so neither changes the
      joint-space dynamics (M, C, g are exactly Corke's).
+     Link 3's Izz is raised from the published 0.0125 to 0.020 (= 0.086 - 0.066): as published
+     its principal moments 0.066, 0.086, 0.0125 break the triangle inequality (0.086 > 0.066 +
+     0.0125 by 0.0075, about 10 %), which no mass distribution can (Ixx + Izz - Iyy = 2 sum m y^2);
+     0.020 is the nearest physical Izz (equality: the mass in the x-z plane of DH frame 3); Ixx,
+     Iyy as published. URDF checks refuse the published values (issue 26).
      Effort (100 N m) and velocity (3 rad/s) limits are placeholders (Corke gives none).
      "flange" (fixed) = DH frame 6: oMf(flange) equals the standard-DH product A1...A6. -->'''
 

@@ -16,7 +16,9 @@ replay and live give the same estimates (the tests show it over DDS).
 
 Writes the estimator's topics (same names and types as the node:
 ``/estimator_node/{joint_states,state,state_stddev,torque_commands}``,
-``/diagnostics``) to ``OUT`` (a rosbag2 directory), a CSV ``OUT.csv`` and,
+``/diagnostics``; with efforts in the JointStates also ``external_torques``,
+``external_torques_sigma``, ``contact`` and ``external_wrench``: docs/external-torques.md)
+to ``OUT`` (a rosbag2 directory), a CSV ``OUT.csv`` and,
 with ``--plot``, the estimated joints against the measured ones (and against
 ``*/ground_truth`` when the bag has it). A bag that breaks part-way still
 gets everything estimated until then written out; the error is then printed
@@ -122,11 +124,14 @@ class _Sink:
         self.store = typestore()
         self.kit = cv.rosbags_kit(self.store)
         self.msgs = cv.EstimateMessages(self.kit, driver.joint_names, driver.coordinate_names)
+        self.ext_msgs = cv.ExternalMessages(self.kit, driver.external.names,
+                                            driver.external.config.wrench_link)
         self.bag = BagWriter(output, storage, self.store) if output else None
         if self.bag is not None:
             self.bag.open()
         self.topics = {k: _absolute(k) for k in ('~/joint_states', '~/state', '~/state_stddev')}
         self.topics['~/torque_commands'] = _absolute(command_topic)
+        self.topics.update({k: _absolute(k) for k in cv.EXTERNAL_TOPICS})
         self._next_diag: int | None = None
         self.csv_file = open(csv_path, 'w', newline='') if csv_path else None
         self.writer = csv.writer(self.csv_file) if self.csv_file else None
@@ -169,6 +174,11 @@ class _Sink:
                 self.bag.write(self.topics[key], cv.TYPES[
                     'Float64MultiArray' if key == '~/torque_commands' else 'JointState'],
                     out.t_ns, msg)
+            if out.external is not None and out.external.valid:
+                self.ext_msgs.fill(out.t_ns, out.external)
+                for key, msg in self.ext_msgs.by_topic.items():
+                    self.bag.write(self.topics[key], cv.TYPES[cv.EXTERNAL_TOPICS[key]],
+                                   out.t_ns, msg)
         if self._next_diag is None or out.t_ns >= self._next_diag:   # 1 Hz, as the node
             self._next_diag = out.t_ns + NS
             self.write_diagnostics(out.t_ns)

@@ -33,6 +33,12 @@ What the estimator (and the ROS edge) need besides:
 * ``sensor_model()``: the measurement models of the encoders and IMUs (frame and sensor
   kinematics), a :class:`SensorModel` (``planar.sensors.SensorModel``,
   ``spatial.sensor_model.SpatialSensorModel``);
+
+An optional capability (every system has the method; a formulation without it raises
+:class:`~mbfg_ros.core.errors.MbfgError` with one line, so shared code never probes):
+
+* ``link_jacobian(q, link)``: the (6, n) Jacobian of a link's twist ``[ω; v]`` in its own
+  frame at its origin (``τ = Jᵀ w`` for a wrench there; spatial only, issue 27 item 4).
 """
 from __future__ import annotations
 
@@ -236,6 +242,8 @@ class MultibodySystem(Protocol):
                                 ) -> tuple[np.ndarray, list[np.ndarray] | None]: ...
 
     def sensor_model(self) -> SensorModel: ...
+
+    def link_jacobian(self, q: np.ndarray, link: str) -> np.ndarray: ...
 
     @property
     def description(self) -> EdgeDescription: ...

@@ -82,3 +82,5 @@ class Estimate:
     tick_seconds: float
     status: str = 'ok'
     counters: dict = field(default_factory=dict)
+    covariance: np.ndarray | None = None   # (3n, 3n) marginal of [q, q̇, q̈]; refreshed every
+    #                                        covariance_every ticks (the same array between)

@@ -121,9 +121,11 @@ def atomic_path(path: str | Path, what: str = 'output') -> Iterator[Path]:
 
 @contextlib.contextmanager
 def atomic_dir(path: str | Path, what: str = 'bag') -> Iterator[Path]:
-    """Yield a temporary directory name (not yet created) beside ``path``; on success the
-    directory written there replaces ``path`` (an old bag is moved aside first and
-    removed after the swap). On failure the temporary is removed, ``path`` untouched.
+    """Yield a directory name (not yet created) with ``path``'s name inside a temporary
+    directory beside ``path`` (a bag names its files after its directory: they must be
+    ``<name>.mcap``, not the temporary's hidden name); on success it replaces ``path``
+    (an old bag is moved aside first and removed after the swap). On failure the
+    temporary is removed, ``path`` untouched.
     """
     final = Path(path)
     if final.is_dir() and not (final / 'metadata.yaml').is_file():
@@ -132,18 +134,19 @@ def atomic_dir(path: str | Path, what: str = 'bag') -> Iterator[Path]:
     if final.exists() and not final.is_dir():
         raise OutputError(f'{final}: cannot write the {what}: it is a file')
     try:
-        holder = _temp_name(final, 'tmpdir')
-        holder.unlink()
+        holder = Path(tempfile.mkdtemp(prefix=f'.{final.name}.', suffix='.tmpdir',
+                                       dir=final.parent if str(final.parent) else '.'))
     except OSError as exc:
         raise OutputError(f'{final}: cannot write the {what}: {exc.strerror}') from None
     try:
-        yield holder
+        yield holder / final.name
         old = None
         if final.exists():
             old = _temp_name(final, 'old')
             old.unlink()
             os.replace(final, old)
-        os.replace(holder, final)
+        os.replace(holder / final.name, final)
+        holder.rmdir()
         if old is not None:
             _remove(old)
     except OSError as exc:

@@ -39,6 +39,10 @@ class EstimatorConfig:
     #                                     expired) applies an unknown torque of this size, its
     #                                     effect M⁻¹Bσ added to the dynamics σ; 0: it applies
     #                                     zero torque (a passive or unpowered mechanism)
+    jerk_process: bool = False          # always add the integrator's q̈_k − q̈_{k−1} rows
+    #                                     (σ = integrator_jerk·dt), not only for unknown
+    #                                     efforts: q̈ then follows the encoders, not only the
+    #                                     dynamics (external torques, issue 27 item 4)
     constraint_sigma: float = 1.0e-6    # Φ (m) and Φq q̇ (m/s)
     integrator_sigma: float = 1.0e-6    # trapezoidal residuals at dt -> 0
     integrator_jerk: float = 1000.0     # bound on |q⃛| for the truncation error dt³/12·|q⃛|

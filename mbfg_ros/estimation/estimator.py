@@ -248,6 +248,14 @@ class Estimator:
         self._tau_live = live
         return np.where(live, self._tau, 0.0)
 
+    def known_torque(self, t: float, out: np.ndarray) -> np.ndarray:
+        """The measured actuator efforts in force at ``t`` into ``out`` (order of
+        ``sys.actuator_joints``), NaN where none was given or it expired; no side effects
+        (the external torques of :mod:`mbfg_ros.estimation.external` read it)."""
+        np.copyto(out, self._tau)
+        out[(t - self._tau_t) > self.config.sensor_timeout] = np.nan
+        return out
+
     def reconfigure(self, **changes: float) -> EstimatorConfig:
         """Change noise σ's (:data:`LIVE_FIELDS`) while running, keeping the state.
 
@@ -449,6 +457,7 @@ class Estimator:
         self._last: Estimate | None = None
         self._x_last: np.ndarray | None = None
         self._std_last: np.ndarray | None = None
+        self._cov_last: np.ndarray | None = None
         self._last_reading = -math.inf
         self._since_cov = 0
         self._tau = np.zeros(self._n_act)
@@ -763,7 +772,8 @@ class Estimator:
         graph.add(self._state_factor(key, t, guess))
         noise = self._integ_noise if dt <= self._dt * (1 + 1e-6) else \
             gtsam.noiseModel.Diagonal.Sigmas(self._integrator_sigma(dt))
-        if self.config.unknown_effort_sigma > 0 and not self._tau_live.all():
+        if self.config.jerk_process or (self.config.unknown_effort_sigma > 0
+                                        and not self._tau_live.all()):
             # torques unknown: the dynamics barely fix q̈; bound its change by the jerk
             noise = gtsam.noiseModel.Diagonal.Sigmas(np.concatenate((
                 self._integrator_sigma(dt), self._jerk * dt)))
@@ -837,6 +847,7 @@ class Estimator:
             try:
                 cov = self._smoother.marginalCovariance(key)
                 self._std_last = np.sqrt(np.maximum(np.diag(cov), 0.0))
+                self._cov_last = cov
             except Exception:             # noqa: BLE001 - keep the last one
                 if self._std_last is None:
                     self._std_last = np.full(3 * n, np.nan)
@@ -857,6 +868,6 @@ class Estimator:
                        tau=self.sys.torques(q, qd, qdd), joint_position=jp,
                        joint_velocity=jv,
                        tick_seconds=time.perf_counter() - start, status=status,
-                       counters=dict(self._counters))
+                       counters=dict(self._counters), covariance=self._cov_last)
         self._last = est
         return est

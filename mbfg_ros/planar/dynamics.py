@@ -46,7 +46,7 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
-from ..core.errors import MechanismError
+from ..core.errors import MbfgError, MechanismError
 from .constraints import Constraints, ConstraintTerms
 from .forces import Forces, mass_matrix
 from .kinematics import choose_independent, independent_rows, r_s_matrices, solve_position
@@ -137,6 +137,12 @@ class System:
         (:func:`mbfg_ros.planar.factors.stacked_indep_state_error`)."""
         from .factors import stacked_indep_state_error     # factors builds on this module
         return stacked_indep_state_error(self, basis, tau, xs, want)
+
+    def link_jacobian(self, q: np.ndarray, link: str) -> np.ndarray:
+        """A link's 6-D Jacobian is spatial only (issue 27 item 4: the external wrench at a
+        URDF link); a planar mechanism raises."""
+        raise MbfgError(f'{self.mech.source}: external_wrench_link {link!r}: a wrench at a '
+                        'link needs a URDF robot (planar mechanisms give joint torques only)')
 
     @property
     def actuator_joints(self) -> tuple[str | None, ...]:

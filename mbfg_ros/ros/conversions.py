@@ -30,7 +30,8 @@ from ..core.measurements import Estimate, ImuMeasurement, JointMeasurement
 __all__ = ['InputRejected', 'stamp_ns', 'ns_to_stamp_fields', 'joint_state_to_record',
            'imu_to_record', 'Reference', 'trajectory_to_reference', 'MessageKit',
            'rclpy_kit', 'rosbags_kit', 'TYPES', 'joint_state_msg', 'float_array_msg',
-           'EstimateMessages', 'diagnostics_msg', 'imu_msg', 'clock_msg']
+           'EstimateMessages', 'diagnostics_msg', 'imu_msg', 'clock_msg', 'ExternalMessages',
+           'EXTERNAL_TOPICS']
 
 NS = 1_000_000_000
 
@@ -42,6 +43,8 @@ TYPES = {
     'JointTrajectory': 'trajectory_msgs/msg/JointTrajectory',
     'Clock': 'rosgraph_msgs/msg/Clock',
     'MarkerArray': 'visualization_msgs/msg/MarkerArray',
+    'Bool': 'std_msgs/msg/Bool',
+    'WrenchStamped': 'geometry_msgs/msg/WrenchStamped',
 }
 """Short name -> ROS type name of every message the package reads or writes."""
 
@@ -318,6 +321,22 @@ def joint_state_msg(kit: MessageKit, t_ns: int, names: Sequence[str],
                     effort=kit.floats(effort))
 
 
+EXTERNAL_TOPICS = {'~/external_torques': 'JointState', '~/external_torques_sigma': 'JointState',
+                   '~/contact': 'Bool', '~/external_wrench': 'WrenchStamped'}
+"""The external-torque outputs (docs/external-torques.md) and their short types."""
+
+
+def wrench_msg(kit: MessageKit, t_ns: int, frame_id: str, w: Sequence[float]) -> Any:
+    """A geometry_msgs/WrenchStamped of ``w = [n; f]`` (torque first, as the Jacobian rows)."""
+    v3 = 'geometry_msgs/msg/Vector3'
+    return kit.make(TYPES['WrenchStamped'], header=_header(kit, t_ns, frame_id),
+                    wrench=kit.make('geometry_msgs/msg/Wrench',
+                                    force=kit.make(v3, x=float(w[3]), y=float(w[4]),
+                                                   z=float(w[5])),
+                                    torque=kit.make(v3, x=float(w[0]), y=float(w[1]),
+                                                    z=float(w[2]))))
+
+
 def float_array_msg(kit: MessageKit, data: Sequence[float]) -> Any:
     """A std_msgs/Float64MultiArray, empty layout (as forward_command_controller reads it)."""
     layout = kit.make('std_msgs/msg/MultiArrayLayout', dim=[], data_offset=0)
@@ -398,3 +417,34 @@ class EstimateMessages:
         self.stddev.position, self.stddev.velocity = f(est.q_std), f(est.qd_std)
         if command is not None:
             self.command.data = f(command)
+
+
+class ExternalMessages:
+    """The external-torque messages (:data:`EXTERNAL_TOPICS`, docs/external-torques.md) for
+    one kit: built once, refilled in place by :meth:`fill` (as :class:`EstimateMessages`);
+    ``by_topic`` holds the wrench only when ``link`` is given."""
+
+    def __init__(self, kit: MessageKit, names: Sequence[str], link: str) -> None:
+        self.kit = kit
+        self.torques = joint_state_msg(kit, 0, names)
+        self.sigma = joint_state_msg(kit, 0, names)
+        self.contact = kit.make(TYPES['Bool'], data=False)
+        self.wrench = wrench_msg(kit, 0, link, np.zeros(6))
+        self.by_topic = {'~/external_torques': self.torques,
+                         '~/external_torques_sigma': self.sigma, '~/contact': self.contact}
+        if link:
+            self.by_topic['~/external_wrench'] = self.wrench
+
+    def fill(self, t_ns: int, ext: Any) -> None:
+        """Stamp ``t_ns``: ``effort`` = τ_ext and σ, the flag and the wrench ``[n; f]``
+        (an :class:`~mbfg_ros.estimation.external.ExternalOutput`)."""
+        f = self.kit.floats
+        sec, nanosec = divmod(int(t_ns), NS)
+        for msg in (self.torques, self.sigma, self.wrench):
+            msg.header.stamp.sec = sec
+            msg.header.stamp.nanosec = nanosec
+        self.torques.effort, self.sigma.effort = f(ext.tau), f(ext.sigma)
+        self.contact.data = bool(ext.contact)
+        if ext.wrench is not None:
+            n, fo = self.wrench.wrench.torque, self.wrench.wrench.force
+            n.x, n.y, n.z, fo.x, fo.y, fo.z = (float(v) for v in ext.wrench)

@@ -64,9 +64,11 @@ import numpy as np
 
 from ..estimation.control import CommandLaw
 from ..estimation.estimator import LIVE_FIELDS, Estimator
+from ..estimation.external import ExternalConfig, ExternalOutput, ExternalTorques
 from ..estimation.gate import LimitGate
 from ..core.measurements import Estimate, ImuMeasurement, JointMeasurement
 from . import conversions as cv
+from ..core.errors import MbfgError
 from .conversions import Reference
 from .params import EstimatorSettings, ParameterError
 
@@ -124,6 +126,7 @@ class TickOutput:
     command: np.ndarray | None
     level: int
     message: str
+    external: ExternalOutput | None = None   # τ_ext, σ, contact, wrench (issue 27 item 4)
 
 
 _KIND = {JointMeasurement: 0, ImuMeasurement: 1}
@@ -178,6 +181,13 @@ class EstimatorDriver:
         self._effort_src = np.array([next((i for i, a in enumerate(mech.actuators)
                                            if a.joint == j.name), -1) for j in mech.joints],
                                     dtype=int)
+        try:
+            self.external = ExternalTorques(sys, ExternalConfig(
+                v['contact_threshold'], v['contact_min_duration'], v['external_effort_sigma'],
+                v['external_wrench_link'], v['external_wrench_damping']))
+        except MbfgError as exc:
+            raise ParameterError(f"parameter 'external_wrench_link': {exc}") from None
+        self._tau_motor = np.zeros(len(self.external.names))
         self.reference: Reference | None = None
         self._ref_cols: np.ndarray | None = None
         self._queue: list = []
@@ -332,6 +342,7 @@ class EstimatorDriver:
         self._back_streak = 0
         self.delay_ns = 0
         self._streams.clear()
+        self.external.reset()
         self.note(f'reset:{category}', f'reset ({category}): {detail}' if detail
                   else f'reset ({category})')
         try:
@@ -495,7 +506,7 @@ class EstimatorDriver:
                     self.note('reset:' + reason.split(':')[0], f'estimator reset ({reason})')
             self.ticks['run'] += 1
             status = est.status if est is not None else status
-        effort = command = None
+        effort = command = ext = None
         level = 1
         if est is not None:
             tau = np.asarray(est.tau, dtype=float).reshape(-1)
@@ -504,7 +515,12 @@ class EstimatorDriver:
                               np.nan)
             command = self._command(est, t_ns)
             level = 0 if status == 'ok' else 1
-        out = TickOutput(t_ns, est, effort, command, level, status)
+            try:
+                ext = self.external.update(est, self.estimator.known_torque(
+                    est.t, self._tau_motor))
+            except Exception as exc:  # noqa: BLE001 - the node must survive it
+                self.note('external', f'external torques failed: {exc!r}')
+        out = TickOutput(t_ns, est, effort, command, level, status, ext)
         self.last_output = out
         return out
 
@@ -542,6 +558,7 @@ class EstimatorDriver:
         except Exception:  # noqa: BLE001
             core = {}
         values.update({f'estimator.{k}': v for k, v in core.items()})
+        values.update({f'external.{k}': v for k, v in self.external.counters.items()})
         if out is None:
             return 1, 'waiting for measurements', values
         values['tick_time'] = f'{out.t_ns / NS:.9f}'

@@ -19,7 +19,14 @@ aggregated as ``diagnostic_updater`` does. Topics (defaults; all remappable):
 ``~/set_state``             sensor_msgs/JointState (in)           re-initialise at a pose
 ``~/reset``                 std_srvs/Trigger (service)            forget the state
 ``~/markers``               visualization_msgs/MarkerArray (out)  the estimate, 30 Hz
+``~/external_torques``      sensor_msgs/JointState (out)          effort = τ_ext (efforts in)
+``~/external_torques_sigma`` sensor_msgs/JointState (out)         effort = σ of τ_ext
+``~/contact``               std_msgs/Bool (out)                   |τ_ext| > k σ, sustained
+``~/external_wrench``       geometry_msgs/WrenchStamped (out)     at external_wrench_link
 ==========================  ====================================  ==========================
+
+The external-torque topics (docs/external-torques.md) are published on the ticks where
+every actuated joint's effort is measured.
 
 Load: the ticks may use ``max_tick_load`` of a core (wall time); a slower
 tick (a busy computer) defers the next one, and the driver merges the missed
@@ -173,6 +180,8 @@ class EstimatorNode(Node):
         self._idle_ns = int(1e9 * settings.config.max_tick_gap)
         self._msgs = cv.EstimateMessages(cv.rclpy_kit(), self.driver.joint_names,
                                          self.driver.coordinate_names)
+        ext = self.driver.external
+        self._ext_msgs = cv.ExternalMessages(cv.rclpy_kit(), ext.names, ext.config.wrench_link)
         self._logged: dict[str, list] = {}            # category -> [last wall time, suppressed]
         self._next_tick_wall = 0.0
         self._deferred = 0
@@ -207,6 +216,9 @@ class EstimatorNode(Node):
                                                  v['command_topic'], OUTPUT_QOS)
         self.pub_diag = self.create_publisher(cv.message_class('DiagnosticArray'),
                                               '/diagnostics', OUTPUT_QOS)
+        self.pub_external = {k: self.create_publisher(cv.message_class(t), k, OUTPUT_QOS)
+                             for k, t in cv.EXTERNAL_TOPICS.items()
+                             if k != '~/external_wrench' or v['external_wrench_link']}
         # robot_localization's habits: a reset service, and set_pose as a topic
         self.requests = dict.fromkeys(REQUEST_KEYS, 0)
         self.srv_reset = self.create_service(_trigger_type(), '~/reset', self._on_reset)
@@ -367,6 +379,10 @@ class EstimatorNode(Node):
         self.pub_stddev.publish(m.stddev)
         if out.command is not None:
             self.pub_command.publish(m.command)
+        if out.external is not None and out.external.valid:
+            self._ext_msgs.fill(out.t_ns, out.external)
+            for key, msg in self._ext_msgs.by_topic.items():
+                self.pub_external[key].publish(msg)
         self.driver.ticks['published'] += 1
         self._latency_ms.append((self._now_ns() - out.t_ns) / 1e6)
 

@@ -171,6 +171,26 @@ def _estimator_params() -> tuple[ParamSpec, ...]:
                   'deviations.', lo=0.1, hi=1000.0),
         ParamSpec('max_queue', 10000, 'Measurements kept waiting for a tick; beyond this the '
                   'oldest are dropped (bursts).', 'int', lo=1, hi=10_000_000),
+        ParamSpec('jerk_process', _cfg('jerk_process'),
+                  'Always bound the change of q̈ between ticks by integrator_jerk (not only '
+                  'for unknown efforts), so that q̈ follows the encoders and not only the '
+                  'dynamics: set it for ~/external_torques (docs/external-torques.md).',
+                  'bool', config=True),
+        ParamSpec('contact_threshold', 3.0,
+                  'k of the contact flag (~/contact): a joint whose |external torque| exceeds '
+                  'k times its sigma.', lo=0.0, hi=1e6),
+        ParamSpec('contact_min_duration', 0.004,
+                  'Seconds some joint must stay above contact_threshold before ~/contact '
+                  'rises.', lo=0.0, hi=3600.0),
+        ParamSpec('external_effort_sigma', 0.0,
+                  'Noise of the measured efforts (JointState.effort), N·m or N, added to the '
+                  'sigma of ~/external_torques.', lo=0.0, hi=big),
+        ParamSpec('external_wrench_link', '',
+                  'URDF link of ~/external_wrench (geometry_msgs/WrenchStamped, link frame); '
+                  'empty: no wrench.', 'string'),
+        ParamSpec('external_wrench_damping', 1e-3,
+                  'Damping of the least squares from the external torques to the wrench.',
+                  lo=0.0, hi=big),
     )
 
 

@@ -32,6 +32,8 @@ import math
 import sys
 import threading
 import time
+from contextlib import ExitStack
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -113,10 +115,9 @@ class SimulatorNode(Node):
         self.bag = None
         self.bag_kit = None
         if s.record:
-            from ..core.bag import BagWriter, typestore
+            from ..core.bag import typestore
             store = typestore()
-            self.bag = BagWriter(s.output, s.storage, store)
-            self.bag.open()
+            self.bag, self._bag_dir = _open_bag(s.output, s.storage, store)
             self.bag_kit = cv.rosbags_kit(store)
         self.done = False
         self.warned = False
@@ -253,9 +254,40 @@ class SimulatorNode(Node):
 
     def close(self) -> None:
         if self.bag is not None:
-            self.bag.close()
-            self.get_logger().info(f'recorded {self.bag.count} messages to {self.bag.path}')
-            self.bag = None
+            bag, self.bag = self.bag, None
+            _close_bag(bag, self._bag_dir, Path(self.settings.output), self.get_logger())
+
+
+def _open_bag(output: str, storage: str, store: Any) -> tuple[Any, ExitStack]:
+    """Issue 26: the bag is written in a temporary directory beside ``output``
+    (:func:`~mbfg_ros.core.output.atomic_dir`) and renamed into place by
+    :func:`_close_bag`, so a kill or a crash never leaves a half-written bag under
+    ``output``; an existing ``output`` is refused (the node never replaces one)."""
+    from ..core.bag import BagWriter
+    from ..core.output import OutputError, atomic_dir, check_output
+    if Path(output).exists() or Path(output).is_symlink():
+        raise OutputError(f'{output}: the output bag exists (the node never replaces one: '
+                          'remove it or set another output)')
+    check_output(output, 'output bag', directory=True)
+    with ExitStack() as stack:      # the temporary is removed if the bag cannot be opened
+        bag = BagWriter(stack.enter_context(atomic_dir(output, 'bag')), storage, store)
+        bag.open()
+        return bag, stack.pop_all()
+
+
+def _close_bag(bag: Any, bag_dir: ExitStack, output: Path, log: Any) -> None:
+    """Close the bag and rename it to ``output`` (a clean stop: duration reached, SIGINT,
+    SIGTERM, shutdown); if ``output`` appeared meanwhile it is left alone and the bag
+    stays in its temporary directory, said in the log."""
+    if output.exists() or output.is_symlink():
+        bag.close()
+        bag_dir.pop_all()
+        log.error(f'{output} appeared while recording: not replaced; the bag '
+                  f'({bag.count} messages) is at {bag.path}')
+        return
+    with bag_dir:                   # renamed on success, removed if closing failed
+        bag.close()
+    log.info(f'recorded {bag.count} messages to {output}')
 
 
 def _imu(kit: Any, t_ns: int, frame: str, rec: Any, cfg: Any) -> Any:

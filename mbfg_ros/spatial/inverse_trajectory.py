@@ -15,7 +15,7 @@ from typing import Callable, NamedTuple, Sequence
 import numpy as np
 
 from ..core.errors import MbfgError
-from ..core.trajectory import derivatives
+from ..core.trajectory import check_time, derivatives
 from .system import SpatialSystem
 
 __all__ = ['SpatialInverseResult', 'inverse_trajectory', 'load_joint_trajectory']
@@ -103,6 +103,7 @@ def load_joint_trajectory(path: str, topic: str, joints: Sequence[str]
         t = np.array([p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec for p in pts])
         if np.any(np.diff(t) <= 0):
             raise MbfgError(f'{path}: {topic}: time_from_start is not strictly increasing')
+        check_time(t, f'{path}: {topic}')        # issue 26: gaps, absurd spans
 
         def field(name: str) -> np.ndarray | None:
             rows = [getattr(p, name) for p in pts]

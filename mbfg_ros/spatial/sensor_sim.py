@@ -183,11 +183,15 @@ class Tracked(NamedTuple):
 
 
 def track_reference(truth: SpatialSystem, ref: Reference, controller: SpatialSystem | None = None,
-                    wn: float = 2 * np.pi * 5.0, zeta: float = 1.0) -> Tracked:
+                    wn: float = 2 * np.pi * 5.0, zeta: float = 1.0,
+                    external: np.ndarray | None = None) -> Tracked:
     """Simulate ``truth`` following ``ref`` under computed torque (seed 003 §6)
     ``τ = ID_c(q, q̇, q̈_r + 2ζω_n (q̇_r − q̇) + ω_n² (q_r − q))`` with the controller's model
     ``controller`` (default: the truth itself), clipped to the URDF effort limits; τ is held
-    over each step of ``ref``'s spacing (a 1 kHz-style control loop)."""
+    over each step of ``ref``'s spacing (a 1 kHz-style control loop).
+
+    ``external`` (N, n_act): joint torques of a contact added on the actuated joints over
+    each step (issue 27 item 4's pushes), not in the returned τ (the motors' efforts)."""
     ctrl = controller or truth
     dt = float(ref.t[1] - ref.t[0])
     sim = SpatialStepper(truth, dt, q0=ref.q[0], qd0=ref.qd[0])
@@ -200,10 +204,11 @@ def track_reference(truth: SpatialSystem, ref: Reference, controller: SpatialSys
     for k in range(N):
         a = ref.qdd[k] + kd * (ref.qd[k] - sim.qd) + kp * (ref.q[k] - sim.q)
         tau = np.clip(ctrl.torques(sim.q, sim.qd, a), -lim, lim)
-        sim.qdd = truth.forward(sim.q, sim.qd, tau)     # q̈ under the torque now applied
+        applied = tau if external is None else tau + external[k]
+        sim.qdd = truth.forward(sim.q, sim.qd, applied)     # q̈ under the torque now applied
         Q[k], QD[k], QDD[k], TAU[k] = sim.q, sim.qd, sim.qdd, tau
         if k + 1 < N:
-            sim.step(tau)
+            sim.step(applied)
     return Tracked(ref.t, Q, QD, QDD, TAU)
 
 

@@ -117,6 +117,32 @@ class SpatialSystem:
         """Actuator torques for (q, q̇, q̈) (:meth:`inverse`)."""
         return self.inverse(q, qd, qdd)
 
+    def link_jacobian(self, q: np.ndarray, link: str) -> np.ndarray:
+        """(6, n) Jacobian of link ``link``'s twist ``[ω; v]`` in its own frame, at its
+        origin (Pinocchio's ``LOCAL``), so that a wrench ``w = [n; f]`` there (link frame)
+        takes the joint torques ``Jᵀ w`` (issue 27 item 4): from the world joint screws
+        axes ``a_j`` of the ancestors ``K[b, j]`` (seed 004 §5): a revolute joint at ``p_j``
+        moves the link origin ``p`` by ``ω = Rᵀ a_j``, ``v = Rᵀ a_j × (p − p_j)``, a prismatic
+        one by ``v = Rᵀ a_j``.
+
+        :raises MbfgError: ``link`` is not a link of the URDF (the message lists them).
+        """
+        names = self.model.link_names
+        if link not in names:
+            raise MbfgError(f'{self.model.source}: link {link!r} is not a link of the robot '
+                            f'(links: {", ".join(names)})')
+        b = names.index(link)
+        dyn = self.loops.dyn
+        T = dyn.poses(q)
+        a = (T[1:, :3, :3] @ self.model.axis[:, :, None])[:, :, 0]      # world joint axes
+        rev = np.array([k == 'revolute' for k in self.model.joint_type])[:, None]
+        R, p = T[b, :3, :3], T[b, :3, 3]
+        J = np.empty((6, self.n))
+        J[:3] = R.T @ (a * rev).T
+        # velocity of the link origin: ω_j × (p − p_j) (revolute), a_j (prismatic)
+        J[3:] = R.T @ np.where(rev, np.cross(a, p - T[1:, :3, 3]), a).T
+        return J * dyn.K[b]
+
     def independent_state_error(self, basis, tau, xs, want):
         """Independent-coordinate dynamics are planar only (seed 000 Fig. 3's graph)."""
         raise MbfgError('forward dynamics: independent coordinates are planar only; a '

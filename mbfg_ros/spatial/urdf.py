@@ -205,11 +205,9 @@ def _inertial(link: Any, name: str = '<urdf>') -> tuple[float, np.ndarray, np.nd
 
 def check_inertia(mass: float, inertia: np.ndarray, name: str, where: str) -> None:
     """Issue 26: a link's ``<inertial>`` is physical: finite, mass > 0, the inertia about
-    the centre of mass symmetric positive definite.
-
-    The triangle inequality of the principal moments is not enforced: the shipped
-    ``puma560.urdf`` (Armstrong et al. 1986, link 3: 0.0125, 0.066, 0.086) breaks it by
-    10 % and is kept as published; the dynamics stay well posed with any PD inertia.
+    the centre of mass symmetric positive definite and obeying the triangle inequality of
+    its principal moments (each at most the sum of the other two, to 1e-9 of the trace):
+    a PD inertia that breaks it belongs to no mass distribution.
 
     :raises MechanismError: naming the file and the link.
     """
@@ -224,6 +222,11 @@ def check_inertia(mass: float, inertia: np.ndarray, name: str, where: str) -> No
     if eig[0] <= 1e-12 * scale:
         raise MechanismError('<inertia>: not positive definite (principal moments '
                              f'{", ".join(f"{e:.4g}" for e in eig)})', source=name, path=where)
+    if eig[2] > eig[0] + eig[1] + 1e-9 * float(eig.sum()):
+        raise MechanismError('<inertia>: principal moments '
+                             f'{", ".join(f"{e:.4g}" for e in eig)} break the triangle '
+                             'inequality (the largest exceeds the sum of the other two)',
+                             source=name, path=where)
 
 
 def parse_urdf(source: str | bytes | os.PathLike) -> tuple[Any, str]:

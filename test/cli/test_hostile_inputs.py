@@ -68,6 +68,8 @@ RUNNERS: dict[str, Callable[[Path, str, Path], tuple[int, str]]] = {
     'inverse': _cli(inverse_main, lambda p, k, o: (
         [str(TRAJ_MECH), '--trajectory', str(p)] if k == 'trajectory'
         else _mech(p, k) + ['--trajectory', str(GOOD_TRAJ)]) + ['--output', str(o / 'i.csv')]),
+    'inverse_bag': _cli(inverse_main, lambda p, k, o: [
+        str(URDF), '--bag', str(p), '--output', str(o / 'i.csv')]),
     'inverse_measured': _cli(inverse_main, lambda p, k, o: [
         str(DFKI), '--measured', str(p), '--output', str(o / 'i.csv')]),
     'identify': _cli(identify_main, lambda p, k, o: (

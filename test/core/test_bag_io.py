@@ -81,3 +81,52 @@ def test_the_writer_refuses_to_overwrite_unless_asked(tmp_path):
         BagWriter(tmp_path / 'b')
     with pytest.raises(BagError, match="unknown storage 'zip'"):
         BagWriter(tmp_path / 'c', 'zip')
+
+
+def test_the_writer_counts_what_it_wrote(tmp_path):
+    kit = cv.rosbags_kit(typestore())
+    with BagWriter(tmp_path / 'b') as w:
+        assert w.count == 0
+        for k in range(3):
+            w.write('/joint_states', JS, 10**9 + k, cv.joint_state_msg(kit, 10**9 + k,
+                                                                         ['crank'], [k]))
+        assert w.count == 3
+    assert len(list(read_messages(tmp_path / 'b', {'/joint_states': JS}))) == 3
+
+
+def test_a_bag_that_cannot_be_created_is_named(tmp_path):
+    (tmp_path / 'file').write_text('x')
+    with pytest.raises(BagError, match=r'file/b: cannot create bag: \S'):
+        with BagWriter(tmp_path / 'file' / 'b'):
+            pass
+
+
+def test_one_topic_of_two_comes_back_with_its_topic_and_type(tmp_path):
+    kit = cv.rosbags_kit(typestore())
+    imu = cv.TYPES['Imu']
+    with BagWriter(tmp_path / 'b') as w:
+        for k in range(4):
+            w.write('/joint_states', JS, 10**9 + 2 * k,
+                    cv.joint_state_msg(kit, 10**9 + 2 * k, ['crank'], [k]))
+            w.write('/imu', imu, 10**9 + 2 * k + 1,
+                    cv.imu_msg(kit, 10**9 + 2 * k + 1, 'imu', [0, 0, k], [0] * 3))
+    got = list(read_messages(tmp_path / 'b', {'/imu': imu}))
+    assert [(m.topic, m.msgtype, m.log_ns) for m in got] == [
+        ('/imu', imu, 10**9 + 2 * k + 1) for k in range(4)]
+    with pytest.raises(BagError, match=r'none of the expected topics /a, /b; the bag has: '
+                                       r'/imu \(sensor_msgs/msg/Imu\), /joint_states '):
+        list(read_messages(tmp_path / 'b', {'/b': imu, '/a': imu}))
+
+
+def test_a_bag_with_no_topics_says_it_has_nothing(tmp_path):
+    with BagWriter(tmp_path / 'b'):
+        pass
+    with pytest.raises(BagError, match='none of the expected topics /imu; the bag has: '
+                                       'nothing$'):
+        list(read_messages(tmp_path / 'b', {'/imu': cv.TYPES['Imu']}))
+
+
+def test_an_unreadable_bag_names_the_error_it_met(tmp_path):
+    (tmp_path / 'd').mkdir()
+    with pytest.raises(BagError, match=r'not a readable rosbag2 \((?!NoneType)\w+: '):
+        list(read_messages(tmp_path / 'd', {'/imu': cv.TYPES['Imu']}))

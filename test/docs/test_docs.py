@@ -172,3 +172,24 @@ def test_the_docs_balance_check_runs_and_balances():
     assert abs(ns['moment_balance']) < 1e-9
     assert np.allclose(ns['pivot'], [11.0819, 9.0014], atol=1e-4)
     assert abs(ns['couple'] + 1.2809) < 1e-4
+
+
+def test_the_output_rules_and_the_load_checks_are_documented_with_the_codes_numbers():
+    # issue 26: the numbers the docs give are the code's (a changed cap changes the docs)
+    from mbfg_ros.core.trajectory import MAX_GAP
+    from mbfg_ros.planar.expr import MAX_EXPRESSION
+    from mbfg_ros.spatial.urdf import MAX_JOINTS, MAX_URDF_BYTES
+    cli = _section(DOCS['cli.md'], 'Conventions')
+    for word in ('--force', 'never an output', 'metadata.yaml', 'renamed into place',
+                 'SIGTERM is handled like Ctrl-C', 'status 130', 'by SIGTERM: 143',
+                 'simulator_node', f'longer than {MAX_GAP:g} median steps'):
+        assert word in cli, word
+    urdf = _section(DOCS['urdf-arms.md'], 'What is refused at load')
+    for word in (f'{MAX_URDF_BYTES // 2 ** 20} MB', f'{MAX_JOINTS} joints', '<!DOCTYPE>',
+                 'mass ≤ 0', 'positive definite', 'triangle inequality', 'NaN', 'lower > upper',
+                 'IMU `topic`', 'same rigid body', 'test/data/hostile/'):
+        assert word in urdf, word
+    planar = _section(DOCS['planar-yaml.md'], 'What is refused at load')
+    for word in ('NaN or infinite', f'over {MAX_EXPRESSION} characters', 'mass` below 0',
+                 '`mass·|cog|²`', 'lower < upper', 'mass: 0', 'test/data/hostile/'):
+        assert word in planar, word

@@ -44,7 +44,8 @@ def random_model(rng: np.random.Generator, n: int, branch: bool = True,
     inertia = np.zeros((nb, 3, 3))
     for b in range(nb):
         R = _rot(rng)
-        inertia[b] = R @ np.diag(rng.uniform(0.05, 1.0, 3)) @ R.T
+        s = rng.uniform(0.05, 1.0, 3)      # principal second moments sum m x^2, ... (issue 26:
+        inertia[b] = R @ np.diag(s.sum() - s) @ R.T      # the triangle inequality holds)
     g = rng.normal(size=3)
     g *= 9.81 / np.linalg.norm(g)
     inf = np.full(n, np.inf)

@@ -1,8 +1,9 @@
 """Random URDF trees for the spatial tests, and Pinocchio's view of them.
 
 The trees have revolute, continuous and prismatic joints along random axes, random joint
-origins, random inertias with rotated principal axes, fixed joints (merged by both
-loaders) and branching, so that nothing in a test depends on aligned axes or a chain.
+origins, random physical inertias (of a random mass distribution) with rotated principal
+axes, fixed joints (merged by both loaders) and branching, so that nothing in a test depends
+on aligned axes or a chain.
 Pinocchio builds its model from the same URDF text with its own parser: it is an
 independent reference for open chains.
 """
@@ -15,6 +16,14 @@ def _f(x: np.ndarray) -> str:
     return ' '.join(f'{v:.17g}' for v in x)
 
 
+def physical_inertia(sigma: np.ndarray) -> np.ndarray:
+    """Inertia about the centre of mass of a body whose second moment of mass about it is
+    ``sigma`` = sum m r r^T (symmetric positive definite): tr(sigma) 1 - sigma. Its principal
+    moments s2 + s3, s1 + s3, s1 + s2 obey the triangle inequality strictly (issue 26), as
+    every real body's do; a random SPD matrix alone often does not."""
+    return np.trace(sigma) * np.eye(3) - sigma
+
+
 def random_urdf(rng: np.random.Generator, n: int = 6, branch: bool = True,
                 fixed: bool = True, kinds: tuple[str, ...] = ('revolute', 'continuous',
                                                               'prismatic')) -> str:
@@ -24,7 +33,7 @@ def random_urdf(rng: np.random.Generator, n: int = 6, branch: bool = True,
     def link(name: str) -> str:
         m = rng.uniform(0.5, 3.0)
         A = rng.normal(size=(3, 3))
-        inertia = A @ A.T + 0.1 * np.eye(3)
+        inertia = physical_inertia(0.5 * (A @ A.T + 0.1 * np.eye(3)))
         c, rpy = rng.normal(size=3) * 0.2, rng.uniform(-1, 1, 3)
         i = inertia
         return (f'<link name="{name}"><inertial><origin xyz="{_f(c)}" rpy="{_f(rpy)}"/>'
