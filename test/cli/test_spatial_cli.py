@@ -101,7 +101,7 @@ def test_inverse_on_a_urdf_names_wrong_columns_of_trajectory_and_measured_input(
     # --measured is a CSV with a header row (issue 27: no longer refused for a URDF)
     rc = inverse_main([str(DATA / 'ur5.urdf'), '--measured', str(traj), '--output',
                        str(tmp_path / 'o.csv')])
-    assert rc == 2 and "no column 'time'" in capsys.readouterr().err
+    assert rc == 2 and "no column 't'" in capsys.readouterr().err
 
 
 def _trajectory_bag(path: Path, joints: list[str], t: np.ndarray, q: np.ndarray,
