@@ -41,8 +41,10 @@ $(STAMP): requirements.txt setup.py | $(PY)
 	$(PY) -m pip install -e . --no-deps
 	touch $@
 
+# pytest without -q names each test file with its dots and a running percentage; the
+# conftest adds one line per test folder (counts, summed time) before the closing 'N passed'.
 test: venv
-	$(PY) -m pytest -q -p no:cacheprovider test
+	$(PY) -m pytest -p no:cacheprovider test
 
 venv-jazzy: $(STAMP_JAZZY)
 
@@ -60,7 +62,7 @@ $(STAMP_JAZZY): requirements-jazzy.txt setup.py | $(PY_JAZZY)
 # The ROS tests (DDS nodes, services, parameters, executors) on ROS 2 Jazzy; the rest of
 # the suite does not touch rclpy and runs once, on Kilted (make test).
 test-jazzy: venv-jazzy
-	$(PY_JAZZY) -m pytest -q -p no:cacheprovider -m ros test
+	$(PY_JAZZY) -m pytest -p no:cacheprovider -m ros test
 
 test-all: test test-jazzy
 

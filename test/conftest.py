@@ -5,6 +5,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from support.progress import group_summary
 
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
@@ -31,3 +32,12 @@ def numerical_jacobian(fn, x: np.ndarray, h: float = 1e-6) -> np.ndarray:
         e[i] = h
         J[:, i] = (np.atleast_1d(fn(x + e)) - np.atleast_1d(fn(x - e))).ravel() / (2 * h)
     return J
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """After the run, one line per test folder with its counts and time (issue 30 item 7)."""
+    lines = group_summary(terminalreporter.stats)
+    if len(lines) > 1:
+        terminalreporter.write_sep('-', 'per folder (summed test time)')
+        for line in lines:
+            terminalreporter.write_line(line)

@@ -27,6 +27,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..core.columns import TIME, columns as cols, find_columns, time_column
 from ..core.errors import MbfgError
 from ..planar.problems.identify import (
     IdentifyConfig, identified_yaml, identify_regressed, regress_logs,
@@ -48,13 +49,15 @@ def add_measured_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument('--topic', default='/joint_states', help='--bag: JointState topic')
     p.add_argument('--joints', help='measured joints (YAML joint names, comma separated); '
                    'default: the joints of the YAML actuators')
-    p.add_argument('--time-column', default='time', help='--measured: time column')
+    p.add_argument('--time-column', default=None,
+                   help='--measured: time column (default t, else time)')
     p.add_argument('--position-columns', help='--measured: position column per joint '
-                   '(default position_<joint>)')
+                   '(default <joint>.position, or the older position_<joint>; docs/cli.md, '
+                   'CSV columns)')
     p.add_argument('--velocity-columns', help="--measured: velocity column per joint ('' = none;"
-                   ' default velocity_<joint> if present)')
+                   ' default <joint>.velocity or velocity_<joint> if present)')
     p.add_argument('--effort-columns', help="--measured: measured effort column per joint ('' = "
-                   'none; default effort_<joint> if present)')
+                   'none; default <joint>.effort or effort_<joint> if present)')
     p.add_argument('--derivatives', choices=('velocity', 'savgol', 'smoother'), default=None,
                    help='velocity (Savitzky-Golay fit of the measured velocities, the default '
                    'when given), savgol (positions only) or smoother (zero-lag GTSAM smoother '
@@ -102,12 +105,12 @@ def measured_logs(args: argparse.Namespace, mech, csvs: list[str], bags: list[st
         def columns(given: str | None, kind: str, required: bool) -> list[str] | None:
             if given is not None:
                 return _split(given) or None
-            cols = [f'{kind}_{j}' for j in joints]
-            return cols if required or all(c in header for c in cols) else None
+            found = find_columns(header, joints, kind)
+            return found or (cols(joints, kind) if required else None)
         logs.append(load_joint_csv(path, joints, columns(args.position_columns, 'position', True),
                                    columns(args.velocity_columns, 'velocity', False),
                                    columns(args.effort_columns, 'effort', False),
-                                   args.time_column))
+                                   args.time_column or time_column(header) or TIME))
     for path in bags:
         logs.append(load_joint_bag(path, joints, args.topic))
     return logs

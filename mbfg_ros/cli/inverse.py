@@ -29,10 +29,10 @@ rates (default 31/5).
 
 The trajectory file has a time column and one column per prescribed
 coordinate (default: the YAML actuators' coordinates, else the default
-independent coordinates). CSV columns: t,tau_<actuator>... (generalized
+independent coordinates). CSV columns: t,<actuator>.effort... (generalized
 force on each actuated coordinate, positive when it pushes the coordinate
 to increase), then with --reactions the joint reactions of
-mbfg_ros.planar.problems.reactions: <joint>_on_<body>_fx/_fy for pins and sliders,
+mbfg_ros.planar.problems.reactions: <joint>_on_<body>.fx/.fy for pins and sliders,
 <joint>_on_<body>_m for the couples of angle constraints, rotational springs
 and joint motors.
 """
@@ -44,6 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..core.columns import TIME, columns
 from ..core.errors import MbfgError
 from ..planar.problems.inverse import InverseConfig, InverseResult, inverse_dynamics
 from ..planar.problems.measured import measured_inverse, torque_fit
@@ -132,7 +133,7 @@ def _main(argv: list[str] | None) -> int:
     bar.close()
     names = _actuator_names(mech, res.actuators)
     cols = [res.t[:, None], res.tau]
-    header = ['t'] + [f'tau_{n}' for n in names]
+    header = [TIME] + columns(names, 'effort')
     rx = None
     if args.reactions:
         from ..planar.problems.reactions import JointReactions
@@ -140,8 +141,8 @@ def _main(argv: list[str] | None) -> int:
         rx = [jr(res.q[k], res.qd[k], res.qdd[k], res.Q[k]) for k in range(len(res.t))]
         force = [k for k, kind in enumerate(rx[0].kinds) if kind in ('pin', 'slider')]
         couple = [k for k, kind in enumerate(rx[0].kinds) if kind not in ('pin', 'slider')]
-        header += [f'{rx[0].labels[k]}_{c}' for k in force for c in ('fx', 'fy')]
-        header += [f'{rx[0].labels[k]}_m' for k in couple]
+        header += [f'{rx[0].labels[k]}.{c}' for k in force for c in ('fx', 'fy')]
+        header += [f'{rx[0].labels[k]}.m' for k in couple]
         cols.append(np.array([np.concatenate((r.forces[force].ravel(), r.moments[couple]))
                               for r in rx]).reshape(len(res.t), -1))
     out = Path(args.output)
@@ -204,10 +205,10 @@ def _measured(args: argparse.Namespace, sys_, description, solve) -> int:
     res = solve(sys_, log, opts)
     names = [a.name for a in description.actuators]
     cols = [res.t[:, None], res.tau]
-    header = ['t'] + [f'tau_{n}' for n in names]
+    header = [TIME] + columns(names, 'effort')
     if res.effort is not None:
         cols.append(res.effort)
-        header += [f'effort_{n}' for n in names]
+        header += columns(names, 'effort', 'measured')
     out = Path(args.output)
     with atomic_path(out, 'CSV') as tmp:
         np.savetxt(tmp, np.hstack(cols), delimiter=',', header=','.join(header), comments='',

@@ -39,22 +39,23 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..loader import load_mechanism, mechanism_warning
+from ..core.columns import TIME, columns
 from ..core.bag import BagError, BagWriter, bag_topics, read_messages, typestore
 from ..core.output import atomic_dir, atomic_path, check_output
 from ..ros import conversions as cv
 from ..ros.driver import EstimatorDriver, TickOutput
 from ..ros.params import ESTIMATOR_PARAMS, load_params_file, parse_estimator
+from .replay_plot import plot_replay, truth_joint_positions  # noqa: F401 - re-exported
 from .common import (
     Progress,
     add_force_argument,
     check_writable,
     plain,
     run_cli,
-    save_figure,
     speed_phrase,
 )
 
-__all__ = ['ReplayResult', 'replay', 'main', 'NODE']
+__all__ = ['ReplayResult', 'replay', 'main', 'NODE', 'csv_header']
 
 NODE = 'estimator_node'
 NS = 1_000_000_000
@@ -78,7 +79,7 @@ class ReplayResult:
     command: list = field(default_factory=list)
     tick_seconds: list = field(default_factory=list)
     times: list = field(default_factory=list)
-    measured: list = field(default_factory=list)        # (t, names, position, velocity)
+    measured: list = field(default_factory=list)  # (t, names, position, velocity, effort)
     truth: list = field(default_factory=list)           # (t, q, qd)
     outputs: list = field(default_factory=list)         # every TickOutput, in order
     messages: int = 0
@@ -93,6 +94,24 @@ class ReplayResult:
     output: Path | None = None
     csv: Path | None = None
     plot: Path | None = None
+
+
+def csv_header(coordinates: Sequence[str], joints: Sequence[str], commands: Sequence[str]
+               ) -> list[str]:
+    """Columns of the replay CSV (the convention of :mod:`mbfg_ros.core.columns`).
+
+    ``t``; per coordinate ``.position``, ``.velocity`` and their ``_std`` (``~/state``,
+    ``~/state_stddev``); per joint that is not a coordinate ``.position``, ``.velocity``;
+    per joint the estimated torque τ̂ ``<joint>.effort`` (NaN on a joint no actuator
+    drives; ``~/joint_states`` effort); per command ``<name>.command``; ``status``,
+    ``tick_ms`` (issue 30 item 1).
+    """
+    coords = set(coordinates)
+    only = [j for j in joints if j not in coords]
+    return ([TIME] + columns(coordinates, 'position') + columns(coordinates, 'velocity')
+            + columns(coordinates, 'position', 'std') + columns(coordinates, 'velocity', 'std')
+            + columns(only, 'position') + columns(only, 'velocity') + columns(joints, 'effort')
+            + columns(commands, 'command') + ['status', 'tick_ms'])
 
 
 class _Sink:
@@ -116,13 +135,14 @@ class _Sink:
         self._next_diag: int | None = None
         self.csv_file = open(csv_path, 'w', newline='') if csv_path else None
         self.writer = csv.writer(self.csv_file) if self.csv_file else None
+        # joints that are coordinates too (every URDF joint) are written once, as coordinates
+        coords = set(driver.coordinate_names)
+        self._joints_only = np.array([k for k, j in enumerate(driver.joint_names)
+                                      if j not in coords], dtype=int)
+        self._no_effort = np.full(len(driver.joint_names), np.nan)
         if self.writer:
-            names = driver.coordinate_names
-            self.writer.writerow(
-                ['t'] + list(names) + [f'{n}_dot' for n in names]
-                + [f'{j}.position' for j in driver.joint_names]
-                + [f'{j}.velocity' for j in driver.joint_names]
-                + [f'{c}.command' for c in driver.law.names] + ['status', 'tick_ms'])
+            self.writer.writerow(csv_header(driver.coordinate_names, driver.joint_names,
+                                            driver.law.names))
 
     def add(self, out: TickOutput) -> None:
         d, res = self.d, self.res
@@ -138,8 +158,11 @@ class _Sink:
             res.command.append(cmd)
             res.tick_seconds.append(est.tick_seconds)
             if self.writer:
+                only = self._joints_only
+                effort = out.joint_effort if out.joint_effort is not None else self._no_effort
                 self.writer.writerow([f'{out.t_ns / NS:.9f}'] + [f'{v:.9g}' for v in np.r_[
-                    est.q, est.qd, est.joint_position, est.joint_velocity, cmd]]
+                    est.q, est.qd, est.q_std, est.qd_std, np.asarray(est.joint_position)[only],
+                    np.asarray(est.joint_velocity)[only], effort, cmd]]
                     + [out.message, f'{1e3 * est.tick_seconds:.3f}'])
         if self.bag is None:
             return
@@ -286,7 +309,8 @@ def _feed(bag: Path, driver: EstimatorDriver, settings: Any, sink: _Sink, res: R
                 rec = driver.joint_state(m.msg)
                 if rec is not None:
                     res.matched += 1
-                    res.measured.append((t / NS, rec.names, rec.position, rec.velocity))
+                    res.measured.append((t / NS, rec.names, rec.position, rec.velocity,
+                                         rec.effort))
             else:
                 driver.imu(m.msg, imu_topics[m.topic])
             if t <= 0:
@@ -333,105 +357,22 @@ def _bag_start(bag: Path) -> int:
     return _bag_meta(bag)[0]
 
 
-def truth_joint_positions(system: Any, res: ReplayResult) -> tuple[np.ndarray, np.ndarray,
-                                                                     np.ndarray]:
-    """(t, joint positions, joint velocities) of the ground truth in the bag."""
-    n = system.n
-    sm = system.sensor_model()
-    rows = [(t, q, qd) for t, q, qd in res.truth if q.shape == (n,) and qd.shape == (n,)]
-    if not rows:
-        return np.zeros(0), np.zeros((0, len(res.joint_names))), np.zeros((0, 0))
-    t = np.array([r[0] for r in rows])
-    jp = np.array([sm.joint_positions(r[1]) for r in rows])
-    jv = np.array([sm.joint_velocities(r[1], r[2]) for r in rows])
-    return t, jp, jv
-
-
-def plot_replay(res: ReplayResult, system: Any, path: Path) -> list[str]:
-    """Per joint: position and rate (measured, truth, estimate) and an error panel.
-
-    The error panel shows estimate − truth and measured − truth when the bag has
-    ``*/ground_truth``, else estimate − measured. Writes exactly ``path``;
-    returns the y-axis labels of the first row.
-    """
-    import matplotlib
-    matplotlib.use('Agg')
-    import matplotlib.pyplot as plt
-
-    from ..core.angles import wrap_angle
-
-    names = res.joint_names
-    J = len(names)
-    fig, axes = plt.subplots(max(J, 1), 3, figsize=(15, 2.8 * max(J, 1)), squeeze=False,
-                             sharex=True)
-    t = res.t
-    jp = np.array(res.joint_position).reshape(len(t), -1) if len(t) else np.zeros((0, J))
-    jv = np.array(res.joint_velocity).reshape(len(t), -1) if len(t) else np.zeros((0, J))
-    tt, tp, tv = truth_joint_positions(system, res)
-    kinds = {jt.name: jt.type for jt in system.description.joints}
-    labels: list[str] = []
-    for j, name in enumerate(names):
-        revolute = kinds.get(name) == 'revolute'
-        # Revolute angles are wrapped to (-pi, pi]; unwrap them for display only.
-        unwrap = np.unwrap if revolute else np.asarray
-        diff = wrap_angle if revolute else (lambda x: x)
-        mt = [(m[0], m[2][list(m[1]).index(name)], m[3][list(m[1]).index(name)])
-              for m in res.measured if name in m[1]]
-        ax_p, ax_v, ax_e = axes[j]
-        arr = np.array(mt) if mt else np.zeros((0, 3))
-        if len(arr):
-            ax_p.plot(arr[:, 0], unwrap(arr[:, 1]), '.', ms=2, color='0.6', label='measured')
-            if np.isfinite(arr[:, 2]).any():
-                ax_v.plot(arr[:, 0], arr[:, 2], '.', ms=2, color='0.6', label='measured')
-        if len(tt):
-            ax_p.plot(tt, unwrap(tp[:, j]), 'k-', lw=0.8, label='ground truth')
-            ax_v.plot(tt, tv[:, j], 'k-', lw=0.8, label='ground truth')
-        if len(t):
-            ax_p.plot(t, unwrap(jp[:, j]), 'C1-', lw=1.0, label='estimated')
-            ax_v.plot(t, jv[:, j], 'C1-', lw=1.0, label='estimated')
-        unit = 'rad' if revolute else 'm'
-        scale, eunit = (1e3, f'm{unit}') if unit == 'rad' else (1e3, 'mm')
-        if len(tt) > 1:
-            ref = unwrap(tp[:, j])
-            if len(arr):
-                ax_e.plot(arr[:, 0], scale * diff(arr[:, 1] - np.interp(arr[:, 0], tt, ref)),
-                          '.', ms=2, color='0.6', label='measured − truth')
-            if len(t):
-                ax_e.plot(t, scale * diff(jp[:, j] - np.interp(t, tt, ref)), 'C1-', lw=1.0,
-                          label='estimated − truth')
-            elabel = f'{name} error [{eunit}]'
-        else:
-            if len(t) and len(arr):
-                ax_e.plot(t, scale * diff(jp[:, j] - np.interp(t, arr[:, 0], unwrap(arr[:, 1]))),
-                          'C1-', lw=1.0, label='estimated − measured')
-            elabel = f'{name} estimated − measured [{eunit}]'
-        row = [f'{name} [{unit}]', f'{name} rate [{unit}/s]', elabel]
-        for ax, lab in zip(axes[j], row):
-            ax.set_ylabel(lab)
-            ax.grid(True, alpha=0.3)
-        ax_p.legend(loc='best', fontsize=7)
-        ax_e.legend(loc='best', fontsize=7)
-        labels = labels or row
-    for ax in axes[-1]:
-        ax.set_xlabel('stamp [s]')
-    fig.suptitle(f'mbfg_ros estimator replay: {system.description.name}')
-    fig.tight_layout()
-    save_figure(fig, path, dpi=110)
-    return labels
-
-
 BAG_HELP = """\
 What the bag must hold (a rosbag2 directory, MCAP or sqlite3, as written by
-"ros2 bag record" or mbfg-simulate's node; no ROS installation is needed to read it):
+"ros2 bag record", simulator_node or the demo; no ROS installation is needed to read it):
 
   /joint_states        sensor_msgs/msg/JointState: the encoders. "name" lists joint
-                       names of the mechanism YAML's "joints:" (others are ignored),
-                       "position" their angles [rad] or slider positions [m];
-                       "velocity" (optional) their rates, "effort" (optional) the
-                       motor torques. Each message carries its time in header.stamp.
-  /imu/<name>          sensor_msgs/msg/Imu, one topic per IMU of the YAML
-                       ("sensors:", its "topic" if given): angular_velocity.z [rad/s],
-                       linear_acceleration.x/.y [m/s^2] in the IMU's frame.
+                       names of the mechanism (a URDF's movable joints; a planar
+                       YAML's "joints:"); other names are ignored. "position" their
+                       angles [rad] or slider positions [m]; "velocity" (optional)
+                       their rates, "effort" (optional) the motor torques. Each
+                       message carries its time in header.stamp.
+  /imu/<name>          sensor_msgs/msg/Imu, one topic per IMU (a URDF overlay's
+                       "imus:", a planar YAML's "sensors:"; its "topic" if given), in
+                       the IMU's frame: URDF robot, angular_velocity [rad/s] and
+                       linear_acceleration [m/s^2] on all three axes, orientation
+                       when its covariance[0] is not -1; planar mechanism,
+                       angular_velocity.z and linear_acceleration.x/.y.
   /estimator_node/reference (optional)
                        trajectory_msgs/msg/JointTrajectory: the desired motion of the
                        actuated joints, for the torque commands.
@@ -446,8 +387,8 @@ parameters file (joint_states_topic, reference_topic), as for the node.
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog='mbfg-replay',
-                                usage='mbfg-replay [-h] MECHANISM BAG [--params FILE] '
-                                      '[--output DIR] [--csv FILE] [--plot FILE] '
+                                usage='mbfg-replay [-h] MECHANISM BAG [--overlay YAML] '
+                                      '[--params FILE] [--output DIR] [--csv FILE] [--plot FILE] '
                                       '[--storage {mcap,sqlite3}] [--quiet]',
                                 description=plain(__doc__.split('\n\n')[0]),
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -463,9 +404,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument('--params', help='ROS parameters file (estimator_node or /** '
                    'ros__parameters), as given to the node')
     p.add_argument('--output', help='output rosbag2 directory (default: BAG_estimates)')
-    p.add_argument('--csv', help='CSV of the estimates (default: OUTPUT.csv): t, the '
-                   'coordinates by name, their rates (<name>_dot), the joints\' '
-                   '<joint>.position/.velocity, the commands, status, tick_ms')
+    p.add_argument('--csv', help='CSV of the estimates (default: OUTPUT.csv): t; per '
+                   'coordinate <name>.position, .velocity and their standard deviations '
+                   '.position_std, .velocity_std; per other joint <joint>.position, .velocity; '
+                   'the estimated torque per joint <joint>.effort; the commands '
+                   '<name>.command; status, tick_ms (docs/cli.md, CSV columns)')
     p.add_argument('--plot', help='PNG with estimated vs measured joints')
     p.add_argument('--storage', choices=('mcap', 'sqlite3'), default='mcap',
                    help='storage of the output bag: mcap (one file, default) or sqlite3 '
@@ -483,7 +426,8 @@ def _mechanism_and_bag(p: argparse.ArgumentParser, a: argparse.Namespace) -> tup
               f'"mbfg-replay {a.mechanism} {a.paths[0]}"', file=sys.stderr)
         return a.mechanism, a.paths[0]
     if len(a.paths) != 2:
-        p.error('expected MECHANISM BAG (the mechanism YAML, then the bag directory)')
+        p.error('expected MECHANISM BAG (the mechanism: a URDF or a planar YAML, then the bag '
+                'directory)')
     return a.paths[0], a.paths[1]
 
 

@@ -9,6 +9,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ..core.columns import TIME, columns
 from ..core.output import atomic_path
 from ..simulation.forward import Trajectory
 from .common import save_figure
@@ -17,12 +18,13 @@ __all__ = ['write_csv', 'plot_trajectory', 'energy_drift', 'coordinate_units', '
 
 
 def write_csv(path: Path, traj: Trajectory, names: Sequence[str] | None = None) -> None:
-    """One row per step: t, q, q̇, q̈, ‖Φ(q)‖; columns named after the coordinates
-    (``x1``, ``x1_dot``, ``x1_ddot``...; ``q0``... when no names are given)."""
+    """One row per step: t, q, q̇, q̈, ‖Φ(q)‖; columns named after the coordinates as every
+    CSV is (:mod:`mbfg_ros.core.columns`: ``x1.position``, ``x1.velocity``,
+    ``x1.acceleration``...; ``q0``... when no names are given; issue 30 item 1)."""
     n = traj.q.shape[1]
     names = list(names) if names is not None else [f'q{i}' for i in range(n)]
-    header = ','.join(['t'] + names + [f'{c}_dot' for c in names]
-                      + [f'{c}_ddot' for c in names] + ['phi_norm'])
+    header = ','.join([TIME] + columns(names, 'position') + columns(names, 'velocity')
+                      + columns(names, 'acceleration') + ['phi_norm'])
     data = np.column_stack((traj.t, traj.q, traj.qd, traj.qdd, traj.phi_norm))
     with atomic_path(path, 'CSV') as tmp:        # issue 26: renamed into place on success
         np.savetxt(tmp, data, delimiter=',', header=header, comments='', fmt='%.12g')
@@ -47,26 +49,33 @@ def energy_drift(E: np.ndarray, kinetic: np.ndarray) -> tuple[float, float, floa
 
 def plot_trajectory(path: Path, traj: Trajectory, names: tuple[str, ...], title: str,
                     units: list[str] | None = None) -> list[str]:
-    """q and q̇ against t (units in the legend), and ‖Φ‖ on a log axis; writes exactly
-    ``path``. Returns the y-axis labels."""
+    """q and q̇ against t (units in the legend, beside the panels so it never covers a
+    curve), and ‖Φ‖ on a log axis when the mechanism has constraints (an open URDF chain has
+    none: no panel; issue 30 item 5); writes exactly ``path``. Returns the y-axis labels."""
     import matplotlib
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
 
     units = units or ['m'] * len(names)
-    fig, axes = plt.subplots(3, 1, figsize=(8, 9), sharex=True)
+    constrained = bool(np.any(traj.phi_norm > 0))
+    rows = 3 if constrained else 2
+    ncol = 1 if len(names) <= 12 else 2
+    fig, axes = plt.subplots(rows, 1, figsize=(9 + 1.6 * ncol, 3 * rows), sharex=True)
     for i, name in enumerate(names):
         axes[0].plot(traj.t, traj.q[:, i], label=f'{name} [{units[i]}]')
         axes[1].plot(traj.t, traj.qd[:, i], label=f'{name} [{units[i]}/s]')
     kinds = sorted(set(units), key=lambda u: u != 'm')
     labels = [f'q [{" or ".join(kinds)}]', f'q̇ [{" or ".join(u + "/s" for u in kinds)}]',
-              '‖Φ(q)‖ [m² or m]']
+              '‖Φ(q)‖ [m² or m]'][:rows]
     for ax, label in zip(axes, labels):
         ax.set_ylabel(label)
-    axes[0].legend(fontsize='small', ncol=4)
-    axes[1].legend(fontsize='small', ncol=4)
-    axes[2].semilogy(traj.t, np.maximum(traj.phi_norm, 1e-18))
-    axes[2].set_xlabel('t [s]')
+        ax.grid(True, alpha=0.3)
+    for ax in axes[:2]:
+        ax.legend(fontsize='small', ncol=ncol, loc='upper left', bbox_to_anchor=(1.01, 1.0),
+                  borderaxespad=0.0)
+    if constrained:
+        axes[2].semilogy(traj.t, np.maximum(traj.phi_norm, 1e-18))
+    axes[-1].set_xlabel('t [s]')
     axes[0].set_title(title)
     fig.tight_layout()
     save_figure(fig, path, dpi=100)
@@ -82,7 +91,8 @@ def report(args: argparse.Namespace, traj: Trajectory, names: Sequence[str], uni
     drift, rel, scale = energy_drift(E, kinetic)
     print(headline)
     print(f'  time per step   {1e3 * elapsed / max(steps, 1):.3f} ms')
-    print(f'  max |Phi(q)|    {traj.phi_norm.max():.3e}')
+    print(f'  max |Phi(q)|    {traj.phi_norm.max():.3e}' if np.any(traj.phi_norm > 0) else
+          '  max |Phi(q)|    none (an open chain: no loop constraints)')
     print(f'  energy drift    {drift:+.3e} J ({rel:+.2e} of the largest kinetic energy, '
           f'{scale:.4g} J; meaningful for conservative mechanisms)')
     if args.output:

@@ -1,8 +1,8 @@
 """mbfg-simulate: forward dynamics of a mechanism YAML with the factor graph, or of a URDF robot.
 
-Writes t, the coordinates by name (x1, y1, ..., theta...), their rates (x1_dot...)
-and accelerations (x1_ddot...), phi_norm as CSV (one row per step, t = 0
-included), prints a summary (steps, ms per step, max |Φ|, energy drift) and
+Writes t, the coordinates by name with their rates and accelerations (x1.position...,
+x1.velocity..., x1.acceleration...; docs/cli.md, CSV columns), phi_norm as CSV (one row
+per step, t = 0 included), prints a summary (steps, ms per step, max |Φ|, energy drift) and
 optionally plots q, q̇ and |Φ|. A URDF robot (CONFIG.urdf, optional --overlay) is
 simulated on its joint coordinates (mbfg_ros.spatial.simulate) with the same outputs,
 columns named after the URDF joints.
@@ -60,15 +60,19 @@ def _parser() -> argparse.ArgumentParser:
                         'with Levenberg-Marquardt (slower); incremental: ISAM2 fixed-lag '
                         'smoother (fast, long runs gain energy); batch: batch fixed-lag '
                         'smoother')
-    p.add_argument('--output', '-o', type=Path, help='CSV file to write: t, the coordinates '
-                   'by name (x1, y1, ...), their rates (x1_dot...), accelerations '
-                   '(x1_ddot...), phi_norm')
+    p.add_argument('--output', '-o', type=Path, help='CSV file to write: t, per coordinate '
+                   'or joint <name>.position, <name>.velocity, <name>.acceleration (x1.position, '
+                   'x1.velocity...), then phi_norm')
     p.add_argument('--plot', type=Path, help='PNG file with q, q̇ and |Φ| against t')
     p.add_argument('--quiet', action='store_true', help='no progress bar')
     add_force_argument(p)
     add_urdf_arguments(p)
     p.add_argument('--torque', help='URDF robots: constant actuator torques, '
                    'joint=value[,joint=value...] [N·m or N] (default: none, a passive fall)')
+    p.add_argument('--no-limits', action='store_true', help='URDF robots: ignore the joint '
+                   'position limits (default: a joint reaching its <limit lower/upper> or the '
+                   'overlay\'s limits stops there, an inelastic end stop; velocity limits are '
+                   'reported when exceeded, never enforced)')
     return p
 
 
@@ -87,8 +91,9 @@ def _main(argv: list[str] | None) -> int:
     check_writable(args.plot, 'plot', args.force, inputs)
     if is_urdf(args.config):
         return simulate_urdf(args, PROG)
-    if args.overlay or args.torque:
-        raise MbfgError('--overlay and --torque are for URDF robots (CONFIG ending in .urdf)')
+    if args.overlay or args.torque or args.no_limits:
+        raise MbfgError('--overlay, --torque and --no-limits are for URDF robots (CONFIG ending '
+                        'in .urdf)')
     config = ForwardConfig(dt=args.dt, window=args.window, coordinates=args.coordinates,
                            ic_basis=args.ic_basis,
                            integrator=args.integrator, solver=args.solver)

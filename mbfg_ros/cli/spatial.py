@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..core.columns import TIME, columns
 from ..core.errors import MbfgError
 from ..core.trajectory import load_trajectory
 from ..core.output import atomic_path
@@ -77,14 +78,17 @@ def _torques(system, text: str | None) -> np.ndarray:
 
 def simulate_urdf(args: argparse.Namespace, prog: str) -> int:
     """Forward dynamics of a URDF robot (``spatial.simulate``); same outputs as the planar."""
-    from ..spatial.simulate import simulate_spatial
+    from ..core.end_stops import EndStopLog
+    from ..spatial.simulate import end_stops_of, simulate_spatial
     system = _system(args)
     tau = _torques(system, args.torque)
+    stops = None if args.no_limits else end_stops_of(system)
+    log = EndStopLog(tuple(system.names))
     progress = Progress(args.duration, 'simulating', enabled=not args.quiet)
     start = time.perf_counter()
     try:
         traj = simulate_spatial(system, args.duration, args.dt, args.integrator, tau,
-                                progress=progress.update)
+                                progress=progress.update, end_stops=stops, log=log)
     finally:
         progress.close()
     elapsed = time.perf_counter() - start
@@ -92,11 +96,16 @@ def simulate_urdf(args: argparse.Namespace, prog: str) -> int:
     E = np.array([system.energy(q, qd) for q, qd in zip(traj.q, traj.qd)])
     kinetic = np.array([0.5 * qd @ system.mass_matrix(q) @ qd
                         for q, qd in zip(traj.q, traj.qd)])
-    return report(args, traj, system.names, _units(system),
-                  f'{Path(args.config).name}: {steps} steps of {args.dt:g} s ({system.n} joints, '
-                  f'{len(system.model.loops)} loop joints, {args.integrator}, backend '
-                  f'{type(system.dyn).__name__})', f'{Path(args.config).stem}: forward dynamics',
-                  elapsed, E, kinetic)
+    limits = ('joint limits ignored (--no-limits)' if stops is None else
+              'joint position limits as end stops' if stops.limited else 'no joint limits')
+    rc = report(args, traj, system.names, _units(system),
+                f'{Path(args.config).name}: {steps} steps of {args.dt:g} s ({system.n} joints, '
+                f'{len(system.model.loops)} loop joints, {args.integrator}, backend '
+                f'{type(system.dyn).__name__}; {limits})',
+                f'{Path(args.config).stem}: forward dynamics', elapsed, E, kinetic)
+    for line in log.lines(stops, args.dt) if stops is not None else ():
+        print(f'  {line}')
+    return rc
 
 
 def inverse_urdf(args: argparse.Namespace, prog: str) -> int:
@@ -132,7 +141,7 @@ def inverse_urdf(args: argparse.Namespace, prog: str) -> int:
         bar.close()
     names = list(system.actuator_names)
     out = Path(args.output)
-    header = ['t'] + [f'tau_{n}' for n in names]
+    header = [TIME] + columns(names, 'effort')
     with atomic_path(out, 'CSV') as tmp:        # issue 26: renamed into place on success
         np.savetxt(tmp, np.column_stack([res.t, res.tau]), delimiter=',',
                    header=','.join(header), comments='', fmt='%.10g')

@@ -9,7 +9,8 @@ ticks due. Pure Python (no rclpy) so ``mbfg-replay`` uses the very same object.
 Input, in order (every outcome counted under a fixed key, :data:`INPUT_KEYS`):
 
 1. structure (:mod:`.conversions`): stamps, lengths, names, finiteness;
-2. physical limits (:class:`~mbfg_ros.estimation.gate.LimitGate`, from the YAML);
+2. physical limits (:class:`~mbfg_ros.estimation.gate.LimitGate`, from the YAML or the
+   URDF and its overlay);
 3. time: a stamp more than ``future_tolerance`` ahead of the clock is
    ``future``; stamps back by more than the backwards tolerance, ten in a
    row, are a bag loop (reset ``backwards``), fewer are dropped as
@@ -85,6 +86,11 @@ __all__ = ['tick_times', 'TickOutput', 'EstimatorDriver', 'period_ns', 'INPUT_KE
            'COMMAND_KEYS', 'WITHHELD']
 
 NS = 1_000_000_000
+
+LIMITS_FROM = ("a planar YAML's joints[].limits and sensors[] ranges; a URDF's <limit> and the "
+               "overlay's limits and IMU ranges")
+"""Where the gate's limits come from, said in its log lines for planar and URDF robots alike
+(issue 30 item 2)."""
 
 INPUT_KEYS = ('received', 'queued', 'unknown_joint', 'nonfinite_values', 'out_of_limits',
               'dropped.no_stamp', 'dropped.bad_stamp', 'dropped.empty',
@@ -194,6 +200,7 @@ class EstimatorDriver:
         self._known_joints = frozenset(self.joint_names)
         self.coordinate_names = tuple(mech.coordinate_names)
         self.imu_names = tuple(s.name for s in mech.sensors)
+        self._limits_of = f'the limits of {mech.name} ({LIMITS_FROM})'
         try:
             self.law = CommandLaw(sys, v['command_joints'], 0.0, 0.0)
         except ValueError as exc:
@@ -293,7 +300,7 @@ class EstimatorDriver:
     def _gated(self, t: int, rec: Any, bad: int, what: str, now_ns: int | None) -> Any:
         if bad:
             self.counters['out_of_limits'] += bad
-            self.note(f'{what}:limits', f'{what}: values outside the YAML limits ignored')
+            self.note(f'{what}:limits', f'{what}: values outside {self._limits_of} ignored')
         if rec is None:
             self.counters['dropped.out_of_limits'] += 1
             return None
@@ -439,7 +446,7 @@ class EstimatorDriver:
             return 'no joint position given'
         gated, bad = self.gate.joint(rec)
         if bad or gated is None:
-            return 'values outside the YAML limits'
+            return f'values outside {self._limits_of}'
         if now_ns is not None and t > now_ns + self.future_ns:
             return f'stamped {(t - now_ns) / NS:.3f} s ahead of the clock'
         rec = JointMeasurement(rec.t, rec.names, rec.position, rec.velocity,

@@ -100,6 +100,11 @@ LOG_EVERY = 10.0
 """Seconds between two log lines of one category (resets, dropped input...)."""
 
 
+SUMMARY = ('Estimates q, q-dot, q-ddot and the joint torques of a planar mechanism (YAML) or a '
+           'URDF robot from joint_states and imu/<name>, publishes them on ~/joint_states, '
+           '~/state, ~/state_stddev and computed-torque commands on ~/torque_commands.')
+"""What ``estimator_node --help`` says the node does."""
+
 REQUEST_KEYS = ('reset', 'set_state', 'set_state_refused', 'params_set', 'params_refused')
 """Service and request counters (``requests.<key>`` in /diagnostics), a fixed set."""
 
@@ -578,7 +583,7 @@ def _spin(node: EstimatorNode) -> None:
 
 def main(args: list[str] | None = None) -> int:
     """Entry point: ``estimator_node --ros-args -p mechanism:=<yaml> ...``."""
-    return run_node('estimator_node', EstimatorNode, _spin, args)
+    return run_node('estimator_node', EstimatorNode, _spin, args, ESTIMATOR_PARAMS, SUMMARY)
 
 
 if __name__ == '__main__':

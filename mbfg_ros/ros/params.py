@@ -28,7 +28,8 @@ _CONFIG_DEFAULTS = {f.name: f.default for f in dataclasses.fields(EstimatorConfi
 
 __all__ = ['ParameterError', 'ParamSpec', 'ESTIMATOR_PARAMS', 'SIMULATOR_PARAMS',
            'EstimatorSettings', 'SimulatorSettings', 'declare', 'read', 'parse_estimator',
-           'parse_simulator', 'load_params_file', 'defaults', 'check_live']
+           'parse_simulator', 'load_params_file', 'defaults', 'check_live', 'NOISE_PARAMS',
+           'noise_note']
 
 
 class ParameterError(MbfgError):
@@ -60,8 +61,9 @@ def _estimator_params() -> tuple[ParamSpec, ...]:
     return (
         ParamSpec('mechanism', '', 'Path of the mechanism: a planar YAML (joints, actuators, '
                   'sensors) or a URDF file (then see overlay).', 'string'),
-        ParamSpec('robot_description', '', 'URDF text of the robot (the usual ROS parameter); '
-                  'used when mechanism is empty.', 'string'),
+        ParamSpec('robot_description', '', 'URDF text of the robot (the usual ROS parameter, '
+                  'from a launch file or a parameters file; on the command line give the file '
+                  'as mechanism instead); used when mechanism is empty.', 'string'),
         ParamSpec('overlay', '', 'Path of the URDF overlay YAML: IMUs, loop joints, '
                   'actuators, limits, gravity, q0 (URDF robots only).', 'string'),
         ParamSpec('frequency', _cfg('frequency'),
@@ -81,13 +83,16 @@ def _estimator_params() -> tuple[ParamSpec, ...]:
                   'Joint rate (JointState.velocity) noise, rad/s or m/s.', lo=1e-9, hi=big,
                   config=True, live=True),
         ParamSpec('gyro_sigma', _cfg('gyro_sigma'),
-                  'Gyroscope (Imu.angular_velocity.z) noise, rad/s, used when the message '
-                  'covariance is zero.', lo=1e-9, hi=big, config=True, live=True),
+                  'Gyroscope noise (Imu.angular_velocity: z on a planar mechanism, every '
+                  'axis on a URDF robot), rad/s, used when the message covariance is zero.',
+                  lo=1e-9, hi=big, config=True, live=True),
         ParamSpec('accel_sigma', _cfg('accel_sigma'),
-                  'Accelerometer (Imu.linear_acceleration x, y) noise, m/s^2.', lo=1e-9,
+                  'Accelerometer noise (Imu.linear_acceleration: x, y planar, every axis '
+                  'on a URDF robot), m/s^2.', lo=1e-9,
                   hi=big, config=True, live=True),
         ParamSpec('orientation_sigma', _cfg('orientation_sigma'),
-                  'IMU orientation (yaw) noise, rad.', lo=1e-9, hi=big, config=True, live=True),
+                  'IMU orientation noise (yaw planar, per axis on a URDF robot), rad.',
+                  lo=1e-9, hi=big, config=True, live=True),
         ParamSpec('dynamics_sigma', _cfg('dynamics_sigma'),
                   'Uncertainty of the equations of motion (unmodelled forces), in units of '
                   'generalised acceleration.', lo=1e-9, hi=big, config=True, live=True),
@@ -110,8 +115,9 @@ def _estimator_params() -> tuple[ParamSpec, ...]:
                   lo=0.0, hi=big, config=True),
         ParamSpec('command_joints', list(_cfg('command_joints')),
                   'Order of the ~/torque_commands array: actuator names or the joints they '
-                  'drive (a forward_command_controller joints list). Empty: the YAML '
-                  'actuators in order.', 'string_array', config=True),
+                  'drive (a forward_command_controller joints list). Empty: the actuators in '
+                  'order (the YAML actuators, or the overlay actuators of a URDF robot).',
+                  'string_array', config=True),
         ParamSpec('kp', _cfg('kp'),
                   'Proportional gain of the computed-torque law on the actuated joints, 1/s^2 '
                   '(tracking and the PD hold).', lo=0.0, hi=KP_MAX, config=True, live=True),
@@ -198,8 +204,9 @@ def _simulator_params() -> tuple[ParamSpec, ...]:
     return (
         ParamSpec('mechanism', '', 'Path of the mechanism to simulate: a planar YAML or a URDF '
                   'file (then see overlay).', 'string'),
-        ParamSpec('robot_description', '', 'URDF text of the robot to simulate; used when '
-                  'mechanism is empty.', 'string'),
+        ParamSpec('robot_description', '', 'URDF text of the robot to simulate (from a '
+                  'launch file or a parameters file; on the command line give the file as '
+                  'mechanism instead); used when mechanism is empty.', 'string'),
         ParamSpec('overlay', '', 'Path of the URDF overlay YAML (IMUs, loops, actuators, '
                   'limits, gravity, q0; URDF robots only).', 'string'),
         ParamSpec('dt', 1e-3, 'Integration step of the forward dynamics, s.', lo=1e-6, hi=1.0),
@@ -215,13 +222,14 @@ def _simulator_params() -> tuple[ParamSpec, ...]:
                   hi=10000.0),
         ParamSpec('encoder_resolution', 0.0, 'Encoder quantisation step (rad or m); 0: none.',
                   lo=0.0, hi=1.0),
-        ParamSpec('encoder_sigma', 0.0, 'Encoder noise standard deviation.', lo=0.0, hi=1e3),
-        ParamSpec('encoder_rate_sigma', 0.0, 'Joint rate noise standard deviation.', lo=0.0,
-                  hi=1e3),
-        ParamSpec('gyro_sigma', 0.0, 'Gyroscope noise standard deviation, rad/s.', lo=0.0,
-                  hi=1e3),
-        ParamSpec('accel_sigma', 0.0, 'Accelerometer noise standard deviation, m/s^2.',
+        ParamSpec('encoder_sigma', 0.0, 'Encoder noise standard deviation, rad or m (0: '
+                  'exact; config/simulator_noise.yaml has realistic values).', lo=0.0, hi=1e3),
+        ParamSpec('encoder_rate_sigma', 0.0, 'Joint rate noise standard deviation, rad/s or '
+                  'm/s.', lo=0.0, hi=1e3),
+        ParamSpec('gyro_sigma', 0.0, 'Gyroscope noise standard deviation per axis, rad/s.',
                   lo=0.0, hi=1e3),
+        ParamSpec('accel_sigma', 0.0, 'Accelerometer noise standard deviation per axis, '
+                  'm/s^2.', lo=0.0, hi=1e3),
         ParamSpec('seed', 0, 'Random seed of the sensor noise.', 'int', lo=0, hi=2 ** 31 - 1),
         ParamSpec('record', False, 'Record everything published to a rosbag2 at `output`.',
                   'bool'),
@@ -236,6 +244,23 @@ def _simulator_params() -> tuple[ParamSpec, ...]:
 
 ESTIMATOR_PARAMS = _estimator_params()
 SIMULATOR_PARAMS = _simulator_params()
+
+NOISE_PARAMS = ('encoder_resolution', 'encoder_sigma', 'encoder_rate_sigma', 'gyro_sigma',
+                'accel_sigma')
+"""The simulator's sensor-imperfection parameters (all 0 by default: exact readings)."""
+
+
+def noise_note(values: Mapping[str, Any]) -> str | None:
+    """The simulator's start-up note when every sensor is exact (issue 30 item 4), else None.
+
+    Zero noise is the default (a model check); a user expecting robot-like readings is
+    pointed to ``config/simulator_noise.yaml``.
+    """
+    if any(float(values.get(name, 0.0)) > 0.0 for name in NOISE_PARAMS):
+        return None
+    return ('sensor noise is off (' + ', '.join(NOISE_PARAMS) + ' are 0): the readings are '
+            'the exact truth; for realistic ones pass --params-file '
+            'config/simulator_noise.yaml or set them')
 
 
 def defaults(specs: Sequence[ParamSpec]) -> dict[str, Any]:

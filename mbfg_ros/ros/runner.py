@@ -4,7 +4,7 @@ from __future__ import annotations
 import signal
 import sys
 import threading
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import rclpy
 import rclpy.executors
@@ -13,13 +13,21 @@ from rclpy.node import Node
 
 from ..core.errors import MbfgError
 from . import conversions as cv
+from .command_line import help_text, unparsable_urdf_override, wants_help
+from .params import ParamSpec
 
 __all__ = ['run_node', 'stop_on_signals']
 
 
 def run_node(name: str, make: Callable[[], Node], spin: Callable[[Node], None],
-             args: list[str] | None = None) -> int:
+             args: list[str] | None = None, specs: Sequence[ParamSpec] = (),
+             summary: str = '') -> int:
     """Run one node until it is done or ROS shuts down; the process exit code.
+
+    Before ROS sees the command line: ``-h``/``--help`` prints the parameters of
+    ``specs`` with their defaults (``summary`` first) and returns 0; a
+    ``-p robot_description:=`` that ROS cannot parse is one error line pointing to a
+    parameters file, exit 2 (issue 30 item 6).
 
     A user error while building the node (bad parameter, YAML file) prints
     one line ``<name>: error: ...`` and returns 2. Ctrl-C and an external
@@ -34,7 +42,20 @@ def run_node(name: str, make: Callable[[], Node], spin: Callable[[Node], None],
     its executor exists) and every later one is ignored, so no KeyboardInterrupt can
     land inside a tick or in the clean-up.
     """
-    rclpy.init(args=args)
+    argv = list(sys.argv[1:] if args is None else args)
+    if specs and wants_help(argv):
+        sys.stdout.write(help_text(name, summary, specs))
+        return 0
+    bad = unparsable_urdf_override(argv)
+    if bad:
+        print(f'{name}: error: {bad}', file=sys.stderr)
+        return 2
+    try:
+        rclpy.init(args=args)
+    except Exception as exc:  # noqa: BLE001 - rcl's RCLError: a command line it cannot parse
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        print(f'{name}: error: {first}', file=sys.stderr)
+        return 2
     node = None
     try:
         try:

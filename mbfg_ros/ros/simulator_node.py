@@ -48,13 +48,19 @@ from ..core.measurements import ImuMeasurement
 from ..loader import load_mechanism, mechanism_warning
 from . import conversions as cv
 from .markers import TRUTH_STYLE, MarkerPublisher
-from .params import SIMULATOR_PARAMS, declare, parse_simulator, read
+from .params import SIMULATOR_PARAMS, declare, noise_note, parse_simulator, read
 from .runner import run_node, stop_on_signals
 
 __all__ = ['SimulatorNode', 'main', 'sensor_config', 'START_NS']
 
 START_NS = 1_000_000_000
 """Stamp of simulation time 0 when running as fast as possible (a zero stamp means 'unset')."""
+
+SUMMARY = ('Simulates a planar mechanism (YAML) or a URDF robot under the efforts received on '
+           '~/torque_commands and publishes what its sensors read (joint_states, imu/<name>), '
+           'the truth on ~/ground_truth and, when not realtime, /clock. Sensor noise is off by '
+           'default: pass --params-file config/simulator_noise.yaml for realistic readings.')
+"""What ``simulator_node --help`` says the node does."""
 
 PUB_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100,
                      reliability=ReliabilityPolicy.RELIABLE,
@@ -120,6 +126,8 @@ class SimulatorNode(Node):
             f'{mech.source}: dt {s.dt:g} s, publishing at {s.publish_rate:g} Hz, '
             f'{"real time x" + format(s.rate_scale, "g") if s.realtime else "as fast as possible"}'
             + (f', recording to {s.output}' if s.record else ''))
+        if noise_note(s.values):
+            self.get_logger().info(noise_note(s.values))
         self.pub_diag = self.create_publisher(_msg('DiagnosticArray'), '/diagnostics', PUB_QOS)
         self._rtf = (time.monotonic(), 0.0)          # (wall, sim time) at the last report
         self._rtf_value = float('nan')
@@ -312,7 +320,7 @@ def _spin(node: SimulatorNode) -> None:
 
 def main(args: list[str] | None = None) -> int:
     """Entry point: ``simulator_node --ros-args -p mechanism:=<yaml> ...``."""
-    return run_node('simulator_node', SimulatorNode, _spin, args)
+    return run_node('simulator_node', SimulatorNode, _spin, args, SIMULATOR_PARAMS, SUMMARY)
 
 
 if __name__ == '__main__':

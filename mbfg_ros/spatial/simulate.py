@@ -12,6 +12,14 @@ explicit, for comparison).
 With loops, after each step q is projected back onto φ(q) = 0 (minimum-norm Gauss-Newton)
 and q̇ onto the null space of φ_q, so the constraints do not drift; the trajectory
 records ``phi_norm`` = ‖φ(q)‖ per step.
+
+``end_stops`` (:func:`end_stops_of`: the URDF's ``<limit lower upper velocity>`` and the
+overlay's ``limits``) makes the position limits unilateral constraints
+(:mod:`mbfg_ros.core.end_stops`): a joint reaching a limit stops there (inelastic) and is
+held while the dynamics push it further; velocities above their limits are counted in an
+:class:`~mbfg_ros.core.end_stops.EndStopLog`. Exact on open chains; with loops the joint is
+put back on its limit after the projection onto φ = 0 and held with q̈ = 0 (the loops'
+constraint forces are not re-solved for the lock; issue 30 item 3).
 """
 from __future__ import annotations
 
@@ -19,10 +27,12 @@ from typing import Callable, NamedTuple, Union
 
 import numpy as np
 
+from ..core.end_stops import EndStopLog, EndStops
 from ..core.errors import MbfgError
 from .system import SpatialSystem
 
-__all__ = ['SpatialTrajectory', 'SpatialStepper', 'simulate_spatial', 'INTEGRATORS']
+__all__ = ['SpatialTrajectory', 'SpatialStepper', 'simulate_spatial', 'INTEGRATORS',
+           'end_stops_of']
 
 INTEGRATORS = ('trapezoidal', 'euler')
 
@@ -64,6 +74,17 @@ def _project(system: SpatialSystem, q: np.ndarray, qd: np.ndarray
     return q, N @ (N.T @ qd)
 
 
+def end_stops_of(system: SpatialSystem) -> EndStops:
+    """The robot's joint limits as end stops: ``<limit lower upper velocity>`` of the URDF
+    (with the overlay's ``limits``); a continuous joint has no position limit, a velocity
+    limit of 0 or none is no limit."""
+    m = system.model
+    vel = np.asarray(m.velocity_limit, float)
+    vel = np.where(np.isfinite(vel) & (vel > 0), vel, np.inf)
+    return EndStops(tuple(system.names), np.asarray(m.lower, float),
+                    np.asarray(m.upper, float), vel)
+
+
 class SpatialStepper:
     """One integrator step at a time (the simulator node's workspace): ``t``, ``q``, ``q̇``,
     ``q̈`` after each :meth:`step` under the torques given to it (module docstring)."""
@@ -71,7 +92,8 @@ class SpatialStepper:
     def __init__(self, system: SpatialSystem, dt: float, integrator: str = 'trapezoidal',
                  q0: np.ndarray | None = None, qd0: np.ndarray | None = None,
                  tau0: np.ndarray | None = None, newton_tol: float = 1e-12,
-                 newton_iterations: int = 20) -> None:
+                 newton_iterations: int = 20, end_stops: EndStops | None = None,
+                 log: EndStopLog | None = None) -> None:
         if integrator not in INTEGRATORS:
             raise MbfgError(f'integrator {integrator!r}: expected one of '
                             f'{", ".join(INTEGRATORS)}')
@@ -83,8 +105,14 @@ class SpatialStepper:
         self._na = system.B.shape[1]
         q = np.array(system.q0 if q0 is None else q0, float)
         qd = np.zeros(n) if qd0 is None else np.array(qd0, float)
+        self.stops = end_stops if end_stops is not None and end_stops.limited else None
+        self.log = None if self.stops is None else (
+            log if log is not None else EndStopLog(tuple(system.names)))
+        self.locked = np.zeros(n, bool)
         self.q, self.qd = _project(system, q, qd)
-        self.qdd = system.forward(self.q, self.qd, self._tau(tau0))
+        if self.stops is not None:
+            self.q, self.qd, _ = self.stops.clamp(self.q, self.qd)
+        self.qdd, self.locked = self.held_accelerations(self.q, self.qd, self._tau(tau0))
         self.t = 0.0
         self.steps = 0
         self._eye = np.eye(2 * n)
@@ -98,6 +126,21 @@ class SpatialStepper:
                             f'{", ".join(self.system.actuator_names)}), got shape {arr.shape}')
         return arr
 
+    def held_accelerations(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray
+                           ) -> tuple[np.ndarray, np.ndarray]:
+        """(q̈, locked): the forward dynamics with the joints on a stop that the dynamics push
+        into it held there (:meth:`EndStops.constrained`; with loops q̈ = 0 on them)."""
+        qdd = self.system.forward(q, qd, tau)
+        if self.stops is None:
+            return qdd, self.locked
+        locked = self.stops.locked(q, qd, qdd)
+        if locked.any():
+            if self.system.loops.m:
+                qdd = np.where(locked, 0.0, qdd)
+            else:
+                qdd = self.stops.constrained(qdd, self.system.mass_matrix(q), locked)
+        return qdd, locked
+
     def step(self, tau: np.ndarray | None = None) -> None:
         """Advance ``dt`` with the actuator torques ``tau`` held over the step (None: 0).
 
@@ -106,6 +149,7 @@ class SpatialStepper:
         system, dt, n = self.system, self.dt, self.system.n
         q, qd, qdd = self.q, self.qd, self.qdd
         tau_k = self._tau(tau)
+        hold = self.stops is not None and self.locked.any()
         if self.integrator == 'euler':
             q_new, qd_new = _project(system, q + dt * qd, qd + dt * qdd)
         else:
@@ -121,6 +165,9 @@ class SpatialStepper:
                     J[n:, n:] -= 0.5 * dt * Jv
                 else:          # loops: keep the step's first (finite-difference) Jacobian
                     a = system.forward(q_new, qd_new, tau_k)
+                if hold:       # joints on a stop at the step's start stay held over it
+                    a = (np.where(self.locked, 0.0, a) if system.loops.m else
+                         self.stops.constrained(a, system.mass_matrix(q_new), self.locked))
                 r = np.concatenate([q_new - q - 0.5 * dt * (qd + qd_new),
                                     qd_new - qd - 0.5 * dt * (qdd + a)])
                 if np.abs(r).max() < self.newton_tol:
@@ -131,8 +178,11 @@ class SpatialStepper:
             q_new, qd_new = _project(system, q_new, qd_new)
         self.steps += 1
         self.t = self.steps * dt
+        if self.stops is not None:
+            q_new, qd_new, hit = self.stops.clamp(q_new, qd_new)
+            self.log.update(self.stops, q, qd_new, hit, self.locked)
         self.q, self.qd = q_new, qd_new
-        self.qdd = system.forward(q_new, qd_new, tau_k)
+        self.qdd, self.locked = self.held_accelerations(q_new, qd_new, tau_k)
         if not np.all(np.isfinite(self.q)):
             raise MbfgError(f'the simulation diverged at t = {self.t:.4g} s (try a smaller dt)')
 
@@ -141,14 +191,17 @@ def simulate_spatial(system: SpatialSystem, duration: float, dt: float = 1e-3,
                      integrator: str = 'trapezoidal', tau: TorqueInput = None,
                      q0: np.ndarray | None = None, qd0: np.ndarray | None = None,
                      progress: Callable[[float], None] | None = None,
-                     newton_tol: float = 1e-12, newton_iterations: int = 20
+                     newton_tol: float = 1e-12, newton_iterations: int = 20,
+                     end_stops: EndStops | None = None, log: EndStopLog | None = None
                      ) -> SpatialTrajectory:
     """Simulate ``duration`` seconds from (q0, q̇0) (default: the assembled q0 at rest).
 
     ``tau``: actuator torques (``system.actuator_names`` order): None (passive), a
     constant array, or ``f(t, q, q̇)`` (trapezoidal: at the step's end time and start state,
     held over the step; euler: at each new state).
-    ``progress(t)`` is called after each step.
+    ``progress(t)`` is called after each step. ``end_stops`` (:func:`end_stops_of`; None:
+    no limits) holds joints at their position limits; ``log`` (made by the caller) counts
+    the impacts and the velocity-limit excesses.
     """
     if integrator not in INTEGRATORS:
         raise MbfgError(f'integrator {integrator!r}: expected one of {", ".join(INTEGRATORS)}')
@@ -163,7 +216,7 @@ def simulate_spatial(system: SpatialSystem, duration: float, dt: float = 1e-3,
     qd = np.zeros(n) if qd0 is None else np.array(qd0, float)
     q, qd = _project(system, q, qd)
     sim = SpatialStepper(system, dt, integrator, q, qd, tau_of(0.0, q, qd), newton_tol,
-                         newton_iterations)
+                         newton_iterations, end_stops, log)
     T = np.arange(steps + 1) * dt
     Q, QD, QDD = (np.zeros((steps + 1, n)) for _ in range(3))
     PHI = np.zeros(steps + 1)
@@ -173,7 +226,8 @@ def simulate_spatial(system: SpatialSystem, duration: float, dt: float = 1e-3,
         if integrator == 'euler':
             # explicit: the step uses the old q̈; the new q̈ is under the new state's torques
             sim.step(None)
-            sim.qdd = system.forward(sim.q, sim.qd, tau_of(T[k], sim.q, sim.qd))
+            sim.qdd, sim.locked = sim.held_accelerations(sim.q, sim.qd,
+                                                         tau_of(T[k], sim.q, sim.qd))
         else:
             sim.step(tau_of(T[k], sim.q, sim.qd))
         Q[k], QD[k], QDD[k] = sim.q, sim.qd, sim.qdd

@@ -72,8 +72,10 @@ def test_csv_headers_name_the_coordinates(tmp_path):
     assert simulate_main([str(ROOT / 'config' / 'fourbars1-with-rel-angle.yaml'),
                           '--duration', '0.01', '--quiet', '--output', str(out)]) == 0
     header = out.read_text().splitlines()[0].split(',')
-    assert header[:6] == ['t', 'x1', 'y1', 'x2', 'y2', 'theta0']
-    assert 'theta0_dot' in header and 'x1_ddot' in header and header[-1] == 'phi_norm'
+    assert header[:6] == ['t', 'x1.position', 'y1.position', 'x2.position', 'y2.position',
+                          'theta0.position']
+    assert 'theta0.velocity' in header and 'x1.acceleration' in header
+    assert header[-1] == 'phi_norm'
     assert not any(re.fullmatch(r'q\d+', h) for h in header)
 
 
@@ -117,11 +119,12 @@ def test_replay_with_only_a_bag_says_what_it_expects(small_bag, capsys):
     (simulate_main, ['dependent: integrate all of q', 'independent: integrate only',
                      'trapezoidal: second order', 'euler: first order',
                      'anchored: a window', 'incremental: ISAM2', 'batch: batch',
-                     'x1_dot']),
+                     'x1.velocity']),
     (inverse_main, ['one sample per line', 'time [s]', 'one value per prescribed coordinate',
                     'comments', 'strictly increasing']),
     (replay_main, ['MECHANISM BAG', '/joint_states', 'sensor_msgs/msg/JointState',
                    '/imu/<name>', 'sensor_msgs/msg/Imu', 'angular_velocity.z',
+                   "a URDF's movable joints", 'on all three axes', '--overlay YAML',
                    'trajectory_msgs/msg/JointTrajectory', 'ground_truth', 'header.stamp']),
 ])
 def test_help_pages_say_what_each_choice_means(main, words, capsys):

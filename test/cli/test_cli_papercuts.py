@@ -122,7 +122,8 @@ def test_demo_outputs_are_named_after_the_mechanism_with_units_per_joint(tmp_pat
     res = replay(out / 'slider_crank_sim', CONFIG / 'slider_crank.yaml',
                  {'frequency': 200.0}, show_progress=False)
     labels = plot_replay(res, sys_, tmp_path / 'plot')
-    assert labels == ['crank [rad]', 'crank rate [rad/s]', 'crank error [mrad]']
+    assert labels == ['crank [rad]', 'crank rate [rad/s]', 'crank error [mrad]',
+                      'crank torque [N·m]']            # issue 30: the motor's estimated τ̂
     assert (tmp_path / 'plot').read_bytes()[:8] == PNG
 
 
@@ -155,7 +156,7 @@ def test_inverse_plot_has_a_title_and_a_reactions_panel(tmp_path):
                          '--reactions', '--batch']) == 0
     assert plot.read_bytes()[:8] == PNG
     header = (tmp_path / 'tau.csv').read_text().splitlines()[0].split(',')
-    assert 'p0_on_body0_fx' in header and 'theta0_on_body0_m' in header
+    assert 'p0_on_body0.fx' in header and 'theta0_on_body0.m' in header
     from mbfg_ros.cli.inverse import plot_inverse
     from mbfg_ros.planar.problems.inverse import inverse_dynamics
     from mbfg_ros.planar.problems.reactions import JointReactions

@@ -49,12 +49,36 @@ def test_replay_writes_the_node_topics_with_the_node_types(bags, tmp_path):
         '/diagnostics': cv.TYPES['DiagnosticArray']}
     assert (tmp_path / 'p.png').stat().st_size > 10_000
     rows = list(csv.reader(open(tmp_path / 'out.csv')))
-    assert rows[0][:3] == ['t', 'x1', 'y1'] and len(rows) - 1 == len(res.times)
+    assert rows[0][:3] == ['t', 'x1.position', 'y1.position'] and len(rows) - 1 == len(res.times)
     states = [m.msg for m in read_messages(tmp_path / 'out',
                                            {'/estimator_node/state': cv.TYPES['JointState']})]
     assert len(states) == len(res.times) > 150
     assert list(states[0].name) == list(res.coordinate_names)
     np.testing.assert_array_equal(states[-1].position, res.q[-1])
+    # issue 30 item 1: the CSV has what the bag has, τ̂ and the σ's included
+    header, body = rows[0], rows[1:]
+    col = {name: k for k, name in enumerate(header)}
+    assert len(col) == len(header)                                   # no name twice
+
+    def series(name):
+        return np.array([float(r[col[name]]) for r in body])
+    joints = [m.msg for m in read_messages(tmp_path / 'out', {
+        '/estimator_node/joint_states': cv.TYPES['JointState']})]
+    stddev = [m.msg for m in read_messages(tmp_path / 'out', {
+        '/estimator_node/state_stddev': cv.TYPES['JointState']})]
+    assert len(joints) == len(stddev) == len(body)
+    for k, name in enumerate(joints[0].name):
+        np.testing.assert_allclose(series(f'{name}.effort'), [m.effort[k] for m in joints],
+                                   rtol=1e-8, equal_nan=True)
+        np.testing.assert_allclose(series(f'{name}.position'), [m.position[k] for m in joints],
+                                   rtol=1e-8, atol=1e-12)
+    assert np.isfinite(series('crank.effort')).all()              # the actuated joint: τ̂
+    for k, name in enumerate(stddev[0].name):
+        np.testing.assert_allclose(series(f'{name}.position_std'),
+                                   [m.position[k] for m in stddev], rtol=1e-8)
+        np.testing.assert_allclose(series(f'{name}.velocity_std'),
+                                   [m.velocity[k] for m in stddev], rtol=1e-8)
+    assert series('x1.position_std')[-1] > 0
 
 
 def test_replayed_crank_is_closer_to_the_truth_than_the_encoder(bags):

@@ -27,8 +27,8 @@ def test_simulate_a_urdf_arm_writes_named_columns_and_a_plot(tmp_path, capsys):
     text = capsys.readouterr().out
     assert rc == 0 and '200 steps' in text and 'energy drift' in text
     header, data = _csv(out)
-    assert header[:3] == ['t', 'shoulder_pan_joint', 'shoulder_lift_joint']
-    assert 'wrist_3_joint_ddot' in header and header[-1] == 'phi_norm'
+    assert header[:3] == ['t', 'shoulder_pan_joint.position', 'shoulder_lift_joint.position']
+    assert 'wrist_3_joint.acceleration' in header and header[-1] == 'phi_norm'
     assert data.shape == (201, 1 + 3 * 6 + 1)
     # the arm falls from its zero pose: gravity pulls the shoulder and the elbow
     assert np.abs(data[-1, 1:7] - data[0, 1:7]).max() > 1e-3
@@ -57,7 +57,7 @@ def test_inverse_of_a_urdf_trajectory_equals_pinocchio(tmp_path, capsys):
     assert inverse_main([str(DATA / 'ur5.urdf'), '--trajectory', str(traj), '--output',
                          str(out), '--plot', str(png)]) == 0
     header, data = _csv(out)
-    assert header == ['t'] + [f'tau_{j}' for j in ('shoulder_pan_joint', 'shoulder_lift_joint',
+    assert header == ['t'] + [f'{j}.effort' for j in ('shoulder_pan_joint', 'shoulder_lift_joint',
                                                    'elbow_joint', 'wrist_1_joint',
                                                    'wrist_2_joint', 'wrist_3_joint')]
     pm = pin.buildModelFromUrdf(str(DATA / 'ur5.urdf'))
@@ -101,7 +101,7 @@ def test_inverse_on_a_urdf_names_wrong_columns_of_trajectory_and_measured_input(
     # --measured is a CSV with a header row (issue 27: no longer refused for a URDF)
     rc = inverse_main([str(DATA / 'ur5.urdf'), '--measured', str(traj), '--output',
                        str(tmp_path / 'o.csv')])
-    assert rc == 2 and "no column 'time'" in capsys.readouterr().err
+    assert rc == 2 and "no column 't'" in capsys.readouterr().err
 
 
 def _trajectory_bag(path: Path, joints: list[str], t: np.ndarray, q: np.ndarray,

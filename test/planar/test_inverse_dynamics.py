@@ -183,7 +183,7 @@ def test_cli_writes_torques_and_reactions(tmp_path):
                          '--output', str(out), '--reactions', '--batch',
                          '--plot', str(tmp_path / 'tau.png')]) == 0
     header = out.read_text().splitlines()[0].split(',')
-    assert header[:2] == ['t', 'tau_crank_motor'] and 'p0_on_body0_fx' in header
+    assert header[:2] == ['t', 'crank_motor.effort'] and 'p0_on_body0.fx' in header
     data = np.loadtxt(out, delimiter=',', skiprows=1)
     adams = np.loadtxt(ADAMS, comments='%')[:100]
     assert np.max(np.abs(data[:, 1] + adams[:, 1])) < 0.05

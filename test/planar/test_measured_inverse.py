@@ -112,9 +112,9 @@ def test_cli_on_dfki_trajectory_01_reaches_dfki_model_accuracy(tmp_path, capsys)
     r = [float(x) for x in re.findall(r', r ([0-9.]+)', out)]
     assert rmse[0] < 0.17 and rmse[1] < 0.085, out
     assert min(r) > 0.93, out
-    data = np.genfromtxt(tmp_path / 'tau.csv', delimiter=',', names=True)
-    assert data.dtype.names == ('t', 'tau_shoulder_motor', 'tau_elbow_motor',
-                                'effort_shoulder_motor', 'effort_elbow_motor')
+    header = (tmp_path / 'tau.csv').read_text().splitlines()[0].split(',')
+    assert header == ['t', 'shoulder_motor.effort', 'elbow_motor.effort',
+                      'shoulder_motor.effort_measured', 'elbow_motor.effort_measured']
 
 
 def test_friction_and_rotor_halve_the_elbow_error_on_dfki_data():
@@ -184,3 +184,27 @@ def test_trajectory_mode_takes_smoothing_settings(tmp_path, capsys):
     assert inverse_main([str(CONFIG / 'fourbar_inverse.yaml'), '--trajectory', str(traj),
                          '--window', '20', '--output', str(tmp_path / 'x.csv')]) == 2
     assert '--window: the Savitzky-Golay window must be odd' in capsys.readouterr().err
+
+
+def test_the_column_convention_and_the_older_names_read_the_same(tmp_path):
+    """Issue 30 item 1: ``t, <joint>.position, .velocity, .effort`` (docs/cli.md) is read
+    without column options, and so are files with the older ``time, position_<joint>...``."""
+    t, q, qd, tau = known_motion(duration=1.0)
+    write_csv(tmp_path / 'old.csv', t, q, qd, tau)
+    new = ['t'] + [f'{j}.{k}' for k in ('position', 'velocity', 'effort')
+                   for j in ('shoulder', 'elbow')]
+    np.savetxt(tmp_path / 'new.csv', np.column_stack((t, q, qd, tau)), delimiter=',',
+               header=','.join(new), comments='', fmt='%.17g')
+    outs = []
+    for name in ('new', 'old'):
+        out = tmp_path / f'{name}_tau.csv'
+        assert inverse_main(['--measured', str(tmp_path / f'{name}.csv'), str(YAML),
+                             '--joints', 'shoulder,elbow', '--output', str(out)]) == 0
+        outs.append(out.read_text())
+    assert outs[0] == outs[1]
+    header = outs[0].splitlines()[0].split(',')
+    assert header[-2:] == ['shoulder_motor.effort_measured', 'elbow_motor.effort_measured']
+    data = np.loadtxt(tmp_path / 'new_tau.csv', delimiter=',', skiprows=1)
+    np.testing.assert_allclose(data[:, 3:], tau, rtol=1e-9)     # the logged effort, read back
+    s = slice(30, -30)
+    assert np.abs(data[s, 1:3] - tau[s]).max() < 1e-2 * np.abs(tau).max()

@@ -16,6 +16,7 @@ from mbfg_ros.ros.params import (
     SIMULATOR_PARAMS,
     ParameterError,
     load_params_file,
+    noise_note,
     parse_estimator,
     parse_simulator,
 )
@@ -175,6 +176,22 @@ def test_the_shipped_params_file_parses_for_the_node_and_the_replay():
     values = load_params_file(REPO / 'config' / 'estimator.yaml')
     s = parse_estimator({**values, 'mechanism': 'm.yaml'})
     assert s.values['frequency'] == values['frequency']
+
+
+def test_the_simulator_says_when_its_sensors_are_exact_and_the_noise_file_makes_them_real():
+    """Issue 30 item 4: zero noise is the default and is announced; the shipped
+    config/simulator_noise.yaml turns on every sensor imperfection."""
+    exact = parse_simulator({'mechanism': 'm.urdf'})
+    note = noise_note(exact.values)
+    assert note is not None and 'config/simulator_noise.yaml' in note
+    values = load_params_file(REPO / 'config' / 'simulator_noise.yaml', 'simulator_node')
+    noisy = parse_simulator({**values, 'mechanism': 'm.urdf'})
+    assert noise_note(noisy.values) is None
+    for name in ('encoder_resolution', 'encoder_sigma', 'encoder_rate_sigma', 'gyro_sigma',
+                 'accel_sigma'):
+        assert noisy.values[name] > 0.0, name
+        assert noise_note({**exact.values, name: 0.01}) is None, name
+    assert noisy.values['encoder_resolution'] == pytest.approx(2 * math.pi / 4096)
 
 
 def test_node_specific_parameters_override_the_wildcard(tmp_path):

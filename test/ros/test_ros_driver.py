@@ -354,6 +354,22 @@ def test_joint_limits_gate_values_before_the_estimator():
     np.testing.assert_array_equal(d.estimator.applied_torque(now / 1e9), [0.0])
 
 
+def test_the_limit_note_names_the_limits_for_planar_and_urdf_robots_alike():
+    """Issue 30 item 2: a URDF robot's limits are not "the YAML limits"."""
+    from support.ros_data import REPO
+
+    from mbfg_ros.loader import load_mechanism
+    ur5 = load_mechanism(str(REPO / 'config' / 'urdf' / 'ur5.urdf'),
+                         str(REPO / 'config' / 'urdf' / 'ur5_sensors.yaml'))
+    d = EstimatorDriver(ur5, parse_estimator({'mechanism': 'ur5.urdf'}), live=True)
+    now = 10 ** 9
+    assert d.joint_state(joint_msg(now, ('elbow_joint',), (1e300,)), now) is None
+    notes = [text for _, text in d.events]
+    assert any("limits of ur5" in n and "URDF's <limit>" in n for n in notes), notes
+    assert not any('YAML limits' in n for n in notes), notes
+    assert 'limits of ur5' in d.set_state(joint_msg(now, ('elbow_joint',), (1e300,)), now)
+
+
 def test_a_clean_position_only_joint_state_counts_nothing_as_bad():
     _, d = live()
     t0 = stamp_of(fourbar_data()[2][0])

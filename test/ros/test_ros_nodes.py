@@ -486,6 +486,7 @@ def test_the_simulator_records_a_bag_offline_and_exits_at_duration(tmp_path):
     assert cv.stamp_ns(truth[-1].header.stamp) == NS + NS // 2
     assert not np.allclose(truth[0].position, truth[-1].position)  # it fell
     assert REPO.exists()
+    assert 'sensor noise is off' not in (tmp_path / 'simulator_node.log').read_text()
 
 
 def test_a_simulator_behind_real_time_reports_its_factor_and_warns_once(tmp_path):
@@ -510,3 +511,4 @@ def test_a_simulator_behind_real_time_reports_its_factor_and_warns_once(tmp_path
     assert 0.0 < float(v['real_time_factor']) < 0.5, v
     assert float(v['lag_s']) > 0.5, v
     assert log.count('behind real time') == 1, log
+    assert log.count('sensor noise is off') == 1, log        # the defaults: exact readings

@@ -206,8 +206,9 @@ def test_cli_writes_csv_with_header_and_one_row_per_step(tmp_path, capsys):
     with open(out) as fh:
         rows = list(csv.reader(fh))
     names = ['x1', 'y1', 'x2', 'y2']              # the coordinates by name (issue 12)
-    assert rows[0] == (['t'] + names + [f'{c}_dot' for c in names]
-                       + [f'{c}_ddot' for c in names] + ['phi_norm'])
+    assert rows[0] == (['t'] + [f'{c}.position' for c in names]     # issue 30: one convention
+                       + [f'{c}.velocity' for c in names]
+                       + [f'{c}.acceleration' for c in names] + ['phi_norm'])
     assert len(rows) == 1 + 51
     assert float(rows[1][0]) == 0.0 and float(rows[-1][0]) == pytest.approx(0.05)
     assert png.stat().st_size > 1000
