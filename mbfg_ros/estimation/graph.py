@@ -1,0 +1,264 @@
+"""Factor assembly of the estimator: the new factors of each tick and the smoother's
+window.
+
+The :class:`GraphMixin` part of :class:`~mbfg_ros.estimation.estimator.Estimator`
+(graph per tick: :mod:`mbfg_ros.estimation.estimator`; seed 000 Eqs. 23-26).
+
+Why stacked: with separate q, q̇, q̈ variables a tick costs 3 variables,
+2 trapezoidal + 3 constraint/dynamics factors, i.e. 5 Python callbacks and
+3x the keys ISAM2 orders and eliminates; the stacked variable gives 2-3
+callbacks and one 3n-block per tick — 3-5x cheaper per tick for the same
+equations (each CustomFactor callback costs tens of microseconds).
+
+Readings between ticks: tick k takes every pending reading stamped ≤ t_k
+(the ROS driver feeds those before calling tick k); later ones wait for the
+next tick. A reading at t_m = t_{k−1} + s·dt, s ∈ (0, 1), is evaluated at the
+state interpolated between x_{k−1} and x_k under the trapezoidal model (q̈
+piecewise linear; cubic Hermite in q and q̇, exact for it and continuous at
+both keys), linear in the two keys, so its factor's Jacobians are exact; all
+readings of one interval share one two-key factor; when every reading of an interval
+is at its tick (sensors on the tick grid) they form a one-key factor on that tick (the
+same equations, half the Jacobian). A reading within 1e-9·dt of a tick is at the tick.
+A reading arriving late (stamp ≤ t_{k−1}) goes to the key or pair of keys bracketing its stamp if
+they are still inside the window (counted ``late``); older ones are dropped
+(``dropped_too_old``). Start-up waits for a position reading (encoder or
+orientation; at most ``sensor_timeout``); only readings at the first tick enter
+the graph (those before it only seed the state: ``dropped_before_init``).
+
+An unknown torque is zero (a passive mechanism) unless
+``unknown_effort_sigma`` > 0: then it is a torque of that size whose effect on q̈
+(∂q̈/∂τ σ at the tick's prediction) widens the state factor's dynamics σ and the
+gate's, and the integrator adds q̈_k − q̈_{k−1} rows (σ = ``integrator_jerk``·dt),
+because with the dynamics saying little the trapezoidal rule alone leaves q̈ free to
+alternate from tick to tick (:func:`factors.stacked_trapezoidal_jerk_error`).
+
+Linearisation: each new state is inserted at the Taylor prediction from the
+last estimate (q + dt q̇ + ½dt² q̈, …), within O(dt²) of its final value, so
+by default ISAM2 linearises every factor once (``relinearize_threshold=0``):
+the benchmark shows the same RMSE with relinearisation on, while one
+relinearisation re-evaluates ~30 Python factors (~3 ms) and breaks p99.
+Set ``relinearize_threshold > 0`` to let ISAM2 relinearise large changes.
+
+Factors as linear factors (issue 24): relinearisation off (the default), every
+factor is linearised once, at the values the smoother keeps as the linearisation point
+of its keys (each key's inserted prediction), in numpy here and handed to GTSAM as a
+built-in ``JacobianFactor`` in a ``LinearContainerFactor``
+(:func:`factors.linear_factor`): the same numbers ISAM2 got from a CustomFactor, but no
+Python callback inside ISAM2's update. With ``relinearize_threshold > 0`` they stay
+CustomFactors, which ISAM2 can relinearise. Relinearisation off, nothing but the newest
+key's estimate is ever read from the solution, so ISAM2's back-substitution stops at the
+cliques it re-eliminated (the new key's path to the root, where the estimate is exact):
+its wildfire threshold is infinite, instead of re-solving every clique whose parent moved.
+
+Marginalisation in batches (issue 24): the smoother marginalises the keys that left the
+window :data:`MARGINALISE_EVERY` ticks at a time, not one per tick (each marginalisation
+re-eliminates the Bayes tree's path to the root: a quarter of the update's cost). Its
+keys are stamped at their tick's time rounded down to that batch, and its own lag is
+one batch longer, so a key leaves it at most two batches after ``lag_duration`` and never
+before: the window of readings (``lag_duration``, late readings, ``dropped_too_old``) is
+unchanged. Everything in the smoother is linear (relinearisation off), so marginalising
+later gives the same estimate up to rounding.
+"""
+from __future__ import annotations
+
+import bisect
+import functools
+import math
+
+import gtsam
+import numpy as np
+
+from ..core import factors as F
+from ..core.observation import Observation
+from .config import EstimatorConfig, coordinate_sigmas
+from .observations import interval_factor, observation_factor
+
+MARGINALISE_EVERY = 5
+"""Ticks per marginalisation batch (module docstring)."""
+
+
+class GraphMixin:
+    """State, integrator and observation factors, the window (module docstring)."""
+
+    def _integrator_sigma(self, dt: float) -> np.ndarray:
+        """σ of the trapezoidal factor over a step dt.
+
+        The trapezoidal rule (seed 000 Eq. 23) has a local truncation error of
+        dt³/12 times the third derivative; a fixed tiny σ makes the smoother
+        trust a wrong integrator at slow tick rates (100 Hz: 40σ per step),
+        which biased the estimate by several mrad. σ grows with dt³. One σ per row
+        of the factor (q rows, then q̇ rows), with the jerk of each coordinate's kind.
+        """
+        return np.tile(self.config.integrator_sigma + self._jerk * dt ** 3 / 12.0, 2)
+
+    def _set_dynamics_noise(self, cfg: EstimatorConfig) -> None:
+        self._dyn_sigma, self._jerk = coordinate_sigmas(self.sys, cfg)
+        self._tick_dyn_sigma = self._dyn_sigma
+        self._state_noise = gtsam.noiseModel.Diagonal.Sigmas(np.concatenate((
+            np.full(2 * self.sys.m, cfg.constraint_sigma), self._dyn_sigma)))
+
+    def _oldest_usable_time(self) -> float:
+        """Stamps older than this are not bracketed by keys still inside the smoother."""
+        if not self._window:
+            return -math.inf
+        return self._window[0][0] - self._eps
+
+    def _new_smoother(self) -> gtsam.IncrementalFixedLagSmoother:
+        return gtsam.IncrementalFixedLagSmoother(self.config.lag_duration + self._batch,
+                                                 self._params)
+
+    def _state_factor(self, key: int, t: float, x: np.ndarray) -> gtsam.NonlinearFactor:
+        """The state factor of tick ``t`` (known torques in force then; its noise widened
+        for actuators of unknown effort at the state ``x`` it is inserted at, which is
+        also its linearisation point)."""
+        tau = self.applied_torque(t)
+        return self._factor([key], self._dynamics_noise(x, tau)[1],
+                            functools.partial(F.stacked_state_error, self.sys, tau), [x])
+
+    def _linear(self) -> bool:
+        """Factors linearised here once (module docstring): relinearisation off."""
+        return self.config.relinearize_threshold <= 0
+
+    def _at(self, *ks: int) -> list[np.ndarray] | np.ndarray | None:
+        """The linearisation points of key indices ``ks`` (None: CustomFactors)."""
+        if not self._linear():
+            return None
+        return self._theta[ks[0]] if len(ks) == 1 else [self._theta[k] for k in ks]
+
+    def _factor(self, keys: list[int], noise: gtsam.noiseModel.Base, fn: F.ErrorFn,
+                at: list[np.ndarray]) -> gtsam.NonlinearFactor:
+        """``fn`` on ``keys`` as a linear factor at ``at``, or a CustomFactor."""
+        if self._linear():
+            return F.linear_factor(keys, noise, fn, at)
+        return F.custom_factor(keys, noise, fn)
+
+    def _dynamics_noise(self, x: np.ndarray, tau: np.ndarray
+                        ) -> tuple[np.ndarray, gtsam.noiseModel.Base]:
+        """(σ of q̈ per coordinate, the state factor's noise) for the torques ``tau``.
+
+        With ``unknown_effort_sigma`` > 0, each actuator whose effort is not known
+        (never given, or expired) applies an unknown torque of that size: its effect on
+        q̈, ``∂q̈/∂τ_a`` at ``x`` (q̈ is linear in τ, so one extra forward dynamics per such
+        actuator), adds in quadrature to ``dynamics_sigma``. Without it, the zero torque
+        assumed would pull the estimate of a powered arm down with gravity."""
+        su = self.config.unknown_effort_sigma
+        if su <= 0 or not self._n_act or self._tau_live.all():
+            return self._dyn_sigma, self._state_noise
+        n = self.n
+        q, qd = x[:n], x[n:2 * n]
+        base = self.sys.accelerations(q, qd, tau)
+        var = self._dyn_sigma ** 2
+        for a in np.flatnonzero(~self._tau_live):
+            pushed = tau.copy()
+            pushed[a] += su
+            var = var + (self.sys.accelerations(q, qd, pushed) - base) ** 2
+        sigma = np.sqrt(var)
+        return sigma, gtsam.noiseModel.Diagonal.Sigmas(np.concatenate((
+            np.full(2 * self.sys.m, self.config.constraint_sigma), sigma)))
+
+    def _push_window(self, t: float, k: int, x: np.ndarray) -> None:
+        self._window.append((t, k))
+        self._times.append(t)
+        self._x_hist.append((t, x))
+        horizon = t - self.config.lag_duration
+        while self._window and self._window[0][0] < horizon:
+            self._theta.pop(self._window.popleft()[1], None)
+            self._x_hist.popleft()
+            self._times.pop(0)
+
+    def _attach(self, t: float, k: int) -> tuple[dict, dict, float]:
+        """Readings due by tick ``k`` at ``t`` (stamped ≤ t), grouped per factor.
+
+        Returns (single, pairs, newest stamp): ``single[i]`` the readings at the
+        time of key i; ``pairs[(i, dt)]`` those between keys i−1 and i (dt
+        apart), with ``s`` filled.
+        """
+        single: dict[int, list[Observation]] = {}
+        pairs: dict[tuple[int, float], list[Observation]] = {}
+        limit = t + self._eps
+        if not self._pending or min(p.t for p in self._pending) > limit:
+            return single, pairs, -math.inf
+        ready = [p for p in self._pending if p.t <= limit]
+        self._pending = [p for p in self._pending if p.t > limit]
+        ready = self._gate(ready)
+        eps, t_prev, times = self._eps, self._t_last, self._times
+        horizon = t - self.config.lag_duration          # keys at or before: marginalised now
+        newest = -math.inf
+        for p in ready:
+            if p.t > t_prev + eps:                      # the current interval (t_{k-1}, t_k]
+                t0, t1, k1 = t_prev, t, k
+            else:                                       # late: bracket it in the window
+                j = bisect.bisect_left(times, p.t - eps)
+                if j >= len(times) or (times[j] - p.t > eps and j == 0):
+                    self._counters['dropped_before_init' if p.t < self._t_init
+                                   else 'dropped_too_old'] += 1
+                    continue
+                t1, k1 = self._window[j]
+                t0 = t1 if times[j] - p.t <= eps else times[j - 1]
+                if min(t0, t1) <= horizon:
+                    self._counters['dropped_too_old'] += 1
+                    continue
+                self._counters['late'] += 1
+            newest = max(newest, p.t)
+            if t0 == t1:                                # late, at a key's own time
+                single.setdefault(k1, []).append(p.ob)
+            else:       # inside (t0, t1], at the tick too: one factor per interval, s = 1 exact
+                dt = t1 - t0
+                pairs.setdefault((k1, dt), []).append(
+                    p.ob._replace(s=min(1.0, (p.t - t0) / dt)))
+        for key in [kk for kk, obs in pairs.items() if all(o.s > 1.0 - 1e-9 for o in obs)]:
+            # every reading at the tick itself (sensors on the tick grid): the state at
+            # s = 1 is x_k, so a one-key factor is the same equation at half the Jacobian
+            single.setdefault(key[0], []).extend(pairs.pop(key))
+        return single, pairs, newest
+
+    def _update(self, graph: gtsam.NonlinearFactorGraph, values: gtsam.Values, key: int,
+                t: float) -> np.ndarray:
+        """One smoother update; the new state's estimate, or an exception if not finite."""
+        batch = self._batch
+        self._smoother.update(graph, values, {key: math.floor(t / batch) * batch})
+        x = self._smoother.calculateEstimateVector(key)
+        if not np.all(np.isfinite(x)):
+            raise FloatingPointError('non-finite estimate')
+        return x
+
+    def _graph(self, k: int, dt: float, guess: np.ndarray, tau: np.ndarray,
+               state_noise: gtsam.noiseModel.Base, single: dict, pairs: dict
+               ) -> tuple[gtsam.NonlinearFactorGraph, list[Observation]]:
+        """The new factors of tick ``k`` (``dt`` after the previous one, inserted at
+        ``guess``): state, integrator, and the readings of :meth:`_attach`; with the
+        readings used.
+
+        Hook for the innovation gate (issue 25): the readings' model is evaluated twice
+        per tick, by :meth:`_gate` at the last estimate and here at the keys'
+        linearisation points (~65 µs each for the UR5's six encoders and IMU, a quarter
+        of the tick). A gate that predicts at ``guess`` (the smoother's prediction, this
+        factor's point) can keep its ``(e, J)`` per factor and pass it as
+        :func:`factors.linear_factor`'s ``evaluated``: one evaluation per tick."""
+        n = self.n
+        key, prev = gtsam.symbol('x', k), gtsam.symbol('x', self._k)
+        graph = gtsam.NonlinearFactorGraph()
+        graph.add(self._factor([key], state_noise,
+                               functools.partial(F.stacked_state_error, self.sys, tau), [guess]))
+        at = [self._theta[self._k], guess]
+        noise = self._integ_noise if dt <= self._dt * (1 + 1e-6) else \
+            gtsam.noiseModel.Diagonal.Sigmas(self._integrator_sigma(dt))
+        if self.config.jerk_process or (self.config.unknown_effort_sigma > 0
+                                        and not self._tau_live.all()):
+            # torques unknown: the dynamics barely fix q̈; bound its change by the jerk
+            noise = gtsam.noiseModel.Diagonal.Sigmas(np.concatenate((
+                self._integrator_sigma(dt), self._jerk * dt)))
+            graph.add(self._factor([prev, key], noise, functools.partial(
+                F.stacked_trapezoidal_jerk_error, n, dt), at))
+        else:
+            graph.add(self._factor([prev, key], noise,
+                                   functools.partial(F.stacked_trapezoidal_error, n, dt), at))
+        used = []
+        for kk, obs in single.items():
+            graph.add(observation_factor(gtsam.symbol('x', kk), self.sm, obs, self._at(kk)))
+            used += obs
+        for (kk, span), obs in pairs.items():
+            graph.add(interval_factor(gtsam.symbol('x', kk - 1), gtsam.symbol('x', kk), span,
+                                      self.sm, obs, self._at(kk - 1, kk)))
+            used += obs
+        return graph, used

@@ -1,0 +1,200 @@
+"""Intake of the estimator: validation and queueing of readings and known torques.
+
+The :class:`IntakeMixin` part of :class:`~mbfg_ros.estimation.estimator.Estimator`: a
+measurement record becomes observations (seed 000 §6: encoder and IMU readings of
+the stacked state), each queued with its stamp until the tick that takes it
+(:mod:`mbfg_ros.estimation.graph`).
+
+Input contract: records arrive validated (the ROS edge and
+:mod:`mbfg_ros.estimation.gate` check lengths, finiteness and physical limits once);
+NaN means "not given".
+
+Two ways in (issue 23 item 3, one validation path): :meth:`Estimator.add` for direct
+Python callers checks the stamp (finite, not back by more than ``backwards_tolerance``
+(reset ``backwards``), not older than the window: ``dropped_too_old``), then names,
+lengths and finiteness of the values; :meth:`Estimator.add_validated` takes the
+records of :class:`~mbfg_ros.ros.driver.EstimatorDriver`, whose input path already
+checked stamps, names and lengths and counted the drops (``input.*``): those checks
+are not made, nor counted, twice.
+
+Known applied torques (JointState ``effort`` of actuated joints) are a stamped
+control input, as robot_localization's control stream: each value holds until
+``sensor_timeout`` after its stamp, then the torque is taken as unknown; a reset
+forgets them.
+"""
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+
+from ..core.measurements import ImuMeasurement, JointMeasurement
+from ..core.observation import Observation
+
+class _Pending:
+    """A validated reading waiting for its tick: stamp and observation (s filled later)."""
+
+    __slots__ = ('t', 'ob')
+
+    def __init__(self, t: float, ob: Observation) -> None:
+        self.t, self.ob = t, ob
+
+
+class IntakeMixin:
+    """Readings and known torques into the queue (module docstring)."""
+
+    def set_applied_torque(self, tau: Sequence[float], t: float) -> bool:
+        """Known actuator efforts (order of ``sys.actuator_joints``) stamped ``t``.
+
+        They hold until ``sensor_timeout`` after ``t`` (then: unknown, 0).
+        """
+        try:
+            tau = np.asarray(tau, dtype=float).reshape(-1)
+            t = float(t)
+        except (TypeError, ValueError):
+            tau, t = np.zeros(0), math.nan
+        if tau.shape != (self._n_act,) or not np.all(np.isfinite(tau)) or not math.isfinite(t):
+            self._counters['dropped_bad_torque'] += 1
+            return False
+        self._tau[:] = tau
+        self._tau_t[:] = t
+        return True
+
+    def applied_torque(self, t: float) -> np.ndarray:
+        """The known actuator efforts in force at ``t`` (0 where none or expired)."""
+        live = (t - self._tau_t) <= self.config.sensor_timeout
+        expired = self._tau_live & ~live
+        if expired.any():
+            self._counters['effort_expired'] += int(expired.sum())
+        self._tau_live = live
+        return np.where(live, self._tau, 0.0)
+
+    def known_torque(self, t: float, out: np.ndarray) -> np.ndarray:
+        """The measured actuator efforts in force at ``t`` into ``out`` (order of
+        ``sys.actuator_joints``), NaN where none was given or it expired; no side effects
+        (the external torques of :mod:`mbfg_ros.estimation.external` read it)."""
+        np.copyto(out, self._tau)
+        out[(t - self._tau_t) > self.config.sensor_timeout] = np.nan
+        return out
+
+    # -- input ---------------------------------------------------------------
+    def _add(self, meas) -> bool:
+        t = float(meas.t)
+        if not math.isfinite(t):
+            self._counters['dropped_nonfinite'] += 1
+            return False
+        if self._max_stamp is not None and t < self._max_stamp - self.config.backwards_tolerance:
+            self._counters['backwards'] += 1
+            self.reset('backwards')
+        if self._t_last is not None and t < self._oldest_usable_time():
+            self._counters['dropped_before_init' if t < self._t_init
+                           else 'dropped_too_old'] += 1
+            return False
+        if isinstance(meas, JointMeasurement):
+            obs = self._joint_obs(meas)
+        elif isinstance(meas, ImuMeasurement):
+            obs = self._imu_obs(meas)
+        else:
+            obs = []
+        if not obs:
+            self._counters['dropped_empty'] += 1
+            return False
+        self._max_stamp = t if self._max_stamp is None else max(self._max_stamp, t)
+        for ob in obs:
+            self._pending.append(_Pending(t, ob))
+        over = len(self._pending) - self.config.max_pending
+        if over > 0:
+            self._pending.sort(key=lambda p: p.t)
+            del self._pending[:over]
+            self._counters['dropped_overflow'] += over
+        return True
+
+    def _values(self, arr, size: int, what: str) -> np.ndarray | None:
+        """Array of ``size`` or None (empty = not given; wrong length counted)."""
+        if arr is None:
+            return None
+        a = np.asarray(arr, dtype=float).reshape(-1)
+        if a.size == 0:
+            return None
+        if a.size != size:
+            self._counters['dropped_bad_length'] += 1
+            return None
+        bad = np.isinf(a)
+        if bad.any():
+            self._counters['dropped_nonfinite'] += int(bad.sum())
+            a = np.where(bad, np.nan, a)
+        return a
+
+    @staticmethod
+    def _sigmas(var: np.ndarray | None, k: int, default: float) -> np.ndarray:
+        """σ per reading: sqrt of a finite positive variance, else ``default``
+        (:meth:`_sigma` for ``k`` readings at once)."""
+        if var is None:
+            return np.full(k, default)
+        ok = np.isfinite(var) & (var > 0)
+        return np.where(ok, np.sqrt(np.where(ok, var, 1.0)), default)
+
+    @staticmethod
+    def _sigma(var, default: float) -> float:
+        if var is not None and np.isfinite(var) and var > 0:
+            return float(np.sqrt(var))
+        return default
+
+    def _joint_obs(self, m: JointMeasurement) -> list[Observation]:
+        cfg = self.config
+        names = tuple(m.names) if m.names is not None else ()
+        k = len(names)
+        pos = self._values(m.position, k, 'position')
+        vel = self._values(m.velocity, k, 'velocity')
+        eff = self._values(m.effort, k, 'effort')
+        pvar = self._values(m.position_var, k, 'position_var')
+        vvar = self._values(m.velocity_var, k, 'velocity_var')
+        # finiteness and σ of every reading at once (the per-joint loop only builds them)
+        p_ok = np.isfinite(pos).tolist() if pos is not None else [False] * k
+        v_ok = np.isfinite(vel).tolist() if vel is not None else [False] * k
+        sp = self._sigmas(pvar, k, cfg.encoder_sigma) if any(p_ok) else None
+        sv = self._sigmas(vvar, k, cfg.encoder_rate_sigma) if any(v_ok) else None
+        out = []
+        for i, nm in enumerate(names):
+            j = self._joint_index.get(nm)
+            if j is None:
+                if nm not in self._unknown:
+                    self._unknown.add(nm)
+                    self._counters['dropped_unknown_joint'] += 1
+                continue
+            if p_ok[i]:
+                out.append(Observation('joint_pos', j, pos[i:i + 1].copy(), sp[i:i + 1]))
+            if v_ok[i]:
+                out.append(Observation('joint_vel', j, vel[i:i + 1].copy(), sv[i:i + 1]))
+            a = self._act_of_joint.get(nm)
+            if a is not None and eff is not None and np.isfinite(eff[i]):
+                self._tau[a] = eff[i]
+                self._tau_t[a] = m.t
+                self._counters['used_effort'] += 1
+        return out
+
+    def _imu_obs(self, m: ImuMeasurement) -> list[Observation]:
+        cfg = self.config
+        k = self._imu_index.get(m.sensor)
+        if k is None:
+            if ('imu:' + str(m.sensor)) not in self._unknown:
+                self._unknown.add('imu:' + str(m.sensor))
+                self._counters['dropped_unknown_sensor'] += 1
+            return []
+        g = self._values(m.gyro, 3, 'gyro')
+        a = self._values(m.accel, 3, 'accel')
+        quat = self._values(m.orientation, 4, 'orientation')
+        sg, sa, so = (np.array([self._sigma(self._var(var, i), default) for i in range(3)])
+                      for var, default in ((m.gyro_var, cfg.gyro_sigma),
+                                           (m.accel_var, cfg.accel_sigma),
+                                           (m.orientation_var, cfg.orientation_sigma)))
+        return self.sm.imu_observations(k, g, a, quat, sg, sa, so)
+
+    @staticmethod
+    def _var(var, i: int) -> float | None:
+        """Component ``i`` of a variance vector, or None (not given, or of another length)."""
+        if var is None:
+            return None
+        v = np.asarray(var, float).reshape(-1)
+        return float(v[i]) if v.size == 3 else None
