@@ -172,6 +172,21 @@ class Estimator(IntakeMixin, GateMixin, GraphMixin, LifecycleMixin, OutputMixin)
             self._counters['dropped_empty'] += 1
             return False
 
+    def add_validated(self, meas: JointMeasurement | ImuMeasurement) -> bool:
+        """Queue a record whose stamp the ROS driver checked (issue 23 item 3, one
+        validation path): :class:`~mbfg_ros.ros.driver.EstimatorDriver` already dropped
+        stamps gone back (its bag-loop streak) or older than its window and counted them
+        (``input.dropped.*``), so they are not checked, nor counted, again here. Names,
+        lengths and values are taken as :meth:`add` takes them; a record older than the
+        smoother's own window (shorter than the driver's just after a recovery) is dropped
+        once, when its tick brackets it (``dropped_too_old``). False if nothing in it was
+        usable (counted)."""
+        try:
+            return self._queue(meas, float(meas.t))
+        except Exception:                       # never raise on a message
+            self._counters['dropped_empty'] += 1
+            return False
+
     def tick(self, t: float) -> Estimate | None:
         """Add the variables of time ``t``, update the smoother, return the estimate at ``t``."""
         start = time.perf_counter()

@@ -80,6 +80,8 @@ class IntakeMixin:
 
     # -- input ---------------------------------------------------------------
     def _add(self, meas) -> bool:
+        """A direct caller's record: its stamp checked (finite, not back by more than
+        ``backwards_tolerance``: reset; not older than the window), then queued."""
         t = float(meas.t)
         if not math.isfinite(t):
             self._counters['dropped_nonfinite'] += 1
@@ -91,6 +93,11 @@ class IntakeMixin:
             self._counters['dropped_before_init' if t < self._t_init
                            else 'dropped_too_old'] += 1
             return False
+        return self._queue(meas, t)
+
+    def _queue(self, meas, t: float) -> bool:
+        """The observations of record ``meas`` stamped ``t`` into the queue (the part of
+        the intake both ways in share: names, lengths, finiteness of the values)."""
         if isinstance(meas, JointMeasurement):
             obs = self._joint_obs(meas)
         elif isinstance(meas, ImuMeasurement):

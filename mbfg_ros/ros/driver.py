@@ -17,6 +17,11 @@ Input, in order (every outcome counted under a fixed key, :data:`INPUT_KEYS`):
    ``backwards``; a stamp older than the window is ``too_old``;
 4. the estimator's own innovation gate (``estimator.rejected_outlier``).
 
+The records go to ``Estimator.add_validated`` (issue 23 item 3): the estimator does not
+check their stamps again (its ``add`` does, for direct Python callers), so each drop is
+counted once, under ``input.*``, and a late reading the driver keeps is not a bag loop to
+an estimator with a ``backwards_tolerance`` shorter than the window.
+
 Why replay equals live: ticks sit on a fixed grid ``t_k = k * period`` in
 integer nanoseconds of the stamp clock (:func:`tick_times`), whatever rate the
 caller polls at. Tick ``t_k`` drains exactly the queued records stamped
@@ -537,7 +542,7 @@ class EstimatorDriver:
         while q and q[0][0][0] <= t_ns:
             key, rec, wall = heapq.heappop(q)
             try:
-                ok = est.add(rec)
+                ok = est.add_validated(rec)    # stamps checked here, once (push)
             except Exception as exc:  # noqa: BLE001
                 ok = False
                 self.counters['dropped.estimator_error'] += 1

@@ -1,11 +1,14 @@
 """The tick driver shared by node and replay: schedule, determinism, torque commands."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from support.ros_data import fourbar_data, fourbar_path, fourbar_system, stamp_of
 
 from mbfg_ros.estimation.control import CommandLaw
+from mbfg_ros.estimation.estimator import Estimator
 from mbfg_ros.planar.problems.inverse_direct import inverse_dynamics_direct
 from mbfg_ros.core.measurements import JointMeasurement
 from mbfg_ros.planar.dynamics import forward_accel
@@ -340,6 +343,35 @@ def test_future_stamps_and_isolated_backward_stamps_are_dropped_without_a_reset(
         assert d.push(stamp_of(recs[0]) - 100_000 * MS, recs[k], now) is False
     assert d.counters['dropped.backwards'] == 5
     assert d.estimator.counters['resets'] == 0
+
+
+def test_a_record_the_driver_validated_is_checked_once():
+    """Issue 23 item 3: the driver checks the stamps for the estimator (``add_validated``).
+    A late reading inside the driver's window is used, not read again as a bag loop by an
+    estimator whose ``backwards_tolerance`` (20 ms) is shorter than the window (100 ms) —
+    both paths checking counted it ``estimator.backwards`` and reset; a reading older than
+    the window is counted by the driver alone."""
+    system, _, recs = fourbar_data()
+    s = settings()
+    est = Estimator(system, replace(s.config, backwards_tolerance=0.02))
+    d = EstimatorDriver(system, s, estimator=est)
+    fed = recs[:160]
+    late = max((i for i, r in enumerate(fed) if isinstance(r, JointMeasurement)
+                and fed[-1].t - r.t > 0.05), default=None)
+    assert late is not None and fed[-1].t - fed[late].t < 0.06
+    outs = run(d, fed[:late] + fed[late + 1:])
+    assert len(outs) > 50 and est.counters['resets'] == 0
+    used, n_late = est.counters['used_joint_pos'], est.counters['late']
+    assert d.push(stamp_of(fed[late]), fed[late])                         # 50-60 ms late
+    d.advance(d.last_tick + d.period)
+    c = est.counters
+    assert c['backwards'] == 0 and c['resets'] == 0 and c['reset:backwards'] == 0, c
+    assert c['used_joint_pos'] == used + 2 and c['late'] == n_late + 2    # both joints used
+    assert d.counters['dropped.backwards'] == 0 and d.counters['rejected_by_estimator'] == 0
+    assert d.push(stamp_of(fed[0]), fed[0]) is False                      # older than 0.1 s
+    d.advance(d.last_tick + d.period)
+    assert d.counters['dropped.too_old'] == 1
+    assert est.counters['dropped_too_old'] == 0 and est.counters['backwards'] == 0
 
 
 def test_joint_limits_gate_values_before_the_estimator():
