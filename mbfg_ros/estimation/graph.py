@@ -73,6 +73,7 @@ from ..core.observation import Observation
 from .config import EstimatorConfig, coordinate_sigmas
 from .observations import interval_factor, observation_factor
 
+
 MARGINALISE_EVERY = 5
 """Ticks per marginalisation batch (module docstring)."""
 

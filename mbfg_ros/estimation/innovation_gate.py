@@ -36,6 +36,7 @@ from ..core.observation import Observation
 from .intake import _Pending
 from .observations import residuals
 
+
 class _Diverged(Exception):
     """Every reading of a sensor was rejected for ``outlier_reset_time``."""
 

@@ -32,6 +32,7 @@ import numpy as np
 from ..core.measurements import ImuMeasurement, JointMeasurement
 from ..core.observation import Observation
 
+
 class _Pending:
     """A validated reading waiting for its tick: stamp and observation (s filled later)."""
 

@@ -27,6 +27,7 @@ from .intake import _Pending
 from .observations import observation_factor
 from .start import seed_position, seed_velocity
 
+
 RESET_REASONS = ('backwards', 'clock_jump', 'tick_gap', 'failure', 'init_failure',
                  'recover_failure', 'diverged', 'error', 'manual')
 """The fixed set of reset categories (``reset:<category>`` counters); details such as

@@ -24,6 +24,7 @@ import numpy as np
 from ..core.measurements import Estimate
 from ..core.observation import Observation
 
+
 class OutputMixin:
     """Counting the readings used, the covariance, the Estimate (module docstring)."""
 
