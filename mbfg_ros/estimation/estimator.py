@@ -121,6 +121,7 @@ import numpy as np
 from ..core import factors as F
 from ..core.angles import wrap_angle
 from .config import LIVE_FIELDS, EstimatorConfig, coordinate_sigmas
+from .disturbance import stacked_trapezoidal_disturbance_error
 from .start import seed_position, seed_velocity
 from ..core.interface import MultibodySystem as System
 from ..core.measurements import Estimate, ImuMeasurement, JointMeasurement
@@ -507,6 +508,7 @@ class Estimator:
         self._tau = np.zeros(self._n_act)
         self._tau_t = np.full(self._n_act, -math.inf)
         self._tau_live = np.zeros(self._n_act, dtype=bool)
+        self._tau_prev = np.zeros(self._n_act)       # the previous tick's state-factor τ
         self._reject_since: dict[tuple[str, int], float] = {}   # first of a rejected run
 
     def _count_reset(self, reason: str, detail: str = '') -> None:
@@ -614,7 +616,7 @@ class Estimator:
         """The state factor of tick ``t`` (known torques in force then; its noise widened
         for actuators of unknown effort at the state ``x`` it is inserted at, which is
         also its linearisation point)."""
-        tau = self.applied_torque(t)
+        tau = self._tau_prev = self.applied_torque(t)
         return self._factor([key], self._dynamics_noise(x, tau)[1],
                             functools.partial(F.stacked_state_error, self.sys, tau), [x])
 
@@ -869,8 +871,15 @@ class Estimator:
         at = [self._theta[self._k], guess]
         noise = self._integ_noise if dt <= self._dt * (1 + 1e-6) else \
             gtsam.noiseModel.Diagonal.Sigmas(self._integrator_sigma(dt))
-        if self.config.jerk_process or (self.config.unknown_effort_sigma > 0
-                                        and not self._tau_live.all()):
+        cfg = self.config
+        unknown = cfg.unknown_effort_sigma > 0 and not self._tau_live.all()
+        if cfg.disturbance_process and not unknown:
+            # known efforts: bound the change of q̈ − q̈(q, q̇, τ), not of q̈ (issue 27 item 4)
+            noise = gtsam.noiseModel.Diagonal.Sigmas(np.concatenate((
+                self._integrator_sigma(dt), self._jerk * dt)))
+            graph.add(self._factor([prev, key], noise, functools.partial(
+                stacked_trapezoidal_disturbance_error, self.sys, dt, self._tau_prev, tau), at))
+        elif cfg.jerk_process or cfg.disturbance_process or unknown:
             # torques unknown: the dynamics barely fix q̈; bound its change by the jerk
             noise = gtsam.noiseModel.Diagonal.Sigmas(np.concatenate((
                 self._integrator_sigma(dt), self._jerk * dt)))
@@ -879,6 +888,7 @@ class Estimator:
         else:
             graph.add(self._factor([prev, key], noise,
                                    functools.partial(F.stacked_trapezoidal_error, n, dt), at))
+        self._tau_prev = tau
         used = []
         for kk, obs in single.items():
             graph.add(observation_factor(gtsam.symbol('x', kk), self.sm, obs, self._at(kk)))
