@@ -99,6 +99,10 @@ forgets them. An unknown torque is zero (a passive mechanism) unless
 gate's, and the integrator adds q̈_k − q̈_{k−1} rows (σ = ``integrator_jerk``·dt),
 because with the dynamics saying little the trapezoidal rule alone leaves q̈ free to
 alternate from tick to tick (:func:`factors.stacked_trapezoidal_jerk_error`).
+``jerk_process`` adds those rows with known efforts too; ``disturbance_process`` makes them
+bound the change of the mismatch q̈ − q̈(q, q̇, τ) instead, each side at its tick's torques
+(:func:`mbfg_ros.estimation.disturbance.stacked_trapezoidal_disturbance_error`, issue 27
+item 4): a step of the known torques then moves q̈ with the model at once.
 
 Robustness (never raises from ``add``/``tick``): see :class:`Estimator`.
 
