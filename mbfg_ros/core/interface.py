@@ -64,6 +64,11 @@ class JointLimits(Protocol):
     @property
     def effort(self) -> float: ...
 
+    @property
+    def command_effort(self) -> float | None:
+        """The |τ| a torque command is clamped to (None: ``effort``)."""
+        ...
+
 
 class EdgeJoint(Protocol):
     """A joint as ``sensor_msgs/JointState`` names it: name, ``revolute``/``prismatic``,

@@ -6,9 +6,15 @@ planar least-squares :func:`mbfg_ros.planar.dynamics.actuator_efforts`, seed 000
 seed 003 Eq. 6.110; the spatial tree-and-loops inverse dynamics); the actuators and their
 joints come from ``system.description`` (issue 23: the edge description, never a
 formulation's model).
+
+Limits (issue 25): every command is clamped to its joint's effort rating
+(:meth:`CommandLaw.clamp`: URDF ``<limit effort>``, overlay ``limits``, planar YAML
+``limits.effort``), and a reference is checked against the joints' position and
+velocity limits before it is used (:meth:`CommandLaw.check_reference`).
 """
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 import numpy as np
@@ -16,7 +22,16 @@ import numpy as np
 from ..core.angles import wrap_angle
 from ..core.interface import EdgeDescription, MultibodySystem
 
-__all__ = ['actuator_index', 'CommandLaw']
+__all__ = ['actuator_index', 'CommandLaw', 'KP_MAX', 'KD_MAX', 'COORDINATE_EFFORT']
+
+KP_MAX = 1.0e5
+"""Largest ``kp`` (1/s²): a natural frequency of 316 rad/s, beyond any motor's bandwidth
+(issue 25: 1e9 was in range and asked for 1.7e9 N·m)."""
+KD_MAX = 2.0e3
+"""Largest ``kd`` (1/s): critical damping of :data:`KP_MAX` is 632 1/s."""
+COORDINATE_EFFORT = 1.0e4
+"""|τ| of a command for an actuator of a coordinate (no joint, so no YAML limits): the
+sanity bound of the joints' default ``limits.effort``."""
 
 
 def actuator_index(desc: EdgeDescription, name: str) -> int | None:
@@ -37,17 +52,20 @@ class CommandLaw:
     ``s̈* = s̈_ref + Kp (s_ref − s) + Kd (ṡ_ref − ṡ)``; q̈ solves the
     acceleration problem ``[Φq; J_s] q̈ = [−Φ̇q q̇; s̈* − J̇_s q̇]`` (seed 000
     Eq. 3 with s as independent coordinates, Eq. 12); τ then comes from
-    the system's ``torques``. Holding: q̇ = 0, q̈ = 0.
+    the system's ``torques``. :meth:`hold`: q̇ = 0, q̈ = 0 (the static torque);
+    :meth:`hold_at`: the PD hold of issue 25, computed torque towards a latched pose
+    at rest. :meth:`clamp` saturates a command at the joints' effort ratings.
 
-    :raises ValueError: a name in ``command_joints`` is no actuator or actuated joint.
+    :raises ValueError: a name in ``command_joints`` is no actuator or actuated joint,
+        or a gain outside ``[0, KP_MAX]``, ``[0, KD_MAX]``.
     """
 
     def __init__(self, sys: MultibodySystem, command_joints: Sequence[str], kp: float,
                  kd: float) -> None:
         desc = sys.description
         self.sys = sys
-        self.kp = float(kp)
-        self.kd = float(kd)
+        self.kp = self.kd = 0.0
+        self.set_gains(kp, kd)
         names = list(command_joints) or [a.name for a in desc.actuators]
         order = []
         for name in names:
@@ -67,6 +85,60 @@ class CommandLaw:
         self._angular = np.array([j is not None and self.sm.joint_is_angular(j)
                                   for j in self._act_joint], dtype=bool)
         self._zeros = np.zeros(sys.n)
+        self._zeros_act = np.zeros(self.n_act)
+        # limits of each actuator's joint; an actuator of a coordinate has no joint limits:
+        # the sanity bound of the planar defaults caps its commands
+        joints = {j.name: j.limits for j in sys.description.joints}
+        lims = [joints.get(a.joint) if a.joint else None for a in desc.actuators]
+        effort = np.array([COORDINATE_EFFORT if lim is None else float(
+            lim.effort if lim.command_effort is None else lim.command_effort)
+            for lim in lims])
+        self.effort_limit = effort[self.order]
+        """|τ| of each command (``command_joints`` order), N·m or N."""
+        self.position_limits = np.array([(-np.inf, np.inf) if lim is None else lim.position
+                                         for lim in lims], float).reshape(-1, 2)
+        """(lo, hi) of each actuated quantity (actuator order)."""
+        self.velocity_limit = np.array([np.inf if lim is None else float(lim.velocity)
+                                        for lim in lims])
+        """|ṡ| of each actuated quantity (actuator order)."""
+
+    def set_gains(self, kp: float, kd: float) -> None:
+        """Validated gains (finite, ``0 <= kp <= KP_MAX``, ``0 <= kd <= KD_MAX``).
+
+        :raises ValueError: a gain out of range (nothing changed then).
+        """
+        kp, kd = float(kp), float(kd)
+        for name, value, hi in (('kp', kp, KP_MAX), ('kd', kd, KD_MAX)):
+            if not (math.isfinite(value) and 0.0 <= value <= hi):
+                raise ValueError(f'{name} must be in [0, {hi:g}], got {value!r}')
+        self.kp, self.kd = kp, kd
+
+    def clamp(self, tau: np.ndarray) -> tuple[np.ndarray, int]:
+        """(τ clamped to ``effort_limit``, how many were over it); NaN stays NaN."""
+        lim = self.effort_limit
+        over = int(np.count_nonzero(np.abs(tau) > lim))
+        return (np.clip(tau, -lim, lim) if over else tau), over
+
+    def check_reference(self, cols: np.ndarray, position: np.ndarray,
+                        velocity: np.ndarray, acceleration: np.ndarray) -> str:
+        """Why a reference's points (rows, columns ``cols`` per actuator) cannot be used,
+        or ``''``: every value finite, positions within the joints' position limits,
+        velocities within their velocity limits (issue 25)."""
+        p, v, a = position[:, cols], velocity[:, cols], acceleration[:, cols]
+        if not (np.all(np.isfinite(p)) and np.all(np.isfinite(v))
+                and np.all(np.isfinite(a))):
+            return 'non-finite values'
+        lo, hi = self.position_limits[:, 0], self.position_limits[:, 1]
+        bad = np.flatnonzero(np.any((p < lo) | (p > hi), axis=0))
+        names = [a.name for a in self.sys.description.actuators]
+        if bad.size:
+            i = int(bad[0])
+            return (f'position of {names[i]!r} outside its limits [{lo[i]:g}, {hi[i]:g}]')
+        bad = np.flatnonzero(np.any(np.abs(v) > self.velocity_limit, axis=0))
+        if bad.size:
+            i = int(bad[0])
+            return f'velocity of {names[i]!r} beyond its limit {self.velocity_limit[i]:g}'
+        return ''
 
     def reference_columns(self, names: Sequence[str]) -> np.ndarray:
         """Column of a reference with joint ``names`` for each actuator.
@@ -87,6 +159,12 @@ class CommandLaw:
     def hold(self, q: np.ndarray) -> np.ndarray:
         """Actuator efforts that hold pose ``q`` (q̇ = 0, q̈ = 0), command order."""
         return self.sys.torques(q, self._zeros, self._zeros)[self.order]
+
+    def hold_at(self, q: np.ndarray, qd: np.ndarray, s_hold: np.ndarray) -> np.ndarray:
+        """The PD hold of issue 25: computed torque towards the latched actuated pose
+        ``s_hold`` at rest (``s̈* = Kp (s_hold − s) − Kd ṡ`` with the dynamics
+        compensated), command order."""
+        return self.track(q, qd, s_hold, self._zeros_act, self._zeros_act)
 
     def actuated(self, q: np.ndarray, qd: np.ndarray
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

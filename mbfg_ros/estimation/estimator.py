@@ -83,12 +83,23 @@ Input contract: records arrive validated (the ROS edge and
 :mod:`mbfg_ros.estimation.gate` check lengths, finiteness and physical limits once);
 NaN means "not given". Here each reading passes an innovation gate
 (robot_localization's ``*_rejection_threshold``): its Mahalanobis distance to
-the prediction from the last estimate, ``|z − h(x̂(t))| / sqrt(σ² + Σ (H_j
-σ_x,j)²)``, above ``joint_rejection_threshold`` (encoders) or
-``imu_rejection_threshold`` is rejected (``rejected_outlier``).
-A sensor whose readings are all rejected for ``outlier_reset_time`` means the
-estimate, not the sensor, is lost: the smoother re-initialises from the
-newest readings (reset ``diverged``), so a poisoned estimate never latches.
+the prediction from the last estimate, ``|z − h(x̂(t))| / sqrt(S)``, above
+``joint_rejection_threshold`` (encoders) or ``imu_rejection_threshold`` is rejected
+(``rejected_outlier``). The innovation variance (issue 25) is the smoother's own
+prediction, ``S = σ² + H P H ᵀ + H Q(τ) Hᵀ + s_m``: P the marginal covariance of the
+estimate it is carried from (no cap tied to the sensor's σ), Q(τ) the process noise of
+``dynamics_sigma`` and ``integrator_jerk`` over the τ it is carried, and ``s_m`` the
+model error the innovations themselves show: a per-sensor running mean (time constant
+``outlier_reset_time``/2) of the innovation power beyond the rest of S, each reading's
+contribution clipped to 4 S so one outlier moves it little. A model a few percent off
+facing a precise encoder leaves the estimate a steady few σ from the readings; ``s_m``
+takes that in and the readings keep being used, where a fixed gate rejected them, let
+the estimate run on the model alone, and reset again and again.
+A sensor whose readings are all rejected for ``outlier_reset_time`` (the gate widened
+by ``s_m`` meanwhile, up to ~55x in σ) means the estimate, not the sensor, is lost:
+the smoother re-initialises from the newest readings (reset ``diverged``, the sensor
+and its distance in :attr:`Estimator.last_reset_reason`), so a poisoned estimate never
+latches.
 
 Known applied torques (JointState ``effort`` of actuated joints) are a stamped
 control input, as robot_localization's control stream: each value holds until
@@ -155,8 +166,8 @@ _COUNTERS = ('ticks', 'initialisations', 'resets', 'late', 'dropped_nonfinite',
 class _Diverged(Exception):
     """Every reading of a sensor was rejected for ``outlier_reset_time``."""
 
-    def __init__(self, ready: list) -> None:
-        super().__init__('readings rejected for outlier_reset_time')
+    def __init__(self, ready: list, detail: str = '') -> None:
+        super().__init__(detail or 'readings rejected for outlier_reset_time')
         self.ready = ready
 
 
@@ -223,6 +234,9 @@ class Estimator:
         self._counters = {k: 0 for k in _COUNTERS}
         self._unknown: set[str] = set()
         self._last_reset_reason = ''
+        # per sensor (kind, index): [model-error variance s_m, stamp of its last update];
+        # a property of model and plant, so it outlives a 'diverged' reset (_gate)
+        self._model_var: dict[tuple[str, int], list[float]] = {}
         self._clear()
 
     # -- public ------------------------------------------------------------
@@ -322,6 +336,8 @@ class Estimator:
         re-initialises. ``reason`` is one of :data:`RESET_REASONS` (others count as
         ``manual``); ``detail`` is kept in :attr:`last_reset_reason` for the log."""
         self._count_reset(reason, detail)
+        if reason != 'diverged':
+            self._model_var.clear()
         self._clear()
 
     def _reset_keep_pending(self, reason: str, detail: str = '') -> None:
@@ -752,6 +768,7 @@ class Estimator:
                 max(0, bisect.bisect_right(times, p.t + self._eps) - 1)
             groups.setdefault(('j' if joint else p.ob.index, base), []).append(i)
         d2 = np.zeros(len(ready))
+        power, base_var = np.zeros(len(ready)), np.ones(len(ready))
         sd2, sj2 = self._tick_dyn_sigma ** 2, self._jerk ** 2
         var_s = std * std
         for (_, base), ids in groups.items():
@@ -782,26 +799,42 @@ class Estimator:
                      + a * a * s2d[:, 1] + 0.25 * a ** 4 * s2j[:, 1]
                      + s2d[:, 2] + a * a * s2j[:, 2])
             s2r = sig * sig
-            # a lost estimate can have a huge covariance; the gate opens at most 10x wider than
-            # the sensor's own σ for it, so a flipped pose still sees its readings rejected
-            d2[ids] = np.bincount(row_of, r * r / (s2r + np.minimum(var_x, 100.0 * s2r) + var_p),
-                                  minlength=len(ids))
+            s0 = s2r + var_x + var_p                        # the smoother's prediction
+            sm = np.array([self._model_var.get((ob.kind, ob.index), (0.0,))[0]
+                           for ob in obs])[row_of]
+            d2[ids] = np.bincount(row_of, r * r / (s0 + sm), minlength=len(ids))
+            cnt = np.bincount(row_of, minlength=len(ids))
+            power[ids] = np.bincount(row_of, r * r, minlength=len(ids)) / cnt
+            base_var[ids] = np.bincount(row_of, s0, minlength=len(ids)) / cnt
         out = []
-        diverged = False
+        diverged = ''
+        tau_m = 0.5 * cfg.outlier_reset_time
         for i, p in enumerate(ready):
             key = (p.ob.kind, p.ob.index)
             joint = key[0] in ('joint_pos', 'joint_vel')
             thr = cfg.joint_rejection_threshold if joint else cfg.imu_rejection_threshold
-            if thr <= 0 or d2[i] <= thr * thr:
+            if thr <= 0:
+                out.append(p)
+                continue
+            # the model error the innovations show (module docstring): clipped, so an
+            # outlier moves it by at most 4·α·S
+            entry = self._model_var.setdefault(key, [0.0, p.t])
+            alpha = min(1.0, max(p.t - entry[1], 0.0) / tau_m)
+            S = base_var[i] + entry[0]
+            entry[0] = (1.0 - alpha) * entry[0] + alpha * max(
+                0.0, min(power[i], 4.0 * S) - base_var[i])
+            entry[1] = max(entry[1], p.t)
+            if d2[i] <= thr * thr:
                 out.append(p)
                 self._reject_since.pop(key, None)
                 continue
             self._counters['rejected_outlier'] += 1
             since = self._reject_since.setdefault(key, p.t)
             if p.t - since >= cfg.outlier_reset_time:
-                diverged = True
+                diverged = (f'{key[0]} {key[1]}: every reading rejected for '
+                            f'{p.t - since:.3f} s, {math.sqrt(d2[i]):.3g} σ off')
         if diverged:
-            raise _Diverged(ready)
+            raise _Diverged(ready, diverged)
         return out
 
     def _linear_model(self, obs: list[Observation], x: np.ndarray

@@ -136,11 +136,14 @@ class JointLimits:
 
     The defaults are sanity bounds, not the robot's range: they only catch
     garbage (1e300 is finite). Give the robot's real limits in the YAML.
+    ``command_effort`` is the rating a torque command is clamped to (issue 25; None:
+    ``effort``): a URDF's ``<limit effort>`` while ``effort`` gates readings with slack.
     """
 
     position: tuple[float, float] = (-1.0e6, 1.0e6)   # rad or m
     velocity: float = 1.0e3                           # |q̇|, rad/s or m/s
     effort: float = 1.0e4                             # |τ|, N·m or N
+    command_effort: float | None = None               # |τ| of a command; None: effort
 
 
 @dataclass(frozen=True)

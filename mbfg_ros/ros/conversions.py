@@ -27,7 +27,8 @@ import numpy as np
 
 from ..core.measurements import Estimate, ImuMeasurement, JointMeasurement
 
-__all__ = ['InputRejected', 'stamp_ns', 'ns_to_stamp_fields', 'joint_state_to_record',
+__all__ = ['InputRejected', 'capped', 'LOG_CHARS', 'stamp_ns', 'ns_to_stamp_fields',
+           'joint_state_to_record',
            'imu_to_record', 'Reference', 'trajectory_to_reference', 'MessageKit',
            'rclpy_kit', 'rosbags_kit', 'TYPES', 'joint_state_msg', 'float_array_msg',
            'EstimateMessages', 'diagnostics_msg', 'imu_msg', 'clock_msg', 'ExternalMessages',
@@ -61,6 +62,19 @@ def startup_error_text(exc: BaseException) -> str:
     if isinstance(exc, OSError):
         return f'{getattr(exc, "filename", "") or ""}: {exc.strerror or exc}'
     return str(exc)
+
+
+LOG_CHARS = 200
+"""Longest text taken from a message into a log line (issue 25: a peer's 1 MB joint name
+must not reach the log whole)."""
+
+
+def capped(value: Any, limit: int = LOG_CHARS) -> str:
+    """``str(value)`` cut to ``limit`` characters, saying how many were left out."""
+    text = str(value)
+    if len(text) <= limit:
+        return text
+    return f'{text[:limit]}... (+{len(text) - limit} characters)'
 
 
 class InputRejected(ValueError):
@@ -125,7 +139,7 @@ def joint_state_to_record(msg: Any, known: Iterable[str] | None = None,
     if n == 0:
         raise InputRejected('empty', 'JointState without names')
     if len(set(names)) != n:
-        raise InputRejected('repeated_names', f'repeated joint names {names}')
+        raise InputRejected('repeated_names', f'repeated joint names {capped(names)}')
     raw = [np.asarray(v, dtype=float).reshape(-1) for v in (msg.position, msg.velocity,
                                                             msg.effort)]
     pos, vel, eff = (_column(v, n, f) for v, f in zip(raw, ('position', 'velocity',
@@ -239,7 +253,7 @@ def trajectory_to_reference(msg: Any, now_ns: int | None = None) -> Reference:
     """
     names = tuple(str(n) for n in msg.joint_names)
     if not names or len(set(names)) != len(names):
-        raise InputRejected('bad_reference', f'joint_names {names}')
+        raise InputRejected('bad_reference', f'joint_names {capped(names)}')
     t0 = stamp_ns(msg.header.stamp)
     if t0 == 0:
         t0 = int(now_ns or 0)

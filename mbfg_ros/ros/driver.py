@@ -51,6 +51,16 @@ Live only (``live=True``):
   flowing while it delivered within ``sensor_timeout`` (wall time) and its
   newest stamp is within half a window of the newest overall; a stream not seen
   yet does not hold the ticks.
+
+Torque commands (issue 25, ``docs/torque-commands.md``): every command is clamped to
+its joints' effort ratings (``commands.saturated``); none goes out while the newest
+reading is older than ``command_timeout`` (in the tick's time, and live also since it
+arrived: a node working off a backlog sends none), before the first estimate, or for one
+window (``lag_duration``) after an (re-)initialisation or reset; the tick's level is
+then ERROR and its message says why (``commands.withheld.<reason>``). With no
+reference, or after its last point, the command is a PD hold (kp, kd, dynamics
+compensated) around the pose latched when holding began (the reference's last point
+after one).
 """
 from __future__ import annotations
 
@@ -62,7 +72,7 @@ from typing import Any
 
 import numpy as np
 
-from ..estimation.control import CommandLaw
+from ..estimation.control import CommandLaw, actuator_index
 from ..estimation.estimator import LIVE_FIELDS, Estimator
 from ..estimation.external import ExternalConfig, ExternalOutput, ExternalTorques
 from ..estimation.gate import LimitGate
@@ -72,7 +82,8 @@ from ..core.errors import MbfgError
 from .conversions import Reference
 from .params import EstimatorSettings, ParameterError
 
-__all__ = ['tick_times', 'TickOutput', 'EstimatorDriver', 'period_ns', 'INPUT_KEYS']
+__all__ = ['tick_times', 'TickOutput', 'EstimatorDriver', 'period_ns', 'INPUT_KEYS',
+           'COMMAND_KEYS', 'WITHHELD']
 
 NS = 1_000_000_000
 
@@ -89,6 +100,21 @@ INPUT_KEYS = ('received', 'queued', 'unknown_joint', 'nonfinite_values', 'out_of
               'dropped.estimator_error', 'dropped.other', 'rejected_by_estimator', 'references',
               'command_errors')
 """Every input counter (``input.<key>`` in /diagnostics): a fixed set, whatever arrives."""
+
+WITHHELD = ('no_estimate', 'initialising', 'timeout', 'error')
+"""Why a tick sends no torque command (``commands.withheld.<reason>``, issue 25): no
+estimate yet, the estimator (re-)initialised or reset less than a window ago, the newest
+reading older than ``command_timeout``, the law failed (singular pose, non-finite τ)."""
+
+COMMAND_KEYS = ('sent', 'saturated', 'saturated_ticks') + tuple(f'withheld.{r}'
+                                                                 for r in WITHHELD)
+"""The command counters (``commands.<key>`` in /diagnostics): ``saturated`` counts
+clamped values, ``saturated_ticks`` the commands with at least one."""
+
+_WITHHELD_TEXT = {'no_estimate': 'no estimate yet',
+                  'initialising': 'the estimator (re-)initialised less than lag_duration ago',
+                  'timeout': 'newest reading older than command_timeout',
+                  'error': 'the command law failed'}
 
 
 def period_ns(frequency: float) -> int:
@@ -118,7 +144,8 @@ def tick_times(last_ns: int | None, now_ns: int, period: int, inclusive: bool = 
 
 @dataclass
 class TickOutput:
-    """What one tick publishes. ``estimate`` None: not initialised."""
+    """What one tick publishes. ``estimate`` None: not initialised. ``command`` None: no
+    torque command this tick (``withheld`` says why, one of :data:`WITHHELD`)."""
 
     t_ns: int
     estimate: Estimate | None
@@ -127,6 +154,7 @@ class TickOutput:
     level: int
     message: str
     external: ExternalOutput | None = None   # τ_ext, σ, contact, wrench (issue 27 item 4)
+    withheld: str = ''
 
 
 _KIND = {JointMeasurement: 0, ImuMeasurement: 1}
@@ -174,9 +202,22 @@ class EstimatorDriver:
         self.imu_names = tuple(s.name for s in mech.sensors)
         self._limits_of = f'the limits of {mech.name} ({LIMITS_FROM})'
         try:
-            self.law = CommandLaw(sys, v['command_joints'], v['kp'], v['kd'])
+            self.law = CommandLaw(sys, v['command_joints'], 0.0, 0.0)
         except ValueError as exc:
             raise ParameterError(f"parameter 'command_joints': {exc}") from None
+        try:
+            self.law.set_gains(v['kp'], v['kd'])
+        except ValueError as exc:
+            raise ParameterError(f'parameter {exc}') from None
+        timeout = float(v.get('command_timeout', 0.0)) or float(cfg.sensor_timeout)
+        self.command_timeout_ns = int(round(timeout * NS))
+        self.settle_ns = self.lag_ns          # no command for one window after a (re-)init
+        self._cmd_from: int | None = None     # first tick allowed a command (None: no init)
+        self._inits = (0, 0)                  # the estimator's (initialisations, resets)
+        self._hold_s: np.ndarray | None = None    # the latched pose of the PD hold
+        self._newest_used = -1                # newest stamp the estimator accepted (ns)
+        self._newest_wall = 0                 # live: when the newest accepted one arrived
+        self.command_counters: dict[str, int] = dict.fromkeys(COMMAND_KEYS, 0)
         # estimated actuator effort of each named joint (-1: not actuated -> NaN)
         self._effort_src = np.array([next((i for i, a in enumerate(mech.actuators)
                                            if a.joint == j.name), -1) for j in mech.joints],
@@ -213,9 +254,14 @@ class EstimatorDriver:
         ``dropped.other`` (the key set stays fixed, nothing goes uncounted)."""
         self.counters[key if key in self.counters else 'dropped.other'] += n
 
+    NOTE_CHARS = 4 * cv.LOG_CHARS
+    """Longest note: text from a message inside it is capped (:func:`.conversions.capped`),
+    and the whole line too (issue 25)."""
+
     def note(self, category: str, text: str) -> None:
-        """A note for the log; the caller throttles per ``category``."""
-        self.events.append((category, text))
+        """A note for the log, at most :attr:`NOTE_CHARS` long; the caller throttles per
+        ``category``."""
+        self.events.append((category, cv.capped(text, self.NOTE_CHARS)))
 
     def joint_state(self, msg: Any, now_ns: int | None = None) -> JointMeasurement | None:
         """A JointState message (rclpy or rosbags) into the queue: the record queued, or
@@ -232,8 +278,9 @@ class EstimatorDriver:
             self.counters['nonfinite_values'] += nonfinite
         if unknown:
             self.counters['unknown_joint'] += len(unknown)
-            self.note('joint_states:unknown', f'joint_states: unknown joints {list(unknown)} '
-                      f'ignored (mechanism joints: {list(self.joint_names)})')
+            self.note('joint_states:unknown', f'joint_states: unknown joints '
+                      f'{cv.capped(list(unknown))} ignored (mechanism joints: '
+                      f'{list(self.joint_names)})')
         rec, bad = self.gate.joint(rec)
         return self._gated(t, rec, bad, 'joint_states', now_ns)
 
@@ -302,7 +349,8 @@ class EstimatorDriver:
                     stream[1] = step if stream[1] == 0 else (3 * stream[1] + step) // 4
                     stream[0] = t_ns
                 stream[2] = wall
-        heapq.heappush(self._queue, (_order_key(t_ns, record, self._seq), record))
+        heapq.heappush(self._queue, (_order_key(t_ns, record, self._seq), record,
+                                     time.monotonic_ns() if self.live else 0))
         self._seq += 1
         self.counters['queued'] += 1
         if len(self._queue) > self.max_queue:
@@ -322,13 +370,22 @@ class EstimatorDriver:
 
     def set_reference(self, ref: Reference) -> bool:
         """Use ``ref`` for the torque commands; False (counted, noted) if it does not fit."""
+        desc = self.sys.description
+        unknown = [n for n in ref.names
+                   if n not in self._known_joints and actuator_index(desc, n) is None]
         try:
+            if unknown:
+                raise ValueError(f'unknown joints {cv.capped(unknown)}')
             cols = self.law.reference_columns(ref.names)
+            why = self.law.check_reference(cols, ref.position, ref.velocity, ref.acceleration)
+            if why:
+                raise ValueError(why)
         except ValueError as exc:
             self.counters['dropped.bad_reference'] += 1
             self.note('reference', f'reference ignored: {exc}')
             return False
         self.reference, self._ref_cols = ref, cols
+        self._hold_s = None
         self.counters['references'] += 1
         return True
 
@@ -342,6 +399,8 @@ class EstimatorDriver:
         self._back_streak = 0
         self.delay_ns = 0
         self._streams.clear()
+        self._cmd_from = None
+        self._hold_s = None
         self.external.reset()
         self.note(f'reset:{category}', f'reset ({category}): {detail}' if detail
                   else f'reset ({category})')
@@ -360,10 +419,8 @@ class EstimatorDriver:
         sigmas = {k: float(x) for k, x in values.items() if k in LIVE_FIELDS}
         if sigmas:
             self.estimator.reconfigure(**sigmas)
-        if 'kp' in values:
-            self.law.kp = float(values['kp'])
-        if 'kd' in values:
-            self.law.kd = float(values['kd'])
+        if 'kp' in values or 'kd' in values:
+            self.law.set_gains(values.get('kp', self.law.kp), values.get('kd', self.law.kd))
 
     def set_state(self, msg: Any, now_ns: int | None = None) -> str:
         """robot_localization's ``set_pose`` for joints: re-initialise at the positions (and
@@ -381,7 +438,8 @@ class EstimatorDriver:
         except cv.InputRejected as exc:
             return str(exc)
         if unknown:
-            return f'unknown joints {list(unknown)} (mechanism joints: {list(self.joint_names)})'
+            return (f'unknown joints {cv.capped(list(unknown))} (mechanism joints: '
+                    f'{list(self.joint_names)})')
         if nonfinite:
             return f'{nonfinite} non-finite values (NaN or inf)'
         if not np.isfinite(rec.position).any():
@@ -477,7 +535,7 @@ class EstimatorDriver:
         q = self._queue
         est = self.estimator
         while q and q[0][0][0] <= t_ns:
-            _, rec = heapq.heappop(q)
+            key, rec, wall = heapq.heappop(q)
             try:
                 ok = est.add(rec)
             except Exception as exc:  # noqa: BLE001
@@ -486,6 +544,8 @@ class EstimatorDriver:
                 self.note('estimator', f'estimator.add failed: {exc!r}')
             if ok:
                 self._fed = True
+                self._newest_used = max(self._newest_used, key[0])
+                self._newest_wall = max(self._newest_wall, wall)
             else:
                 self.counters['rejected_by_estimator'] += 1
 
@@ -507,37 +567,84 @@ class EstimatorDriver:
             self.ticks['run'] += 1
             status = est.status if est is not None else status
         effort = command = ext = None
-        level = 1
+        level, withheld = 1, ''
         if est is not None:
             tau = np.asarray(est.tau, dtype=float).reshape(-1)
             effort = np.where(self._effort_src >= 0,
                               tau[np.maximum(self._effort_src, 0)] if tau.size else np.nan,
                               np.nan)
-            command = self._command(est, t_ns)
             level = 0 if status == 'ok' else 1
             try:
                 ext = self.external.update(est, self.estimator.known_torque(
                     est.t, self._tau_motor))
             except Exception as exc:  # noqa: BLE001 - the node must survive it
                 self.note('external', f'external torques failed: {exc!r}')
-        out = TickOutput(t_ns, est, effort, command, level, status, ext)
+        command, withheld = self._command(est, t_ns)
+        if withheld and (est is not None or self._fed):
+            level = 2
+            status = f'{status}; no torque command: {_WITHHELD_TEXT[withheld]}'
+        out = TickOutput(t_ns, est, effort, command, level, status, ext, withheld)
         self.last_output = out
         return out
 
-    def _command(self, est: Estimate, t_ns: int) -> np.ndarray | None:
+    def _command_allowed(self, est: Estimate | None, t_ns: int) -> str:
+        """'' when a command may go out at tick ``t_ns``, else the :data:`WITHHELD` reason."""
+        core = self.estimator.counters
+        inits = (core.get('initialisations', 0), core.get('resets', 0))
+        if inits != self._inits:                  # (re-)initialised or reset: settle first
+            self._inits = inits
+            self._cmd_from = t_ns + self.settle_ns if inits[0] else None
+            self._hold_s = None
+        if est is None:
+            self._hold_s = None
+            return 'no_estimate' if self._cmd_from is None else 'initialising'
+        if self._cmd_from is None:
+            self._cmd_from = t_ns + self.settle_ns
+        if t_ns < self._cmd_from:
+            return 'initialising'
+        if t_ns - self._newest_used > self.command_timeout_ns:
+            return 'timeout'
+        if self.live and time.monotonic_ns() - self._newest_wall > self.command_timeout_ns:
+            return 'timeout'          # live and behind: the data arrived too long ago
+        return ''
+
+    def _command(self, est: Estimate | None, t_ns: int) -> tuple[np.ndarray | None, str]:
+        """(command, '') or (None, why): the law's τ clamped to the effort ratings."""
+        why = self._command_allowed(est, t_ns)
+        if why:
+            self.command_counters['withheld.' + why] += 1
+            return None, why
         q, qd = np.asarray(est.q, dtype=float), np.asarray(est.qd, dtype=float)
+        law = self.law
         try:
-            if self.reference is not None and self._ref_cols is not None:
-                p, v, a = self.reference.sample(t_ns / NS)
+            ref = self.reference
+            if ref is not None and self._ref_cols is not None and t_ns / NS < ref.t[-1]:
+                p, v, a = ref.sample(t_ns / NS)
                 c = self._ref_cols
-                out = self.law.track(q, qd, p[c], v[c], a[c])
+                out = law.track(q, qd, p[c], v[c], a[c])
+                self._hold_s = None
             else:
-                out = self.law.hold(q)
+                if self._hold_s is None:     # holding begins: latch the pose
+                    self._hold_s = ref.position[-1][self._ref_cols].copy() \
+                        if ref is not None and self._ref_cols is not None \
+                        else law.actuated(q, qd)[0]
+                out = law.hold_at(q, qd, self._hold_s)
         except Exception as exc:  # noqa: BLE001 - singular pose etc.
             self.counters['command_errors'] += 1
             self.note('command', f'torque command failed: {exc!r}')
-            return None
-        return out if np.all(np.isfinite(out)) else None
+            out = None
+        if out is None or np.isnan(out).any():
+            self.command_counters['withheld.error'] += 1
+            return None, 'error'
+        out, over = law.clamp(out)
+        if over:
+            self.command_counters['saturated'] += over
+            self.command_counters['saturated_ticks'] += 1
+            self.note('command:saturated', f'torque commands saturated at the effort limits '
+                      f'({over} of {out.size}): the reference or gains ask for more than the '
+                      'motors give')
+        self.command_counters['sent'] += 1
+        return out, ''
 
     # ---------------------------------------------------------------- diagnostics
 
@@ -553,6 +660,7 @@ class EstimatorDriver:
         values['input.latency_ms'] = f'{self.delay_ns / 1e6:.1f}'
         values['input.pending'] = len(self._queue)
         values.update({f'ticks.{k}': v for k, v in self.ticks.items()})
+        values.update({f'commands.{k}': v for k, v in self.command_counters.items()})
         try:
             core = self.estimator.counters
         except Exception:  # noqa: BLE001

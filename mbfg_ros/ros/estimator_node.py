@@ -65,8 +65,9 @@ from .markers import ESTIMATE_STYLE, MarkerPublisher
 from .params import ESTIMATOR_PARAMS, ParameterError, check_live, declare, parse_estimator, read
 from .runner import run_node, stop_on_signals
 
-__all__ = ['EstimatorNode', 'main', 'SENSOR_QOS', 'OUTPUT_QOS', 'make_executor', 'LOG_EVERY',
-           'REQUEST_KEYS']
+__all__ = ['EstimatorNode', 'main', 'SENSOR_QOS', 'OUTPUT_QOS', 'REFERENCE_QOS',
+           'REFERENCE_LIVE_QOS',
+           'make_executor', 'LOG_EVERY', 'REQUEST_KEYS']
 
 SENSOR_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000,
                         reliability=ReliabilityPolicy.BEST_EFFORT,
@@ -77,6 +78,23 @@ stream survives a slow tick. Matches reliable and best-effort publishers alike."
 OUTPUT_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10,
                         reliability=ReliabilityPolicy.RELIABLE,
                         durability=DurabilityPolicy.VOLATILE)
+
+REFERENCE_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
+                           reliability=ReliabilityPolicy.RELIABLE,
+                           durability=DurabilityPolicy.TRANSIENT_LOCAL)
+"""The latched reference subscription (issue 25): reliable, transient local, the newest
+one kept, so a reference published transient local before the node's subscription matched
+is delivered on matching instead of lost. DDS does not match it with a volatile publisher,
+so a second, volatile subscription (:data:`REFERENCE_LIVE_QOS`) on the same topic takes
+those; a message both deliver is used once (:meth:`EstimatorNode._on_reference`)."""
+
+REFERENCE_LIVE_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10,
+                                reliability=ReliabilityPolicy.RELIABLE,
+                                durability=DurabilityPolicy.VOLATILE)
+
+DUPLICATE_CHECK_S = 2.0
+"""Seconds after start-up when the node looks for another node of its fully qualified
+name (discovery needs a moment), issue 25."""
 
 LOG_EVERY = 10.0
 """Seconds between two log lines of one category (resets, dropped input...)."""
@@ -204,8 +222,13 @@ class EstimatorNode(Node):
             (self._imu_subs[n], h) for n, h in self._imu_handlers.items()]
         self._sim_time = bool(self.get_parameter('use_sim_time').value)
         self._drain_max = 64          # messages per callback: the sim clock stays fresh
+        self._last_reference: tuple | None = None
         self.sub_ref = self.create_subscription(cv.message_class('JointTrajectory'),
-                                                v['reference_topic'], self._on_reference, 10)
+                                                v['reference_topic'], self._on_reference,
+                                                REFERENCE_QOS)
+        self.sub_ref_live = self.create_subscription(cv.message_class('JointTrajectory'),
+                                                     v['reference_topic'], self._on_reference,
+                                                     REFERENCE_LIVE_QOS)
         self.pub_joints = self.create_publisher(cv.message_class('JointState'),
                                                 '~/joint_states', OUTPUT_QOS)
         self.pub_state = self.create_publisher(cv.message_class('JointState'), '~/state',
@@ -224,6 +247,7 @@ class EstimatorNode(Node):
         self.srv_reset = self.create_service(_trigger_type(), '~/reset', self._on_reset)
         self.sub_set_state = self.create_subscription(
             cv.message_class('JointState'), '~/set_state', self._on_set_state, 10)
+        self._started = False                 # use_sim_time may be set until the end of init
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self.timer = self.create_timer(1.0 / self.driver.frequency, self._on_timer)
         self.timer.cancel()                           # idle until the first reading
@@ -234,6 +258,11 @@ class EstimatorNode(Node):
         self.retry_timer.cancel()
         self.diag_timer = self.create_timer(float(v['diagnostics_period']), self._on_diag,
                                             clock=Clock(clock_type=ClockType.STEADY_TIME))
+        self._published_at_diag = 0           # ticks.published at the last diagnostics
+        self._queued_at_diag = 0              # input.queued at the last diagnostics
+        self.duplicates = 0                   # other nodes with this fully qualified name
+        self.dup_timer = self.create_timer(DUPLICATE_CHECK_S, self._check_duplicate_name,
+                                           clock=Clock(clock_type=ClockType.STEADY_TIME))
         # markers at their own (steady) rate, never per tick; prebuilt, refilled in place
         # a URDF robot is drawn by robot_state_publisher from ~/joint_states instead
         drawing = system.drawing()
@@ -248,6 +277,7 @@ class EstimatorNode(Node):
             self.marker_timer = self.create_timer(
                 1.0 / float(v['markers_rate']), self._on_markers,
                 clock=Clock(clock_type=ClockType.STEADY_TIME))
+        self._started = True
         self.get_logger().info(
             f'{system.description.source}: {len(self.driver.joint_names)} joints, '
             f'{len(self.driver.imu_names)} IMUs, {system.n} coordinates, '
@@ -288,6 +318,17 @@ class EstimatorNode(Node):
                 self.retry_timer.reset()
 
     def _on_reference(self, msg: Any) -> None:
+        """A reference from either subscription; the copy the other one delivers of the
+        same message (same stamp, names and point times) is skipped."""
+        try:
+            key = (cv.stamp_ns(msg.header.stamp), tuple(msg.joint_names),
+                   tuple(cv.stamp_ns(p.time_from_start) for p in msg.points),
+                   tuple(tuple(p.positions) for p in msg.points))
+        except Exception:  # noqa: BLE001 - the driver counts and reports a bad message
+            key = None
+        if key is not None and key == self._last_reference and key[0] != 0:
+            return
+        self._last_reference = key
         self.driver.reference_message(msg, self._now_ns())
 
     # ------------------------------------------------------------------ requests
@@ -318,6 +359,15 @@ class EstimatorNode(Node):
         anything else, or a bad value, is refused with the reason and counted)."""
         from rcl_interfaces.msg import SetParametersResult
 
+        if any(p.name == 'use_sim_time' for p in params) and self._started:
+            # issue 25: switching the clock under running ticks froze the estimate while
+            # /diagnostics said ok; the clock is chosen at start-up only
+            why = (f"{self.get_name()}: parameter 'use_sim_time' is fixed at start-up "
+                   '(--ros-args -p use_sim_time:=true)')
+            self.requests['params_refused'] += 1
+            self.driver.note('parameters', f'parameter change refused: {why}')
+            self._log_events()
+            return SetParametersResult(successful=False, reason=why)
         try:
             values = check_live(ESTIMATOR_PARAMS, {p.name: p.value for p in params},
                                 self.get_name())
@@ -417,10 +467,20 @@ class EstimatorNode(Node):
         values['gc.collections'], gc_ms = self.gc_pauses.take()
         values['gc.ms_max'] = f'{gc_ms:.2f}'
         values.update({f'requests.{k}': n for k, n in self.requests.items()})
+        values['node.duplicate_names'] = self.duplicates
+        published, queued = self.driver.ticks['published'], self.driver.counters['queued']
+        silent = published == self._published_at_diag
         if self.timer.is_canceled():
             message = 'idle: no input' if self.driver.last_output is None else \
-                f'idle: no input for more than {self._idle_ns / 1e9:g} s'
-            level = 1
+                f'idle: no input for more than {self._idle_ns / 1e9:g} s; no torque command'
+            level = 1 if self.driver.last_output is None else 2
+        elif silent and queued != self._queued_at_diag:
+            # readings arrive but no estimate went out since the last report (issue 25: a
+            # clock that stopped, ticks that fail): never "ok" then
+            level = 2
+            message = (f'no estimate published in the last {span:.2f} s although readings '
+                       f'arrive ({message})')
+        self._published_at_diag, self._queued_at_diag = published, queued
         self._tick_ms.clear()
         self._latency_ms.clear()
         self._ticks_in_period = 0
@@ -429,6 +489,27 @@ class EstimatorNode(Node):
         self.pub_diag.publish(cv.diagnostics_msg(
             cv.rclpy_kit(), max(stamp, 0), f'{self.get_name()}: estimator', self.mech_name,
             level, message, values))
+
+    def _check_duplicate_name(self) -> None:
+        """Once, :data:`DUPLICATE_CHECK_S` after start-up: warn when another node has this
+        node's fully qualified name (its topics, services and parameters would be shared
+        ambiguously: a second launch, a stale process), issue 25."""
+        self.dup_timer.cancel()
+        if not self.context.ok():
+            return
+        me = (self.get_name(), self.get_namespace())
+        try:
+            found = sum(1 for nm, ns in self.get_node_names_and_namespaces()
+                        if (nm, ns) == me)
+        except Exception:  # noqa: BLE001 - graph query failed: nothing to report
+            return
+        self.duplicates = max(0, found - 1)
+        if self.duplicates:
+            fqn = self.get_fully_qualified_name()
+            self.get_logger().warning(
+                f'{self.duplicates} other node(s) named {fqn} are running: topics, services '
+                'and parameters of that name now reach both; give each a unique name or '
+                'namespace (--ros-args -r __node:=... or -r __ns:=...)')
 
     def _log_events(self) -> None:
         """Log the driver's notes, at most one line per category every LOG_EVERY s."""
@@ -450,7 +531,8 @@ class EstimatorNode(Node):
 
     def close(self) -> None:
         """Stop the timers (called by run_node before destroy_node)."""
-        for timer in (self.timer, self.diag_timer, self.retry_timer, self.marker_timer):
+        for timer in (self.timer, self.diag_timer, self.retry_timer, self.marker_timer,
+                      self.dup_timer):
             if timer is None:
                 continue
             try:

@@ -21,6 +21,7 @@ from typing import Any, Mapping, Sequence
 import yaml
 
 from ..core.errors import MbfgError
+from ..estimation.control import KD_MAX, KP_MAX
 from ..estimation.estimator import EstimatorConfig
 
 _CONFIG_DEFAULTS = {f.name: f.default for f in dataclasses.fields(EstimatorConfig)}
@@ -118,11 +119,16 @@ def _estimator_params() -> tuple[ParamSpec, ...]:
                   'order (the YAML actuators, or the overlay actuators of a URDF robot).',
                   'string_array', config=True),
         ParamSpec('kp', _cfg('kp'),
-                  'Proportional gain of the computed-torque law on the actuated joints, 1/s^2.',
-                  lo=0.0, hi=big, config=True, live=True),
+                  'Proportional gain of the computed-torque law on the actuated joints, 1/s^2 '
+                  '(tracking and the PD hold).', lo=0.0, hi=KP_MAX, config=True, live=True),
         ParamSpec('kd', _cfg('kd'),
-                  'Derivative gain of the computed-torque law on the actuated joints, 1/s.',
-                  lo=0.0, hi=big, config=True, live=True),
+                  'Derivative gain of the computed-torque law on the actuated joints, 1/s '
+                  '(tracking and the PD hold).', lo=0.0, hi=KD_MAX, config=True, live=True),
+        ParamSpec('command_timeout', 0.0,
+                  'No torque command while the newest reading the estimator used is older than '
+                  'this many seconds (/diagnostics ERROR says why); 0: sensor_timeout. The '
+                  'controller must have its own timeout too (docs/torque-commands.md).',
+                  lo=0.0, hi=3600.0),
         ParamSpec('joint_states_topic', 'joint_states', 'Input JointState topic (encoders).',
                   'string'),
         ParamSpec('reference_topic', '~/reference',

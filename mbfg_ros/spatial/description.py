@@ -67,14 +67,16 @@ rated value is still a reading; the gate is for garbage, not for the rating)."""
 def describe(model: SpatialModel) -> SpatialDescription:
     """The edge description of ``model``: the URDF limits with :data:`POSITION_SLACK` and
     :data:`RATE_SLACK`, or the planar defaults' sanity bounds where the URDF gives none (a
-    continuous joint has no position range)."""
+    continuous joint has no position range). Torque commands are clamped to the URDF's
+    effort itself (``command_effort``, issue 25)."""
     d = JointLimits()
     joints = tuple(EdgeJoint(
         nm, model.joint_type[j],
         JointLimits(position=(_bound(model.lower[j] - POSITION_SLACK, d.position[0]),
                               _bound(model.upper[j] + POSITION_SLACK, d.position[1])),
                     velocity=_bound(RATE_SLACK * model.velocity_limit[j], d.velocity),
-                    effort=_bound(RATE_SLACK * model.effort_limit[j], d.effort)))
+                    effort=_bound(RATE_SLACK * model.effort_limit[j], d.effort),
+                    command_effort=_bound(model.effort_limit[j], d.effort)))
         for j, nm in enumerate(model.joint_names))
     acts = tuple(EdgeActuator(nm, nm, j) for j, nm in enumerate(model.joint_names)
                  if model.actuated[j])

@@ -162,21 +162,28 @@ def test_command_joints_accept_actuator_or_joint_names_and_reject_others():
 
 
 def test_a_reference_switches_commands_from_holding_to_tracking():
+    """Holding (issue 25 changed it: a PD hold around the pose latched at the first command,
+    not the static torque at the estimated pose), then tracking."""
     system, _, recs = fourbar_data()
     d = EstimatorDriver(system, settings(kp=16.0, kd=8.0))
-    ref = Reference(('crank',), np.array([0.0]), np.array([[0.5]]), np.zeros((1, 1)),
-                    np.zeros((1, 1)))
-    before = list(run(d, recs[:40]).values())[-1]
+    ref = Reference(('crank',), np.array([0.0, 1e6]), np.array([[0.5], [0.5]]),
+                    np.zeros((2, 1)), np.zeros((2, 1)))
+    outs = list(run(d, recs[:80]).values())
+    first = next(o for o in outs if o.command is not None)
+    s_hold = first.estimate.joint_position[0]             # latched when holding began
+    before = outs[-1]
     assert d.set_reference(ref)
-    after = list(run(d, recs[40:80]).values())[-1]
-    # holding: the virtual-power inverse dynamics at rest (an independent formulation)
-    q = before.estimate.q
-    hold = inverse_dynamics_direct(system, q, np.zeros(system.n), np.zeros(system.dof))
-    np.testing.assert_allclose(before.command, hold, rtol=1e-8, atol=1e-8)
+    after = list(run(d, recs[80:120]).values())[-1]
+    sm = SensorModel(system)
+    # holding: under the command the crank accelerates as s̈ = Kp (s_hold − s) − Kd ṡ
+    q, qd = before.estimate.q, before.estimate.qd
+    qdd = forward_accel(system, q, qd, before.command).qdd
+    p, v = sm.joint(0, q, qd, want=True)
+    sdd = p.Hq[0] @ qdd + v.Hq[0] @ qd
+    assert sdd == pytest.approx(16.0 * (s_hold - p.h[0]) - 8.0 * v.h[0], rel=1e-6, abs=1e-6)
     # tracking: under the command the crank accelerates as s̈ = Kp (0.5 − s) − Kd ṡ
     q, qd = after.estimate.q, after.estimate.qd
     qdd = forward_accel(system, q, qd, after.command).qdd
-    sm = SensorModel(system)
     p, v = sm.joint(0, q, qd, want=True)
     sdd = p.Hq[0] @ qdd + v.Hq[0] @ qd
     assert sdd == pytest.approx(16.0 * (0.5 - p.h[0]) - 8.0 * v.h[0], rel=1e-6, abs=1e-6)
