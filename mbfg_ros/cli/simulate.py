@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..core.end_stops import EndStopLog
 from ..core.errors import MbfgError
 from ..simulation.forward import (
     COORDINATES,
@@ -69,10 +70,11 @@ def _parser() -> argparse.ArgumentParser:
     add_urdf_arguments(p)
     p.add_argument('--torque', help='URDF robots: constant actuator torques, '
                    'joint=value[,joint=value...] [N·m or N] (default: none, a passive fall)')
-    p.add_argument('--no-limits', action='store_true', help='URDF robots: ignore the joint '
-                   'position limits (default: a joint reaching its <limit lower/upper> or the '
-                   'overlay\'s limits stops there, an inelastic end stop; velocity limits are '
-                   'reported when exceeded, never enforced)')
+    p.add_argument('--no-limits', action='store_true', help='ignore the joint position '
+                   'limits (default: a joint reaching its <limit lower/upper>, the overlay\'s '
+                   'or the YAML\'s limits: position stops there: an inelastic end stop for a '
+                   'URDF robot, a stiff one-sided spring-damper for a planar revolute joint; '
+                   'velocity limits are reported when exceeded, never enforced)')
     return p
 
 
@@ -91,17 +93,19 @@ def _main(argv: list[str] | None) -> int:
     check_writable(args.plot, 'plot', args.force, inputs)
     if is_urdf(args.config):
         return simulate_urdf(args, PROG)
-    if args.overlay or args.torque or args.no_limits:
-        raise MbfgError('--overlay, --torque and --no-limits are for URDF robots (CONFIG ending '
-                        'in .urdf)')
+    if args.overlay or args.torque:
+        raise MbfgError('--overlay and --torque are for URDF robots (CONFIG ending in .urdf)')
     config = ForwardConfig(dt=args.dt, window=args.window, coordinates=args.coordinates,
                            ic_basis=args.ic_basis,
                            integrator=args.integrator, solver=args.solver)
     system = load_checked(args.config, PROG)
+    stops = None if args.no_limits else system.end_stop_model(config.dt)
+    log = None if stops is None else EndStopLog(stops.stops.names)
     progress = Progress(args.duration, 'simulating', enabled=not args.quiet)
     start = time.perf_counter()
     try:
-        traj = simulate(system, args.duration, config, progress=progress)
+        traj = simulate(system, args.duration, config, progress=progress, end_stops=stops,
+                        log=log)
     finally:
         progress.close()
     elapsed = time.perf_counter() - start
@@ -110,10 +114,16 @@ def _main(argv: list[str] | None) -> int:
     kinetic = np.array([0.5 * qd @ system.mass_matrix(q) @ qd for q, qd in zip(traj.q, traj.qd)])
     angles = {system.names[i] for i in system.angle_coordinates}
     name = system.description.name
-    return report(args, traj, system.names, coordinate_units(system.names, angles),
-                  f'{name}: {steps} steps of {config.dt:g} s ({config.coordinates} '
-                  f'coordinates, {config.integrator}, window {config.window}, solver '
-                  f'{config.solver})', f'{name}: forward dynamics', elapsed, E, kinetic)
+    limits = ('joint limits ignored (--no-limits)' if stops is None else
+              'joint position limits as end stops' if stops.stops.limited else
+              'no joint limits')
+    rc = report(args, traj, system.names, coordinate_units(system.names, angles),
+                f'{name}: {steps} steps of {config.dt:g} s ({config.coordinates} '
+                f'coordinates, {config.integrator}, window {config.window}, solver '
+                f'{config.solver}; {limits})', f'{name}: forward dynamics', elapsed, E, kinetic)
+    for line in log.lines(stops.stops, config.dt) if log is not None else ():
+        print(f'  {line}')
+    return rc
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -98,14 +98,17 @@ class EndStops:
 @dataclass
 class EndStopLog:
     """What the end stops did during a run, per coordinate: ``impacts`` (times a joint came
-    onto a stop), ``steps_locked``, ``over_velocity`` (steps with |q̇| above its limit) and
-    ``peak_velocity_ratio`` (largest |q̇| / limit)."""
+    onto a stop), ``steps_locked``, ``over_velocity`` (steps with |q̇| above its limit),
+    ``peak_velocity_ratio`` (largest |q̇| / limit) and ``peak_penetration`` (deepest past a
+    limit: 0 for the exact stops here, > 0 for a stiff stop force such as the planar one,
+    :mod:`mbfg_ros.planar.end_stops`)."""
 
     names: tuple[str, ...]
     impacts: np.ndarray = field(init=False)
     steps_locked: np.ndarray = field(init=False)
     over_velocity: np.ndarray = field(init=False)
     peak_velocity_ratio: np.ndarray = field(init=False)
+    peak_penetration: np.ndarray = field(init=False)
 
     def __post_init__(self) -> None:
         n = len(self.names)
@@ -113,6 +116,26 @@ class EndStopLog:
         self.steps_locked = np.zeros(n, int)
         self.over_velocity = np.zeros(n, int)
         self.peak_velocity_ratio = np.zeros(n)
+        self.peak_penetration = np.zeros(n)
+
+    def update_penetrating(self, stops: EndStops, q_before: np.ndarray, q: np.ndarray,
+                           qd: np.ndarray) -> None:
+        """Count one step of a stop that is a force (positions may pass a limit): a joint
+        beyond its limit is 'locked', one that just went beyond is an impact; the depth
+        is kept in ``peak_penetration``."""
+        depth = np.maximum(stops.lower - q, q - stops.upper)
+        beyond = depth > 0.0
+        np.maximum(self.peak_penetration, depth, out=self.peak_penetration)
+        self.update(stops, q_before, qd, beyond, beyond)
+
+    @property
+    def total_impacts(self) -> int:
+        return int(self.impacts.sum())
+
+    @property
+    def total_over_velocity(self) -> int:
+        """Steps with some joint above its velocity limit, summed over joints."""
+        return int(self.over_velocity.sum())
 
     def update(self, stops: EndStops, q_before: np.ndarray, qd: np.ndarray, hit: np.ndarray,
                locked: np.ndarray) -> None:
@@ -132,7 +155,9 @@ class EndStopLog:
             if self.impacts[k]:
                 out.append(f'{name}: stopped at its position limit (range '
                            f'[{stops.lower[k]:.4g}, {stops.upper[k]:.4g}]) {self.impacts[k]} '
-                           f'time(s), held there {self.steps_locked[k] * dt:.3g} s')
+                           f'time(s), held there {self.steps_locked[k] * dt:.3g} s'
+                           + (f', at most {self.peak_penetration[k]:.3g} past it'
+                              if self.peak_penetration[k] > 0 else ''))
             if self.over_velocity[k]:
                 out.append(f'{name}: above its velocity limit {stops.velocity[k]:.4g} for '
                            f'{self.over_velocity[k] * dt:.3g} s (peak '

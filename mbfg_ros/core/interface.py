@@ -46,10 +46,12 @@ from typing import Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
+from .end_stops import EndStopLog, EndStops
 from .observation import Model, Observation
 
 __all__ = ['MultibodySystem', 'SensorModel', 'EdgeDescription', 'EdgeJoint', 'EdgeActuator',
-           'EdgeSensor', 'JointLimits', 'DrawingGeometry', 'Stepper', 'SimulatedSystem']
+           'EdgeSensor', 'JointLimits', 'DrawingGeometry', 'Stepper', 'SimulatedSystem',
+           'EndStopModel']
 
 
 class JointLimits(Protocol):
@@ -299,16 +301,36 @@ class DrawingGeometry(Protocol):
 class Stepper(Protocol):
     """A forward-dynamics integrator advanced one ``dt`` at a time (the simulator node):
     time ``t`` and the state ``q``, ``qd``, ``qdd`` after the last :meth:`step` under the
-    actuator efforts given to it (``description.actuators`` order; None: none applied)."""
+    actuator efforts given to it (``description.actuators`` order; None: none applied).
+    ``stops`` and ``log``: the joint limits it enforces and what they did
+    (:class:`~mbfg_ros.core.end_stops.EndStopLog`: impacts, velocity-limit excess), or None
+    when it runs without limits."""
 
     q: np.ndarray
     qd: np.ndarray
     qdd: np.ndarray
+    stops: EndStops | None
+    log: EndStopLog | None
 
     @property
     def t(self) -> float: ...
 
     def step(self, tau: np.ndarray | None = None) -> object: ...
+
+
+class EndStopModel(Protocol):
+    """Joint position limits as forces for the factor-graph forward dynamics (issue 30 item
+    3; ``planar.end_stops.PlanarEndStops``): ``system`` is the system to integrate (its
+    forces include the stops; simulation only, never the estimator's), ``stops`` the joint
+    limits (joint order, ±inf: none) and ``joints(q, qd)`` the joint positions and rates."""
+
+    @property
+    def system(self) -> SimulatedSystem: ...
+
+    @property
+    def stops(self) -> EndStops: ...
+
+    def joints(self, q: np.ndarray, qd: np.ndarray) -> tuple[np.ndarray, np.ndarray]: ...
 
 
 @runtime_checkable
@@ -321,8 +343,13 @@ class SimulatedSystem(MultibodySystem, Protocol):
       independent-coordinate graph (seed 000 Fig. 3) is available for this formulation;
     * ``energy(q, qd)``: mechanical energy (kinetic + potential of the conservative
       applied forces), for (n,) or (N, n) states;
-    * ``integrator(dt)``: the formulation's own :class:`Stepper`, or None when the
-      factor-graph forward dynamics (``simulation.forward``) integrates it;
+    * ``integrator(dt, limits=True)``: the formulation's own :class:`Stepper` (with
+      ``limits`` holding the joints at their position limits, issue 30 item 3), or None when
+      the factor-graph forward dynamics (``simulation.forward``) integrates it;
+    * ``end_stop_model(dt)``: for the factor-graph forward dynamics, an
+      :class:`EndStopModel` (the system with its joint position limits as stop forces, to
+      be integrated instead of this one), or None (the formulation's own integrator holds
+      its limits);
     * ``sensor_config(**fields)`` and ``simulate_measurements(t, q, qd, qdd, tau, config,
       rng)``: the simulated encoder and IMU records of sampled states (rows per sample);
       ``fields`` are ``encoder_rate``, ``imu_rate``, ``encoder_counts``, ``encoder_sigma``,
@@ -338,7 +365,9 @@ class SimulatedSystem(MultibodySystem, Protocol):
 
     def energy(self, q: np.ndarray, qd: np.ndarray) -> np.ndarray | float: ...
 
-    def integrator(self, dt: float) -> Stepper | None: ...
+    def integrator(self, dt: float, limits: bool = True) -> Stepper | None: ...
+
+    def end_stop_model(self, dt: float) -> EndStopModel | None: ...
 
     def sensor_config(self, **fields: float) -> object: ...
 

@@ -192,10 +192,17 @@ class System:
         kinetic = 0.5 * np.einsum('...i,ij,...j->...', qd, self.mass_matrix(q), qd)
         return kinetic - q @ Q0
 
-    def integrator(self, dt: float) -> None:
+    def integrator(self, dt: float, limits: bool = True) -> None:
         """None: the factor-graph forward dynamics (``simulation.forward``) integrates a
-        planar mechanism."""
+        planar mechanism (its joint limits through :meth:`end_stop_model`)."""
         return None
+
+    def end_stop_model(self, dt: float):
+        """The joint position limits as stiff stop forces for step ``dt``
+        (:class:`~mbfg_ros.planar.end_stops.PlanarEndStops`: the system to integrate, the
+        limits, the joint angles; issue 30 item 3)."""
+        from .end_stops import PlanarEndStops      # end_stops builds on this module
+        return PlanarEndStops(self, dt)
 
     def sensor_config(self, **fields: float):
         """A :class:`~mbfg_ros.planar.sensors.SensorConfig` of ``fields``."""

@@ -27,7 +27,8 @@ from .friction import friction_torque, rotor_mass_matrix
 from .model import GROUND, Body, Mechanism, RotationalSpring, Spring
 
 __all__ = ['mass_matrix', 'Forces', 'ForceTerms', 'body_matrix_A', 'body_mass_matrix',
-           'ElementLoad', 'spring_tension', 'rotational_spring_torque']
+           'ElementLoad', 'spring_tension', 'rotational_spring_torque', 'JointStop',
+           'stop_torque']
 
 _P = np.array([[0.0, -1.0], [1.0, 0.0]])
 
@@ -66,6 +67,34 @@ def spring_tension(spring: Spring, length: float, rate: float) -> float:
 def rotational_spring_torque(spring: RotationalSpring, phi: float, rate: float) -> float:
     """Torque on the second body, ``−k (φ − φ0) − c φ̇`` (seed 003 Eq. 6.15), φ − φ0 wrapped."""
     return -spring.k * math.remainder(phi - spring.angle, 2 * math.pi) - spring.c * rate
+
+
+class JointStop(NamedTuple):
+    """A joint's position limits as a stiff one-sided rotational spring-damper, simulation
+    only (issue 30 item 3; built by :func:`mbfg_ros.planar.end_stops.with_end_stops`).
+
+    The joint angle ``a = θ_b − θ_a − offset`` is wrapped to within π of the middle of
+    [lower, upper]; beyond a limit the stop applies ``−k (a − limit) − c ȧ``, clamped so that
+    it only ever pushes the joint back (never pulls it onto the stop)."""
+
+    bodies: tuple[int, int]
+    offset: float
+    lower: float
+    upper: float
+    k: float
+    c: float
+
+
+def stop_torque(stop: JointStop, phi: float, rate: float) -> float:
+    """Torque of an end stop on ``bodies[1]`` at relative angle φ = θ_b − θ_a and rate φ̇
+    (:class:`JointStop`); 0 within the limits."""
+    mid = 0.5 * (stop.lower + stop.upper)
+    a = mid + math.remainder(phi - stop.offset - mid, 2 * math.pi)
+    if a > stop.upper:
+        return min(0.0, -stop.k * (a - stop.upper) - stop.c * rate)
+    if a < stop.lower:
+        return max(0.0, -stop.k * (a - stop.lower) - stop.c * rate)
+    return 0.0
 
 
 def mass_matrix(mech: Mechanism) -> np.ndarray:
@@ -152,9 +181,12 @@ class Forces:
     State-dependent elements work on an extended vector ``[q, fixed point
     coordinates, 0]`` so that fixed points enter with their real coordinates;
     Jacobian columns of constants are dropped.
+
+    ``stops``: joint end stops (:class:`JointStop`), given only to the system a simulator
+    integrates (never to the estimator's or inverse dynamics' system).
     """
 
-    def __init__(self, mech: Mechanism) -> None:
+    def __init__(self, mech: Mechanism, stops: tuple[JointStop, ...] = ()) -> None:
         n = self.n = mech.n
         g = np.array(mech.gravity, dtype=float)
         pw, consts = point_columns(mech)
@@ -189,6 +221,8 @@ class Forces:
                           for s in mech.rotational_springs]
         self._friction = [(body_idx(j.bodies[0]), body_idx(j.bodies[1]), j.friction)
                           for j in mech.joints if j.friction is not None]
+        self.stops = tuple(stops)
+        self._stops = [(body_idx(st.bodies[0]), body_idx(st.bodies[1]), st) for st in stops]
         self._act = []
         for a in mech.actuators:
             if a.coordinate is not None:
@@ -202,7 +236,7 @@ class Forces:
         self.point_w = pw
         self.n_act = len(self._act)
         self.state_dependent = bool(self._torques or self._springs or self._rsprings
-                                    or self._friction)
+                                    or self._friction or self._stops)
         self.joint_actuated = any(k == 'joint' for k, _ in self._act)
 
     def _is_ground(self, idx: np.ndarray) -> bool:
@@ -276,6 +310,17 @@ class Forces:
                 np.add.at(Qq, (idx[:, None], idx[None, :]),
                           -dF * np.outer(grad, rate_q) - F * hess)
                 np.add.at(Qqd, (idx[:, None], idx[None, :]), -dF * np.outer(grad, grad))
+        for ia, ib, st in self._stops:
+            # End stop (JointStop): a rotational spring-damper acting only beyond a limit.
+            idx, grad, hess, rate_q, phi, rate = self._relative(ext, extd, ia, ib)
+            tq = stop_torque(st, phi, rate)
+            if tq == 0.0:
+                continue
+            np.add.at(Q, idx, tq * grad)
+            if jacobians:
+                dtq_dq = -st.k * grad - st.c * rate_q
+                np.add.at(Qq, (idx[:, None], idx[None, :]), np.outer(grad, dtq_dq) + tq * hess)
+                np.add.at(Qqd, (idx[:, None], idx[None, :]), -st.c * np.outer(grad, grad))
         if tau is not None and self.n_act:
             for k, (kind, what) in enumerate(self._act):
                 if kind == 'coord':
@@ -299,6 +344,15 @@ class Forces:
         full = np.zeros(self.W)
         np.add.at(full, idx, grad)
         return full[:self.n], rate
+
+    def relative_angle(self, q: np.ndarray, qd: np.ndarray, bodies: tuple[int, int]
+                       ) -> tuple[float, float]:
+        """(φ, φ̇) of the relative angle φ = θ_b − θ_a between two bodies (either may be
+        ground; φ not wrapped: a difference of two atan2)."""
+        ext, extd = self.ext.of(q), self.ext.rate(qd)
+        _, _, _, _, phi, rate = self._relative(ext, extd, self._body_idx(bodies[0]),
+                                               self._body_idx(bodies[1]))
+        return phi, rate
 
     def actuator_matrix(self, q: np.ndarray) -> np.ndarray:
         """B_act(q) (n x n_act): Q gains ``B_act τ`` from actuator efforts τ."""

@@ -217,6 +217,10 @@ def _simulator_params() -> tuple[ParamSpec, ...]:
         ParamSpec('dt', 1e-3, 'Integration step of the forward dynamics, s.', lo=1e-6, hi=1.0),
         ParamSpec('window', 2, 'Fixed-lag window of the factor-graph integrator (steps).',
                   'int', lo=2, hi=100),
+        ParamSpec('joint_limits', True, 'True: joints stop at their position limits (a URDF '
+                  "robot's <limit>/overlay limits: inelastic end stops; a planar YAML's "
+                  'limits: position: stiff one-sided spring-dampers) and velocity-limit excess '
+                  'is reported in the log and /diagnostics; False: limits ignored.', 'bool'),
         ParamSpec('duration', 0.0, 'Simulated seconds before the node exits with code 0; '
                   '0 runs until shut down.', lo=0.0, hi=1e7),
         ParamSpec('realtime', True, 'True: pace the simulation on the node clock; False: run as '

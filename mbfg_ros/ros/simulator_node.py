@@ -18,6 +18,13 @@ springs only) and publishes at ``publish_rate``:
                       MarkerArray                  namespaces) at ``markers_rate``, 30 Hz
 ====================  ===========================  ==========================================
 
+``joint_limits`` (default true, issue 30 item 3) makes the joints stop at their position
+limits (``integrator(dt, limits=True)`` of a URDF robot, the stop forces of
+``end_stop_model(dt)`` of a planar mechanism); what the stops did and any velocity-limit
+excess are logged (once per joint as it happens, in full at the end) and counted in
+``/diagnostics`` (``end_stop_impacts``, ``velocity_limit_exceeded_s``,
+``peak_velocity_ratio``).
+
 Sensor values come from the system's ``simulate_measurements``
 (:class:`~mbfg_ros.core.interface.SimulatedSystem`) evaluated on each published sample.
 ``realtime`` true paces the simulation on the node clock (times ``rate_scale``); false
@@ -94,7 +101,9 @@ class SimulatorNode(Node):
         if mechanism_warning(self.system):
             self.get_logger().warning(mechanism_warning(self.system))
         mech = self.system.description
-        self.sim = stepper(self.system, ForwardConfig(dt=s.dt, window=s.window))
+        self.sim = stepper(self.system, ForwardConfig(dt=s.dt, window=s.window),
+                           limits=s.joint_limits)
+        self._stop_lines: set[str] = set()       # end-stop report lines already logged
         self.sensors = sensor_config(self.system, s.values)
         self.rng = np.random.default_rng(s.seed)
         self.kit = cv.rclpy_kit()
@@ -217,10 +226,38 @@ class SimulatorNode(Node):
                 'warned at most every 10 s')
         values = {'real_time_factor': f'{rtf:.3f}', 'sim_time': f'{sim_t:.3f}',
                   'lag_s': f'{lag:.3f}', 'realtime': str(bool(s.realtime))}
+        values.update(self._end_stop_values())
         self.pub_diag.publish(cv.diagnostics_msg(
             self.kit, max(self.get_clock().now().nanoseconds, 0),
             f'{self.get_name()}: simulator', self.system.description.name, 1 if behind else 0,
             'behind real time' if behind else 'ok', values))
+
+    def _end_stop_values(self) -> dict[str, str]:
+        """Issue 30 item 3: end-stop impacts and velocity-limit excess for /diagnostics; a
+        joint newly over its velocity limit or newly stopped is logged once."""
+        log, stops = self.sim.log, self.sim.stops
+        if log is None or stops is None:
+            return {'joint_limits': 'off' if not self.settings.joint_limits else 'none'}
+        self.report_end_stops(only_new=True)
+        return {'joint_limits': 'on', 'end_stop_impacts': str(log.total_impacts),
+                'velocity_limit_exceeded_s': f'{log.total_over_velocity * self.settings.dt:.3f}',
+                'peak_velocity_ratio': f'{float(log.peak_velocity_ratio.max(initial=0.0)):.3f}'}
+
+    def report_end_stops(self, only_new: bool = False) -> None:
+        """Log what the end stops did (:meth:`EndStopLog.lines`); ``only_new``: a joint's
+        first stop or velocity excess only (the counts then go to /diagnostics)."""
+        log, stops = self.sim.log, self.sim.stops
+        if log is None or stops is None:
+            return
+        for line in log.lines(stops, self.settings.dt):
+            key = line.split(':', 1)[0] + (' velocity' if 'velocity' in line else ' stop')
+            if only_new and key in self._stop_lines:
+                continue
+            self._stop_lines.add(key)
+            if 'velocity' in line:
+                self.get_logger().warning(line)
+            else:
+                self.get_logger().info(line)
 
     def _emit(self, topic_pub: Any, msgtype: str, t_ns: int, build: Any) -> None:
         topic_pub.publish(build(self.kit))
@@ -253,6 +290,7 @@ class SimulatorNode(Node):
                    lambda kit: cv.joint_state_msg(kit, t_ns, names, q, qd))
 
     def close(self) -> None:
+        self.report_end_stops()
         if self.bag is not None:
             bag, self.bag = self.bag, None
             _close_bag(bag, self._bag_dir, Path(self.settings.output), self.get_logger())

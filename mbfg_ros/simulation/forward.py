@@ -55,6 +55,7 @@ import gtsam
 import numpy as np
 import scipy.linalg
 
+from ..core.end_stops import EndStopLog
 from ..core.errors import MbfgError
 from ..core.factors import (
     basis_matrix,
@@ -63,8 +64,8 @@ from ..core.factors import (
     stacked_integrator_jacobians,
     stacked_state_error,
 )
+from ..core.interface import EndStopModel, Stepper
 from ..core.interface import SimulatedSystem as System
-from ..core.interface import Stepper
 
 __all__ = ['ForwardConfig', 'ForwardSimulator', 'Trajectory', 'simulate', 'energy', 'stepper',
            'IC_BASES',
@@ -274,10 +275,23 @@ class ForwardSimulator:
     initial state is itself solved from the priors of Table 2 and the state
     factor, so ``q̈0`` is consistent and an inconsistent ``qd0`` is projected
     onto the velocity constraints (its non-independent entries are weak).
+
+    ``end_stops`` (``sys.end_stop_model(dt)``, issue 30 item 3): integrate its ``system``
+    (the joint position limits as stop forces) instead of ``sys``, and count after every
+    step in ``log`` (an :class:`~mbfg_ros.core.end_stops.EndStopLog`, made here unless
+    given) the impacts, the depth past the limits and the velocity-limit excess.
     """
 
     def __init__(self, sys: System, config: ForwardConfig | None = None,
-                 q0: np.ndarray | None = None, qd0: np.ndarray | None = None) -> None:
+                 q0: np.ndarray | None = None, qd0: np.ndarray | None = None,
+                 end_stops: EndStopModel | None = None, log: EndStopLog | None = None
+                 ) -> None:
+        self._stop_model = end_stops
+        self.stops = None if end_stops is None else end_stops.stops
+        self.log = None if end_stops is None else (
+            log if log is not None else EndStopLog(end_stops.stops.names))
+        if end_stops is not None:
+            sys = end_stops.system
         self.sys = sys
         self.config = cfg = config or ForwardConfig()
         self._g = _Graphs(sys, cfg)
@@ -310,6 +324,8 @@ class ForwardSimulator:
         values, _ = _gauss_newton(graph, values, 20, 1e-12)
         state = tuple(values.atVector(key) for key in self._g.keys(0))
         self._set_output(state)
+        self._joints = (None if end_stops is None else
+                        end_stops.joints(self.q, self.qd)[0])
         if cfg.solver.startswith('anchored'):
             self._window = [_Entry(0, state, None, None)]    # entry 0: the anchor
             self._prev = state
@@ -340,6 +356,10 @@ class ForwardSimulator:
             state = self._step_smoother(k, tau)
         self._k = k
         self._set_output(state)
+        if self._stop_model is not None:
+            pos, rate = self._stop_model.joints(self.q, self.qd)
+            self.log.update_penetrating(self.stops, self._joints, pos, rate)
+            self._joints = pos
         return self.t, self.q.copy(), self.qd.copy(), self.qdd.copy()
 
     # -- internals ------------------------------------------------------------------
@@ -484,19 +504,28 @@ def energy(sys: System, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
     return sys.energy(q, qd)
 
 
-def stepper(sys: System, config: ForwardConfig) -> Stepper:
+def stepper(sys: System, config: ForwardConfig, limits: bool = True) -> Stepper:
     """The simulator node's integrator (issue 23): the formulation's own
-    (``sys.integrator(dt)``, a URDF robot's joint-space trapezoidal rule) or else the
-    factor graph of this module, :class:`ForwardSimulator`."""
-    own = sys.integrator(config.dt)
-    return own if own is not None else ForwardSimulator(sys, config)
+    (``sys.integrator(dt, limits)``, a URDF robot's joint-space trapezoidal rule) or else the
+    factor graph of this module, :class:`ForwardSimulator`, with ``limits`` on the system of
+    ``sys.end_stop_model(dt)`` (the joint position limits as stop forces; issue 30 item 3)."""
+    own = sys.integrator(config.dt, limits=limits)
+    if own is not None:
+        return own
+    return ForwardSimulator(sys, config, end_stops=sys.end_stop_model(config.dt)
+                            if limits else None)
 
 
 def simulate(sys: System, duration: float, config: ForwardConfig | None = None,
              tau_fn: Callable[[float, np.ndarray, np.ndarray], np.ndarray] | None = None,
              progress: object | None = None, q0: np.ndarray | None = None,
-             qd0: np.ndarray | None = None) -> Trajectory:
+             qd0: np.ndarray | None = None, end_stops: EndStopModel | None = None,
+             log: EndStopLog | None = None) -> Trajectory:
     """Simulate ``duration`` seconds; rows at t = 0, dt, ..., including t = 0.
+
+    ``end_stops`` (``sys.end_stop_model(config.dt)``; None: no limits) integrates the
+    system with its joint position limits as stop forces; ``log`` (made by the caller)
+    counts the impacts and the velocity-limit excess (:class:`ForwardSimulator`).
 
     ``tau_fn(t, q, qd)`` gives the actuator efforts held over the step that
     starts at ``t`` (state ``q``, ``qd`` at ``t``); ``progress`` is any
@@ -506,7 +535,7 @@ def simulate(sys: System, duration: float, config: ForwardConfig | None = None,
     if not (duration >= 0 and math.isfinite(duration)):
         raise MbfgError(f'forward dynamics: duration = {duration!r}: expected >= 0')
     steps = int(round(duration / cfg.dt))
-    sim = ForwardSimulator(sys, cfg, q0, qd0)
+    sim = ForwardSimulator(sys, cfg, q0, qd0, end_stops, log)
     n = sys.n
     t = np.arange(steps + 1) * cfg.dt
     Q = np.empty((steps + 1, n))

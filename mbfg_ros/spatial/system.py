@@ -229,10 +229,17 @@ class SpatialSystem:
         """Joint coordinates run the dependent-coordinate graph only."""
         return False
 
-    def integrator(self, dt: float):
-        """The joint-space integrator (:class:`.simulate.SpatialStepper`, trapezoidal)."""
-        from .simulate import SpatialStepper
-        return SpatialStepper(self, dt)
+    def integrator(self, dt: float, limits: bool = True):
+        """The joint-space integrator (:class:`.simulate.SpatialStepper`, trapezoidal); with
+        ``limits`` the joint position limits are inelastic end stops
+        (:func:`.simulate.end_stops_of`, issue 30 item 3)."""
+        from .simulate import SpatialStepper, end_stops_of
+        return SpatialStepper(self, dt, end_stops=end_stops_of(self) if limits else None)
+
+    def end_stop_model(self, dt: float) -> None:
+        """None: a URDF robot's limits are held by its own integrator (:meth:`integrator`),
+        not by forces in the factor-graph forward dynamics."""
+        return None
 
     def sensor_config(self, **fields: float):
         """A :class:`.sensor_sim.SpatialSensorConfig` of ``fields``."""

@@ -163,7 +163,11 @@ def test_urdf_simulator_node_records_a_bag_the_estimator_replays(tmp_path):
     params = {'mechanism': str(URDF / 'ur5.urdf'), 'overlay': str(URDF / 'ur5_sensors.yaml'),
               'realtime': 'false', 'duration': 1.0, 'record': 'true', 'output': str(bag),
               'publish_rate': 500.0, 'encoder_sigma': 0.001, 'gyro_sigma': 0.005,
-              'accel_sigma': 0.05, 'seed': 3}
+              'accel_sigma': 0.05, 'seed': 3,
+              # the passive fall brings the elbow onto its ±π stop at ~0.99 s: an impact the
+              # estimator does not model (stops are simulation only); this test is about the
+              # smooth fall
+              'joint_limits': 'false'}
     proc = start('simulator_node', params, unique_domain(42), tmp_path)
     assert proc.wait(120) == 0, (tmp_path / 'simulator_node.log').read_text()
     res = replay(bag, URDF / 'ur5.urdf', {'overlay': str(URDF / 'ur5_sensors.yaml'),
