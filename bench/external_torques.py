@@ -34,7 +34,8 @@ Compared, with the same flag rule (|·| > k σ on some joint for ``min_duration`
 
 Measured: detection delay per event (first flag after the contact starts; missed if none
 within the event + 0.2 s), false alarms counted per run and per minute (rising flags
-outside the events and 0.5 s after them), and the estimator's τ_ext RMS in free motion against its mean σ.
+outside the events and 0.5 s after them), and the estimator's τ_ext RMS in free motion
+against its mean σ.
 
     .venv/bin/python bench/external_torques.py [--encoder-sigma 1e-5] [--runs 4]
         [--duration 40] [--gate 30] [--process both] [--quick]
