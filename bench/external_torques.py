@@ -12,12 +12,16 @@ integrator, computed torque at the sensor rate, the truth's own model) following
 
 one event every ``spacing`` s, alternating, after a free first segment. Sensors at 500 Hz:
 encoders with Gaussian noise ``--encoder-sigma`` (rad), ``effort`` = the motors' torques
-(what ros2_control's effort state reports), no IMU.
+(what ros2_control's effort state reports), no IMU. ``--runs`` runs, each its own random
+reference (seed, seed + 1, ...) with its own start-up ramp, so that the free motion adds up
+to minutes (4 x 40 s: 128 s) and false alarms are counted, not only rated.
 
 Compared, with the same flag rule (|·| > k σ on some joint for ``min_duration``):
 
 * ``estimator``: :class:`~mbfg_ros.estimation.external.ExternalTorques` on the online
-  estimator (``jerk_process``, σ from the estimate's covariance);
+  estimator (σ from the estimate's covariance), its jerk rows on the mismatch
+  q̈ − q̈(q, q̇, τ) (``disturbance_process``) and/or on q̈ (``jerk_process`` alone),
+  ``--process``; the innovation gate at ``--gate``;
 * ``momentum``: the generalised-momentum observer (De Luca & Mattone 2005; Haddadin, De Luca,
   Albu-Schäffer 2017, Eq. 29), written here with Pinocchio's M, C, g::
 
@@ -29,10 +33,12 @@ Compared, with the same flag rule (|·| > k σ on some joint for ``min_duration`
   user calibrates a threshold this way).
 
 Measured: detection delay per event (first flag after the contact starts; missed if none
-within the event + 0.2 s), false alarms per minute (rising flags outside the events and
-0.5 s after them), and the estimator's τ_ext RMS in free motion against its mean σ.
+within the event + 0.2 s), false alarms counted per run and per minute (rising flags
+outside the events and 0.5 s after them), and the estimator's τ_ext RMS in free motion
+against its mean σ.
 
-    .venv/bin/python bench/external_torques.py [--duration 20] [--quick]
+    .venv/bin/python bench/external_torques.py [--encoder-sigma 1e-5] [--runs 4]
+        [--duration 40] [--gate 30] [--process both] [--quick]
 """
 from __future__ import annotations
 
@@ -181,85 +187,130 @@ def fmt_delays(d: list[float]) -> str:
     return s + (f', missed {missed}/{len(d)}' if missed else '')
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    ap.add_argument('--duration', type=float, default=20.0)
-    ap.add_argument('--quick', action='store_true', help='8 s')
-    ap.add_argument('--seed', type=int, default=3)
-    ap.add_argument('--encoder-sigma', type=float, default=1e-5,
-                    help='rad (1e-5: a 19-bit encoder; 8.7e-4 = 0.05 deg)')
-    ap.add_argument('--impulse-force', type=float, default=150.0, help='N over 20 ms')
-    ap.add_argument('--push-force', type=float, default=40.0, help='N held 1 s')
-    ap.add_argument('--spacing', type=float, default=3.0)
-    ap.add_argument('--k', type=float, default=3.0)
-    ap.add_argument('--min-duration', type=float, default=0.004)
-    ap.add_argument('--dynamics-sigma', type=float, default=5.0)
-    ap.add_argument('--jerk', type=float, default=100.0)
-    ap.add_argument('--lag', type=float, default=0.1)
-    ap.add_argument('--observer-gain', type=float, default=50.0, help='K_O, 1/s')
-    a = ap.parse_args(argv)
-    duration = 8.0 if a.quick else a.duration
-    system = build_spatial_system(URDF)
-    evs = events(duration, a.spacing, a.impulse_force, a.push_force)
-    tr, ext, recs = scenario(system, duration, a.seed, evs, a.encoder_sigma)
-    cfg = EstimatorConfig(frequency=RATE, lag_duration=a.lag, encoder_sigma=a.encoder_sigma,
-                          dynamics_sigma=a.dynamics_sigma, jerk_process=True,
-                          integrator_jerk=a.jerk, joint_rejection_threshold=0.0)
+def _rms_parts(value: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, int]:
+    return np.sum(value[mask] ** 2, axis=0), int(mask.sum())
+
+
+def run_once(system, a, seed: int, duration: float, evs, processes: list[str]) -> dict:
+    """One run (its own reference, events, estimators and observers): per detector the
+    score, and the sums behind the free-motion and push statistics."""
+    tr, ext, recs = scenario(system, duration, seed, evs, a.encoder_sigma)
     xcfg = ExternalConfig(threshold=a.k, min_duration=a.min_duration)
-    res = run_estimator(system, recs, cfg, xcfg)
+    out: dict = {'rows': {}, 'free': {}, 'push': {}, 'ms': {}, 'resets': {}}
+    res = None
+    for proc in processes:
+        cfg = EstimatorConfig(frequency=RATE, lag_duration=a.lag, encoder_sigma=a.encoder_sigma,
+                              dynamics_sigma=a.dynamics_sigma, jerk_process=True,
+                              disturbance_process=proc == 'disturbance',
+                              integrator_jerk=a.jerk, joint_rejection_threshold=a.gate)
+        res = run_estimator(system, recs, cfg, xcfg)
+        t = res['t']
+        name = f'estimator tau_ext ({proc} jerk)'
+        out['rows'][name] = score(t, res['flag'], evs, duration)
+        out['ms'][name] = res['ms']
+        out['resets'][name] = res['resets']
+        busy = np.zeros(len(t), bool)
+        for _, t0, length, _ in evs:
+            busy |= (t >= t0) & (t < t0 + length + AFTER)
+        fm = ~busy & (t > 0.5)
+        ss, cnt = _rms_parts(res['tau'], fm)
+        out['free'][name] = (ss, np.sum(res['sigma'][fm], axis=0), cnt)
+        k = np.rint(t * RATE).astype(int)
+        pushes = np.zeros(len(t), bool)
+        for kind, t0, length, _ in evs:
+            if kind == 'push':
+                pushes |= (t >= t0 + 0.2) & (t < t0 + length)
+        es, cnt = _rms_parts(res['tau'] - ext[k], pushes)
+        out['push'][name] = (es, _rms_parts(ext[k], pushes)[0], cnt)
+    # the momentum observer, fed the (last) estimator's state and raw encoders
     t = res['t']
     k = np.rint(t * RATE).astype(int)
-    truth_ext = ext[k]
-    # the momentum observer, fed the estimator's state and raw encoders
     enc = [r for r in recs if hasattr(r, 'names')]
     te = np.array([r.t for r in enc])
     z = np.array([r.position for r in enc])
     qd_fd = np.vstack([np.zeros(system.n), np.diff(z, axis=0) / np.diff(te)[:, None]])
-    tau_m = tr.tau[k]
-    r_est = momentum_observer(system, t, res['q'], res['qd'], tau_m, a.observer_gain)
+    r_est = momentum_observer(system, t, res['q'], res['qd'], tr.tau[k], a.observer_gain)
     ke = np.rint(te * RATE).astype(int)
     r_raw = momentum_observer(system, te, z, qd_fd, tr.tau[ke], a.observer_gain)
     free = (t > 0.5) & (t < FREE)
     cal = np.sqrt(np.mean(r_est[free] ** 2, axis=0))
     free_e = (te > 0.5) & (te < FREE)
     cal_raw = np.sqrt(np.mean(r_raw[free_e] ** 2, axis=0))
-    rows = [('estimator (tau_ext)', t, res['flag']),
-            ('momentum (K_O = %g, q from the estimator)' % a.observer_gain, t,
-             flags(t, r_est, cal, a.k, a.min_duration)),
-            ('momentum (K_O = %g, raw encoders)' % a.observer_gain, te,
-             flags(te, r_raw, cal_raw, a.k, a.min_duration))]
-    print(f'UR5, {duration:g} s at {RATE:g} Hz, encoders sigma {a.encoder_sigma:g} rad, '
-          f'{len(evs)} events at {LINK} (impulse {a.impulse_force:g} N x 20 ms, push '
-          f'{a.push_force:g} N x 1 s), k = {a.k:g}, min duration {1e3 * a.min_duration:g} ms')
-    print(f'estimator: dynamics_sigma {a.dynamics_sigma:g}, jerk_process with integrator_jerk '
-          f'{a.jerk:g}, lag {a.lag:g} s; tick+external p50 {np.median(res["ms"]):.2f} ms, '
-          f'resets {res["resets"]}')
-    print(f'{"detector":44s} {"impulse delay":>24s} {"push delay":>24s} {"false/min":>10s}')
-    for name, tt, fl in rows:
-        s = score(tt, fl, evs, duration)
-        print(f'{name:44s} {fmt_delays(s["delays"]["impulse"]):>24s} '
-              f'{fmt_delays(s["delays"]["push"]):>24s} {s["false_per_min"]:10.2f}')
-    # τ_ext against the truth and its σ
-    busy = np.zeros(len(t), bool)
-    for _, t0, length, _ in evs:
-        busy |= (t >= t0) & (t < t0 + length + AFTER)
-    fm = ~busy & (t > 0.5)
-    rms = np.sqrt(np.mean(res['tau'][fm] ** 2, axis=0))
-    sig = np.mean(res['sigma'][fm], axis=0)
-    print('free motion, per joint: tau_ext RMS [N m] ' + ' '.join(f'{v:.3f}' for v in rms))
-    print('                        mean sigma [N m]  ' + ' '.join(f'{v:.3f}' for v in sig))
-    print('                        RMS / sigma       ' + ' '.join(f'{v:.2f}' for v in rms / sig)
-          + '   (target <= 2)')
-    pushes = np.zeros(len(t), bool)
-    for kind, t0, length, _ in evs:
-        if kind == 'push':
-            pushes |= (t >= t0 + 0.2) & (t < t0 + length)
-    if pushes.any():
-        err = res['tau'][pushes] - truth_ext[pushes]
-        print('pushes (after 0.2 s): tau_ext - truth RMS ' + ' '.join(
-            f'{v:.3f}' for v in np.sqrt(np.mean(err ** 2, axis=0)))
-            + ' ; truth RMS ' + ' '.join(f'{v:.3f}' for v in np.sqrt(np.mean(
-                truth_ext[pushes] ** 2, axis=0))))
+    out['rows'][f'momentum (K_O = {a.observer_gain:g}, on the estimate)'] = score(
+        t, flags(t, r_est, cal, a.k, a.min_duration), evs, duration)
+    out['rows'][f'momentum (K_O = {a.observer_gain:g}, raw encoders)'] = score(
+        te, flags(te, r_raw, cal_raw, a.k, a.min_duration), evs, duration)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--duration', type=float, default=40.0, help='s per run')
+    ap.add_argument('--runs', type=int, default=4,
+                    help='runs, each its own reference motion (seed, seed + 1, ...)')
+    ap.add_argument('--quick', action='store_true', help='one run of 12 s')
+    ap.add_argument('--seed', type=int, default=3)
+    ap.add_argument('--encoder-sigma', type=float, default=1e-5,
+                    help='rad (1e-5: a 19-bit encoder; 8.7e-4 = 0.05 deg)')
+    ap.add_argument('--impulse-force', type=float, default=150.0, help='N over 20 ms')
+    ap.add_argument('--push-force', type=float, default=40.0, help='N held 1 s')
+    ap.add_argument('--spacing', type=float, default=5.0)
+    ap.add_argument('--k', type=float, default=3.0)
+    ap.add_argument('--min-duration', type=float, default=0.002)
+    ap.add_argument('--dynamics-sigma', type=float, default=5.0)
+    ap.add_argument('--jerk', type=float, default=100.0)
+    ap.add_argument('--lag', type=float, default=0.1)
+    ap.add_argument('--gate', type=float, default=30.0,
+                    help='joint_rejection_threshold (0: the innovation gate off)')
+    ap.add_argument('--process', choices=('disturbance', 'acceleration', 'both'),
+                    default='both', help='the estimator\'s jerk rows: on q̈ − q̈(q, q̇, τ) '
+                    '(disturbance_process), on q̈ (jerk_process alone), or both side by side')
+    ap.add_argument('--observer-gain', type=float, default=50.0, help='K_O, 1/s')
+    a = ap.parse_args(argv)
+    runs, duration = (1, 12.0) if a.quick else (a.runs, a.duration)
+    processes = ['disturbance', 'acceleration'] if a.process == 'both' else [a.process]
+    system = build_spatial_system(URDF)
+    evs = events(duration, a.spacing, a.impulse_force, a.push_force)
+    total: dict = {}
+    for run in range(runs):
+        o = run_once(system, a, a.seed + run, duration, evs, processes)
+        for key in ('rows', 'free', 'push', 'ms', 'resets'):
+            for name, v in o[key].items():
+                total.setdefault(key, {}).setdefault(name, []).append(v)
+    print(f'UR5, {runs} runs x {duration:g} s at {RATE:g} Hz (reference seeds {a.seed}..'
+          f'{a.seed + runs - 1}), encoders sigma {a.encoder_sigma:g} rad, {len(evs)} events per '
+          f'run at {LINK} (impulse {a.impulse_force:g} N x 20 ms, push {a.push_force:g} N x '
+          f'1 s, every {a.spacing:g} s from {FREE:g} s), k = {a.k:g}, min duration '
+          f'{1e3 * a.min_duration:g} ms')
+    print(f'estimator: dynamics_sigma {a.dynamics_sigma:g}, integrator_jerk {a.jerk:g}, lag '
+          f'{a.lag:g} s, joint_rejection_threshold {a.gate:g}')
+    for name, ms in total['ms'].items():
+        print(f'  {name}: tick+external p50 {np.median(np.concatenate(ms)):.2f} ms, resets '
+              f'{sum(total["resets"][name])}')
+    print(f'{"detector":44s} {"impulse delay":>22s} {"push delay":>22s} {"false":>6s} '
+          f'{"free s":>7s} {"/min":>6s}  false alarms per run')
+    for name, scores in total['rows'].items():
+        d = {kind: sum((s['delays'][kind] for s in scores), []) for kind in ('impulse', 'push')}
+        false = sum(s['false'] for s in scores)
+        free_s = sum(s['free_s'] for s in scores)
+        print(f'{name:44s} {fmt_delays(d["impulse"]):>22s} {fmt_delays(d["push"]):>22s} '
+              f'{false:6d} {free_s:7.1f} {60.0 * false / free_s:6.2f}  '
+              + ' '.join(str(s['false']) for s in scores))
+    for name, parts in total['free'].items():
+        ss = sum(p[0] for p in parts)
+        cnt = sum(p[2] for p in parts)
+        rms = np.sqrt(ss / cnt)
+        sig = sum(p[1] for p in parts) / cnt
+        print(f'{name}, free motion per joint: tau_ext RMS [N m] '
+              + ' '.join(f'{v:.3f}' for v in rms))
+        print('    mean sigma [N m] ' + ' '.join(f'{v:.3f}' for v in sig)
+              + ' ; RMS / sigma ' + ' '.join(f'{v:.2f}' for v in rms / sig) + '   (target <= 2)')
+        push = total['push'][name]
+        cnt = sum(p[2] for p in push)
+        if cnt:
+            print('    pushes (after 0.2 s): tau_ext - truth RMS ' + ' '.join(
+                f'{v:.3f}' for v in np.sqrt(sum(p[0] for p in push) / cnt)) + ' ; truth RMS '
+                + ' '.join(f'{v:.3f}' for v in np.sqrt(sum(p[1] for p in push) / cnt)))
     return 0
 
 

@@ -43,6 +43,10 @@ class EstimatorConfig:
     #                                     (σ = integrator_jerk·dt), not only for unknown
     #                                     efforts: q̈ then follows the encoders, not only the
     #                                     dynamics (external torques, issue 27 item 4)
+    disturbance_process: bool = False   # with known efforts, those rows bound the change of
+    #                                     the mismatch q̈ − q̈(q, q̇, τ) instead of q̈ (implies
+    #                                     jerk_process): a motor torque step moves q̈ with the
+    #                                     model, only contacts show (estimation.disturbance)
     constraint_sigma: float = 1.0e-6    # Φ (m) and Φq q̇ (m/s)
     integrator_sigma: float = 1.0e-6    # trapezoidal residuals at dt -> 0
     integrator_jerk: float = 1000.0     # bound on |q⃛| for the truncation error dt³/12·|q⃛|

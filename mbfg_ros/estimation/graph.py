@@ -31,6 +31,10 @@ An unknown torque is zero (a passive mechanism) unless
 gate's, and the integrator adds q̈_k − q̈_{k−1} rows (σ = ``integrator_jerk``·dt),
 because with the dynamics saying little the trapezoidal rule alone leaves q̈ free to
 alternate from tick to tick (:func:`factors.stacked_trapezoidal_jerk_error`).
+``jerk_process`` adds those rows with known efforts too; ``disturbance_process`` makes them
+bound the change of the mismatch q̈ − q̈(q, q̇, τ) instead, each side at its tick's torques
+(:func:`mbfg_ros.estimation.disturbance.stacked_trapezoidal_disturbance_error`, issue 27
+item 4): a step of the known torques then moves q̈ with the model at once.
 
 Linearisation: each new state is inserted at the Taylor prediction from the
 last estimate (q + dt q̇ + ½dt² q̈, …), within O(dt²) of its final value, so
@@ -71,6 +75,7 @@ import numpy as np
 from ..core import factors as F
 from ..core.observation import Observation
 from .config import EstimatorConfig, coordinate_sigmas
+from .disturbance import stacked_trapezoidal_disturbance_error
 from .observations import interval_factor, observation_factor
 
 
@@ -112,7 +117,7 @@ class GraphMixin:
         """The state factor of tick ``t`` (known torques in force then; its noise widened
         for actuators of unknown effort at the state ``x`` it is inserted at, which is
         also its linearisation point)."""
-        tau = self.applied_torque(t)
+        tau = self._tau_prev = self.applied_torque(t)
         return self._factor([key], self._dynamics_noise(x, tau)[1],
                             functools.partial(F.stacked_state_error, self.sys, tau), [x])
 
@@ -244,8 +249,15 @@ class GraphMixin:
         at = [self._theta[self._k], guess]
         noise = self._integ_noise if dt <= self._dt * (1 + 1e-6) else \
             gtsam.noiseModel.Diagonal.Sigmas(self._integrator_sigma(dt))
-        if self.config.jerk_process or (self.config.unknown_effort_sigma > 0
-                                        and not self._tau_live.all()):
+        cfg = self.config
+        unknown = cfg.unknown_effort_sigma > 0 and not self._tau_live.all()
+        if cfg.disturbance_process and not unknown:
+            # known efforts: bound the change of q̈ − q̈(q, q̇, τ), not of q̈ (issue 27 item 4)
+            noise = gtsam.noiseModel.Diagonal.Sigmas(np.concatenate((
+                self._integrator_sigma(dt), self._jerk * dt)))
+            graph.add(self._factor([prev, key], noise, functools.partial(
+                stacked_trapezoidal_disturbance_error, self.sys, dt, self._tau_prev, tau), at))
+        elif cfg.jerk_process or cfg.disturbance_process or unknown:
             # torques unknown: the dynamics barely fix q̈; bound its change by the jerk
             noise = gtsam.noiseModel.Diagonal.Sigmas(np.concatenate((
                 self._integrator_sigma(dt), self._jerk * dt)))
@@ -254,6 +266,7 @@ class GraphMixin:
         else:
             graph.add(self._factor([prev, key], noise,
                                    functools.partial(F.stacked_trapezoidal_error, n, dt), at))
+        self._tau_prev = tau
         used = []
         for kk, obs in single.items():
             graph.add(observation_factor(gtsam.symbol('x', kk), self.sm, obs, self._at(kk)))

@@ -74,6 +74,7 @@ class LifecycleMixin:
         self._tau = np.zeros(self._n_act)
         self._tau_t = np.full(self._n_act, -math.inf)
         self._tau_live = np.zeros(self._n_act, dtype=bool)
+        self._tau_prev = np.zeros(self._n_act)       # the previous tick's state-factor τ
         self._reject_since: dict[tuple[str, int], float] = {}   # first of a rejected run
 
     def _count_reset(self, reason: str, detail: str = '') -> None:

@@ -182,6 +182,11 @@ def _estimator_params() -> tuple[ParamSpec, ...]:
                   'for unknown efforts), so that q̈ follows the encoders and not only the '
                   'dynamics: set it for ~/external_torques (docs/external-torques.md).',
                   'bool', config=True),
+        ParamSpec('disturbance_process', _cfg('disturbance_process'),
+                  'With measured efforts, bound the change of the mismatch qdd - qdd(q, qd, '
+                  'tau) between ticks instead of qdd itself (implies jerk_process): a step of '
+                  'the motor torques moves qdd with the model and only contacts show in '
+                  '~/external_torques (docs/external-torques.md).', 'bool', config=True),
         ParamSpec('contact_threshold', 3.0,
                   'k of the contact flag (~/contact): a joint whose |external torque| exceeds '
                   'k times its sigma.', lo=0.0, hi=1e6),

@@ -25,7 +25,7 @@ TOPICS = {'/estimator_node/external_torques': 'JointState',
           '/estimator_node/external_torques_sigma': 'JointState',
           '/estimator_node/contact': 'Bool',
           '/estimator_node/external_wrench': 'WrenchStamped'}
-PARAMS = {'frequency': 200.0, 'lag_duration': 0.05, 'jerk_process': True,
+PARAMS = {'frequency': 200.0, 'lag_duration': 0.05, 'disturbance_process': True,
           'external_wrench_link': 'forearm_link'}
 
 
