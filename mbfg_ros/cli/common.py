@@ -75,16 +75,20 @@ def run_cli(main: Callable[[list[str] | None], int], argv: list[str] | None = No
     disk) is one line and status 2. Programming errors keep their traceback: they are
     bugs to report.
     """
-    previous = None
-    try:
-        previous = signal.signal(signal.SIGTERM, _terminate)
-    except ValueError:             # not the main thread: leave SIGTERM alone
-        pass
+    previous = {}
+    # SIGINT as KeyboardInterrupt even where it was inherited ignored (a job started with
+    # '&' by a non-interactive shell): an interrupt must still clean the temporaries up.
+    for sig, handler in ((signal.SIGTERM, _terminate),
+                         (signal.SIGINT, signal.default_int_handler)):
+        try:
+            previous[sig] = signal.signal(sig, handler)
+        except ValueError:         # not the main thread: leave the signals alone
+            pass
     try:
         return _run(main, argv, prog)
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _run(main: Callable[[list[str] | None], int], argv: list[str] | None, prog: str) -> int:

@@ -170,3 +170,23 @@ def test_a_signal_while_writing_leaves_the_old_file(sig, tmp_path):
     assert p.returncode == {signal.SIGTERM: 143, signal.SIGINT: 130}[sig]
     _one_error_line(err, 'writer: ')
     assert sorted(x.name for x in tmp_path.iterdir()) == ['out.csv']
+
+
+def test_an_interrupt_cleans_up_even_when_sigint_was_inherited_ignored(tmp_path):
+    """A job started with '&' by a non-interactive shell inherits SIGINT ignored; the tool
+    must still take SIGINT as an interrupt (old file kept, one line, 130, no temporaries)."""
+    out = tmp_path / 'out.csv'
+    out.write_text(OLD)
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    p = subprocess.Popen([sys.executable, '-c', _WRITER, str(out)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    try:
+        assert p.stdout.readline().strip() == 'ready'
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=30)
+    finally:
+        p.kill()
+    assert out.read_text() == OLD and p.returncode == 130
+    _one_error_line(err, 'writer: ')
+    assert sorted(x.name for x in tmp_path.iterdir()) == ['out.csv']
