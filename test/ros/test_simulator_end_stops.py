@@ -5,6 +5,8 @@ the recorded /joint_states stay within them and the log says what the stops did;
 real rosbag2 files."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from support.ros_data import REPO, unique_domain
@@ -19,20 +21,7 @@ CRANK = '  - {name: crank, type: revolute, bodies: [ground, 0]}\n'
 LIMITED = ('  - {name: crank, type: revolute, bodies: [ground, 0], '
            'limits: {position: [-0.5, 1.0], velocity: 2.0}}\n')
 
-ARM = """<?xml version="1.0"?>
-<robot name="arm">
-  <link name="base"/>
-  <joint name="hinge" type="revolute">
-    <parent link="base"/><child link="bar"/>
-    <axis xyz="0 1 0"/>
-    <limit lower="-0.5" upper="1.0" effort="10" velocity="1.0"/>
-  </joint>
-  <link name="bar">
-    <inertial><origin xyz="0.3 0 0"/><mass value="2.0"/>
-      <inertia ixx="0.001" ixy="0" ixz="0" iyy="0.02" iyz="0" izz="0.02"/></inertial>
-  </link>
-</robot>
-"""
+ARM = (Path(__file__).resolve().parents[1] / 'data' / 'urdf' / 'limited_bar.urdf').read_text()
 """A bar released horizontally turns about +y toward q = π/2 under gravity; its limit at
 1.0 rad comes first (at ~0.3 s)."""
 

@@ -3,6 +3,8 @@
 reported when exceeded; ``mbfg-simulate`` applies them to a URDF robot by default."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -11,20 +13,7 @@ from mbfg_ros.core.end_stops import EndStopLog, EndStops
 from mbfg_ros.spatial.simulate import end_stops_of, simulate_spatial
 from mbfg_ros.spatial.system import build_spatial_system
 
-ARM = """<?xml version="1.0"?>
-<robot name="arm">
-  <link name="base"/>
-  <joint name="hinge" type="revolute">
-    <parent link="base"/><child link="bar"/>
-    <axis xyz="0 1 0"/>
-    <limit lower="-0.5" upper="1.0" effort="10" velocity="1.0"/>
-  </joint>
-  <link name="bar">
-    <inertial><origin xyz="0.3 0 0"/><mass value="2.0"/>
-      <inertia ixx="0.001" ixy="0" ixz="0" iyy="0.02" iyz="0" izz="0.02"/></inertial>
-  </link>
-</robot>
-"""
+ARM = (Path(__file__).resolve().parents[1] / 'data' / 'urdf' / 'limited_bar.urdf').read_text()
 """A bar released horizontally: gravity turns it about +y toward q = π/2 (the centre of
 mass at (0.3 cos q, 0, −0.3 sin q)); its stop at q = 1.0 rad comes first."""
 
