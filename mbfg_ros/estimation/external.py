@@ -139,8 +139,8 @@ class ExternalTorques:
         valid = bool(np.isfinite(self._tau).all())
         if est.covariance is None:
             self.counters['no_covariance'] += 1
-        elif est.covariance is not self._cov:
-            self._refresh_sigma(est)
+        elif valid and est.covariance is not self._cov:
+            self._refresh_sigma(est)        # 3n inverse dynamics: only when σ is used
         if not valid:
             self.counters['no_effort'] += 1
             self._since, self.contact = None, False
