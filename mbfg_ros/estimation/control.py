@@ -21,6 +21,7 @@ import numpy as np
 
 from ..core.angles import wrap_angle
 from ..core.interface import EdgeDescription, MultibodySystem
+from .gate import limit_arrays
 
 __all__ = ['actuator_index', 'CommandLaw', 'KP_MAX', 'KD_MAX', 'COORDINATE_EFFORT']
 
@@ -95,11 +96,10 @@ class CommandLaw:
             for lim in lims])
         self.effort_limit = effort[self.order]
         """|τ| of each command (``command_joints`` order), N·m or N."""
-        self.position_limits = np.array([(-np.inf, np.inf) if lim is None else lim.position
-                                         for lim in lims], float).reshape(-1, 2)
+        lo, hi, velocity, _ = limit_arrays(lims)
+        self.position_limits = np.column_stack((lo, hi)).reshape(-1, 2)
         """(lo, hi) of each actuated quantity (actuator order)."""
-        self.velocity_limit = np.array([np.inf if lim is None else float(lim.velocity)
-                                        for lim in lims])
+        self.velocity_limit = velocity
         """|ṡ| of each actuated quantity (actuator order)."""
 
     def set_gains(self, kp: float, kd: float) -> None:

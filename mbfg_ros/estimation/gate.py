@@ -14,13 +14,25 @@ vectorised comparisons (limits per name tuple are cached).
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Sequence
 
 import numpy as np
 
 from ..core.measurements import ImuMeasurement, JointMeasurement
-from ..core.interface import EdgeDescription
+from ..core.interface import EdgeDescription, JointLimits
 
-__all__ = ['LimitGate']
+__all__ = ['LimitGate', 'limit_arrays']
+
+
+def limit_arrays(lims: Sequence[JointLimits | None]
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(lower, upper, |velocity|, |effort|) of each joint's limits, unbounded where a joint
+    has none (None): the one reading of joint limits for the gate and the command law."""
+    inf = float('inf')
+    return (np.array([lim.position[0] if lim else -inf for lim in lims], dtype=float),
+            np.array([lim.position[1] if lim else inf for lim in lims], dtype=float),
+            np.array([lim.velocity if lim else inf for lim in lims], dtype=float),
+            np.array([lim.effort if lim else inf for lim in lims], dtype=float))
 
 
 class LimitGate:
@@ -35,12 +47,7 @@ class LimitGate:
     def _arrays(self, names: tuple[str, ...]) -> tuple[np.ndarray, ...]:
         arr = self._cache.get(names)
         if arr is None:
-            lims = [self._limits.get(nm) for nm in names]
-            inf = float('inf')
-            arr = (np.array([lim.position[0] if lim else -inf for lim in lims]),
-                   np.array([lim.position[1] if lim else inf for lim in lims]),
-                   np.array([lim.velocity if lim else inf for lim in lims]),
-                   np.array([lim.effort if lim else inf for lim in lims]))
+            arr = limit_arrays([self._limits.get(nm) for nm in names])
             if len(self._cache) < 64:                  # bounded: names come from the wire
                 self._cache[names] = arr
         return arr
