@@ -286,7 +286,8 @@ class Run:
     contact: np.ndarray
     """Foot contact flags (T×4) from MuJoCo's contact list."""
     force: np.ndarray
-    """Measured foot forces (T×4×3), ground on foot, in the world frame (+ noise)."""
+    """Measured foot forces (T×4×3), ground on foot, in the foot link's frame (+ noise),
+    as a force sensor in the foot reads them."""
     p: np.ndarray
     """Truth base position (T×3, world)."""
     quat: np.ndarray
@@ -316,7 +317,7 @@ def _quat_to_rot(qw: float, qx: float, qy: float, qz: float) -> np.ndarray:
 
 def simulate(scenario: str, duration: float, seed: int = 0, gait: Gait = Gait(),
              noise: SensorNoise = SensorNoise(), kp: float = 6.0, kd: float = 0.15,
-             push: tuple[float, float, float] = (0.0, 12.0, 0.0), push_at: float = 1.5,
+             push: tuple[float, float, float] = (5.0, 18.0, 0.0), push_at: float = 1.5,
              progress: Callable[[float], None] | None = None) -> Run:
     """Simulate ``scenario`` for ``duration`` s at 1 kHz; see the module docstring."""
     import mujoco
@@ -420,8 +421,10 @@ def simulate(scenario: str, duration: float, seed: int = 0, gait: Gait = Gait(),
         out['q'][k] = np.round((data.qpos[7:] + rng.normal(0, noise.q_sigma, nj)) / res) * res
         out['qd'][k] = data.qvel[6:] + rng.normal(0, noise.qd_sigma, nj)
         out['tau'][k] = data.actuator_force + rng.normal(0, noise.tau_sigma, nj)
-        out['force'][k] = out['force_true'][k] + (out['contact'][k][:, None]
-                                                  * rng.normal(0, noise.force_sigma, (4, 3)))
+        for i in range(4):
+            f_foot = data.xmat[foot_bodies[i]].reshape(3, 3).T @ out['force_true'][k, i]
+            out['force'][k, i] = f_foot + out['contact'][k, i] * rng.normal(
+                0, noise.force_sigma, 3)
         if progress is not None and k % 1000 == 999:
             progress(data.time)
     t = (np.arange(T) + 1) * DT
