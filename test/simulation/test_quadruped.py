@@ -10,14 +10,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-pytest.importorskip('mujoco', reason='MuJoCo is in requirements.txt; the quadruped needs it')
 
-from conftest import DATA  # noqa: E402
+from conftest import DATA
 
-from bench import quadruped as Q  # noqa: E402
-from bench.floating_base import quat_to_rot  # noqa: E402
-from bench.quadruped_bag import FOOT_LINKS, TOPICS, read_bag  # noqa: E402
-from mbfg_ros.core.bag import bag_topics  # noqa: E402
+from bench import quadruped as Q
+from bench.floating_base import quat_to_rot
+from bench.quadruped_bag import FOOT_LINKS, TOPICS, read_bag
+from mbfg_ros.core.bag import bag_topics
 
 BAG = DATA / 'solo12' / 'trot_3s'
 G = 9.81
