@@ -22,7 +22,7 @@ baseline) and the contact flags (``/feet/<FOOT>/contact``). All start from the t
 first pose and velocity with the feet's true positions, and all use the same gyro bias:
 the mean gyro reading over the first 0.4 s (the robot stands still then in every
 scenario), accelerometer bias 0; their noise parameters are the sensor models' values
-(bench/quadruped.py's SensorNoise).
+(bench/quadruped/sim.py's SensorNoise).
 """
 from __future__ import annotations
 
@@ -41,8 +41,8 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from bench.quadruped import DT, SCENARIOS, SOLO12_URDF, SensorNoise, simulate  # noqa: E402
-from bench.quadruped_bag import FOOT_LINKS, read_bag, write_bag  # noqa: E402
+from bench.quadruped.sim import DT, SCENARIOS, SOLO12_URDF, SensorNoise, simulate  # noqa: E402
+from bench.quadruped.bag import FOOT_LINKS, read_bag, write_bag  # noqa: E402
 
 PEERS = ('leg odometry + IMU', 'LeggedInvariantEKF', 'LeggedInvariantIEKF',
          'LeggedFixedLagSmoother', 'LeggedCombinedFixedLagSmoother')

@@ -3,8 +3,8 @@
     python scripts/simulate_quadruped.py --scenario stand|sway|push|trot --duration S --out BAG
         [--seed N] [--storage mcap|sqlite3] [--compress none|file|message] [--force]
 
-The simulation, controller and sensor models are bench/quadruped.py's; the topics are
-bench/quadruped_bag.py's (docs/floating-base.md lists them). Physics and every output at
+The simulation, controller and sensor models are bench/quadruped/sim.py's; the topics are
+bench/quadruped/bag.py's (docs/floating-base.md lists them). Physics and every output at
 1 kHz. An existing BAG is refused unless --force (then replaced only if it is a rosbag2
 bag, atomically: an interrupted run leaves the old bag). Progress goes to stderr once per
 simulated second on runs longer than 5 s.
@@ -20,8 +20,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.quadruped import SCENARIOS, simulate  # noqa: E402
-from bench.quadruped_bag import write_bag  # noqa: E402
+from bench.quadruped.sim import SCENARIOS, simulate  # noqa: E402
+from bench.quadruped.bag import write_bag  # noqa: E402
 from mbfg_ros.cli.common import run_cli  # noqa: E402
 from mbfg_ros.core.output import check_output  # noqa: E402
 

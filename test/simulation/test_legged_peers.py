@@ -17,7 +17,7 @@ import pytest
 from conftest import DATA
 
 from bench.floating_base import PEERS, quat_to_rot, run_peers
-from bench.quadruped_bag import read_bag
+from bench.quadruped.bag import read_bag
 
 
 @pytest.fixture(scope='module')

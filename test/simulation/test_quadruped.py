@@ -1,4 +1,4 @@
-"""The simulated quadruped truth (bench/quadruped.py) and its bags (bench/quadruped_bag.py).
+"""The simulated quadruped truth (bench/quadruped/sim.py) and its bags (bench/quadruped/bag.py).
 
 The short bag is test/data/solo12/trot_3s (SOURCE.md there); the physics checks are
 Newton's (total contact force = m g standing still), the contact's (a stance foot does
@@ -13,9 +13,9 @@ import pytest
 
 from conftest import DATA
 
-from bench import quadruped as Q
+from bench.quadruped import sim as Q
 from bench.floating_base import quat_to_rot
-from bench.quadruped_bag import FOOT_LINKS, TOPICS, read_bag
+from bench.quadruped.bag import FOOT_LINKS, TOPICS, read_bag
 from mbfg_ros.core.bag import bag_topics
 
 BAG = DATA / 'solo12' / 'trot_3s'

@@ -31,7 +31,7 @@ from typing import Callable
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SOLO12_URDF = ROOT / 'test' / 'data' / 'solo12' / 'solo12.urdf'
 FEET = ('FL', 'FR', 'HL', 'HR')
 """Leg prefixes in the URDF's order (joints FL_HAA, FL_HFE, FL_KFE, FR_HAA, ...)."""

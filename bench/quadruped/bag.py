@@ -33,7 +33,7 @@ from mbfg_ros.core.bag import BagWriter, read_messages, typestore
 from mbfg_ros.core.output import atomic_dir
 from mbfg_ros.ros import conversions as cv
 
-from bench.quadruped import FEET, Run
+from bench.quadruped.sim import FEET, Run
 
 NS = 1_000_000_000
 T0 = NS
