@@ -1,7 +1,7 @@
 """Floating-base peers on the simulated quadruped's bags (issue 28, item 5, first part).
 
-    python bench/floating_base.py [BAG ...] [--scenario trot --duration 12 --seed 0]
-        [--contact-rate HZ] [--only NAME ...]
+    python bench/floating_base.py [BAG ...] [--scenario trot sway push] [--duration S]
+        [--seed 0] [--contact-rate HZ] [--contact-threshold N] [--only NAME ...]
 
 Runs, on the same bag, GTSAM 4.3's legged estimators (``LeggedInvariantEKF``,
 ``LeggedInvariantIEKF``, ``LeggedFixedLagSmoother``, ``LeggedCombinedFixedLagSmoother``)
@@ -11,9 +11,9 @@ truth (``/truth/odom``), and the thread CPU time per estimate (``time.thread_tim
 around the estimator's calls and the leg kinematics; noisy on a shared machine, the
 lead takes the final numbers on a quiet one).
 
-Without BAG, the bag is simulated first (scripts/simulate_quadruped.py's ``--scenario``,
-``--duration``, ``--seed``) into a temporary directory and read back, so the peers see
-exactly what a bag gives them.
+Without BAG, one bag per ``--scenario`` (default: a 12 s trot, an 8 s sway, a 4 s push) is
+simulated first (scripts/simulate_quadruped.py's models) into a temporary directory and
+read back, so the peers see exactly what a bag gives them.
 
 Inputs of every estimator: the base IMU (``/imu/base``, at the base origin, axes of
 ``base_link``), leg kinematics (Pinocchio's forward kinematics of the solo12 URDF at the
@@ -43,6 +43,8 @@ if str(REPO) not in sys.path:
 
 from bench.quadruped.sim import DT, SCENARIOS, SOLO12_URDF, SensorNoise, simulate  # noqa: E402
 from bench.quadruped.bag import FOOT_LINKS, read_bag, write_bag  # noqa: E402
+from mbfg_ros.cli.common import run_cli  # noqa: E402
+from mbfg_ros.core.bag import BagError  # noqa: E402
 
 PEERS = ('leg odometry + IMU', 'LeggedInvariantEKF', 'LeggedInvariantIEKF',
          'LeggedFixedLagSmoother', 'LeggedCombinedFixedLagSmoother')
@@ -261,31 +263,60 @@ def table(title: str, rows: dict[str, dict[str, float]]) -> str:
     return '\n'.join(lines)
 
 
+DURATIONS = {'trot': 12.0, 'sway': 8.0, 'push': 4.0, 'stand': 4.0}
+"""Default simulated seconds per scenario when no bag is given."""
+
+
+def contact_from_force(d: dict, threshold: float) -> dict:
+    """The bag's arrays with the contact flags replaced by ‖foot force‖ > ``threshold`` (N):
+    what a robot with foot force sensors and a threshold detector would feed."""
+    out = dict(d)
+    out['contact'] = (np.linalg.norm(d['force'], axis=2) > threshold).astype(float)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('bags', nargs='*', help='quadruped bags (scripts/simulate_quadruped.py)')
-    ap.add_argument('--scenario', choices=SCENARIOS, default='trot')
-    ap.add_argument('--duration', type=float, default=12.0)
+    ap.add_argument('--scenario', nargs='+', choices=SCENARIOS, default=['trot', 'sway', 'push'],
+                    help='scenarios simulated when no bag is given (trot sway push)')
+    ap.add_argument('--duration', type=float, default=None,
+                    help='simulated seconds of each (trot 12, sway 8, push 4, stand 4)')
     ap.add_argument('--seed', type=int, default=0)
     ap.add_argument('--contact-rate', type=float, default=1000.0,
                     help='contact updates per second (the IMU is predicted at 1 kHz); 1000')
+    ap.add_argument('--contact-threshold', type=float, default=0.0,
+                    help='N: contact = foot force norm above it (0: the bag\'s contact flags)')
     ap.add_argument('--only', nargs='+', choices=PEERS, default=list(PEERS))
     a = ap.parse_args(argv)
     every = max(1, int(round(1.0 / (a.contact_rate * DT))))
+    source = (f'force > {a.contact_threshold:g} N' if a.contact_threshold > 0
+              else 'contact flags')
     bags = [Path(b) for b in a.bags]
+    for b in bags:
+        if not b.exists():
+            raise BagError(f'{b}: no such bag (expected a rosbag2 directory)')
     with tempfile.TemporaryDirectory() as tmp:
         if not bags:
-            bag = Path(tmp) / f'{a.scenario}_{a.duration:g}s'
-            write_bag(simulate(a.scenario, a.duration, seed=a.seed), bag)
-            bags = [bag]
+            for sc in a.scenario:
+                duration = a.duration or DURATIONS[sc]
+                bag = Path(tmp) / f'{sc}_{duration:g}s'
+                print(f'simulating {bag.name}', file=sys.stderr, flush=True)
+                write_bag(simulate(sc, duration, seed=a.seed), bag)
+                bags.append(bag)
         for bag in bags:
             d = read_bag(bag)
-            rows = run_peers(d, a.only, every)
-            print(table(f'{bag.name}: contacts at {1.0 / (every * DT):g} Hz, IMU at 1 kHz',
+            if a.contact_threshold > 0:
+                d = contact_from_force(d, a.contact_threshold)
+            rows = {}
+            for name in a.only:
+                print(f'{bag.name}: {name}', file=sys.stderr, flush=True)
+                rows.update(run_peers(d, (name,), every))
+            print(table(f'{bag.name}: {source} at {1.0 / (every * DT):g} Hz, IMU at 1 kHz',
                         rows))
-            print()
+            print(flush=True)
     return 0
 
 
 if __name__ == '__main__':
-    sys.exit(main())
+    sys.exit(run_cli(main, prog='floating_base.py'))

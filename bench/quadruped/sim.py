@@ -318,8 +318,14 @@ def _quat_to_rot(qw: float, qx: float, qy: float, qz: float) -> np.ndarray:
 def simulate(scenario: str, duration: float, seed: int = 0, gait: Gait = Gait(),
              noise: SensorNoise = SensorNoise(), kp: float = 6.0, kd: float = 0.15,
              push: tuple[float, float, float] = (5.0, 18.0, 0.0), push_at: float = 1.5,
-             progress: Callable[[float], None] | None = None) -> Run:
-    """Simulate ``scenario`` for ``duration`` s at 1 kHz; see the module docstring."""
+             progress: Callable[[float], None] | None = None, warmup: float = 1.0) -> Run:
+    """Simulate ``scenario`` for ``duration`` s at 1 kHz; see the module docstring.
+
+    The robot is set on its feet and held standing for ``warmup`` s before the recording
+    starts (not recorded): the recording begins at rest, so a standing calibration of the
+    gyro bias over its first 0.4 s sees no motion (the drop onto the springy contacts
+    pitches the base by mrad at first).
+    """
     import mujoco
 
     if scenario not in SCENARIOS:
@@ -362,13 +368,14 @@ def simulate(scenario: str, duration: float, seed: int = 0, gait: Gait = Gait(),
     vel6 = np.zeros(6)
     q_prev = q0.copy()
     fell = False
-    for k in range(steps):
-        t = data.time
+    n_warm = int(round(warmup / DT))
+    for k in range(-n_warm, steps):
+        t = data.time - n_warm * DT
         rot = _quat_to_rot(*data.qpos[3:7])
         yaw = math.atan2(rot[1, 0], rot[0, 0])
         p_ref, stance_ref = references(scenario, gait, t + DT, yaw, data.qpos[1])
         q_ref = feet_ik(p_ref)
-        qd_ref = (q_ref - q_prev) / DT if k else np.zeros(nj)
+        qd_ref = (q_ref - q_prev) / DT if k > -n_warm else np.zeros(nj)
         q_prev = q_ref
         # feed-forward: leg bias forces and m g shared by the stance feet
         tau = data.qfrc_bias[6:].copy()
@@ -385,6 +392,8 @@ def simulate(scenario: str, duration: float, seed: int = 0, gait: Gait = Gait(),
         else:
             data.xfrc_applied[trunk_body, :3] = 0.0
         mujoco.mj_step(model, data)
+        if k < 0:
+            continue
 
         # truth after the step
         rot = _quat_to_rot(*data.qpos[3:7])
