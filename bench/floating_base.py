@@ -5,7 +5,9 @@
 
 Runs, on the same bag, GTSAM 4.3's legged estimators (``LeggedInvariantEKF``,
 ``LeggedInvariantIEKF``, ``LeggedFixedLagSmoother``, ``LeggedCombinedFixedLagSmoother``)
-and a baseline "leg odometry + IMU integration", and prints one markdown table per bag:
+and a baseline "leg odometry + IMU integration" (point feet, and feet as balls rolling
+without slipping: solo's feet are 16 mm balls, and a point-foot model mistakes their
+rolling for the base's motion), and prints one markdown table per bag:
 base velocity RMSE, position drift per metre walked, yaw drift, z drift against the
 truth (``/truth/odom``), and the thread CPU time per estimate (``time.thread_time_ns``
 around the estimator's calls and the leg kinematics; noisy on a shared machine, the
@@ -41,13 +43,13 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from bench.quadruped.sim import DT, SCENARIOS, SOLO12_URDF, SensorNoise, simulate  # noqa: E402
+from bench.quadruped.sim import DT, FOOT_RADIUS, SCENARIOS, SOLO12_URDF, SensorNoise, simulate  # noqa: E402
 from bench.quadruped.bag import FOOT_LINKS, read_bag, write_bag  # noqa: E402
 from mbfg_ros.cli.common import run_cli  # noqa: E402
 from mbfg_ros.core.bag import BagError  # noqa: E402
 
-PEERS = ('leg odometry + IMU', 'LeggedInvariantEKF', 'LeggedInvariantIEKF',
-         'LeggedFixedLagSmoother', 'LeggedCombinedFixedLagSmoother')
+PEERS = ('leg odometry + IMU', 'leg odometry (rolling feet) + IMU', 'LeggedInvariantEKF',
+         'LeggedInvariantIEKF', 'LeggedFixedLagSmoother', 'LeggedCombinedFixedLagSmoother')
 BIAS_WINDOW = 0.4
 """Seconds of standing at the start whose mean gyro reading is every estimator's gyro bias."""
 GRAVITY = 9.81
@@ -80,10 +82,14 @@ class LegKinematics:
         # bag order → Pinocchio order (the same for this URDF; checked, not assumed)
         self.order = np.array([list(joint_names).index(n) for n in names]
                               if joint_names else range(len(names)))
+        self.omega = np.zeros((len(self.frames), 3))
 
     def feet(self, q: np.ndarray, qd: np.ndarray | None = None
              ) -> tuple[np.ndarray, np.ndarray | None]:
-        """(4×3 positions, 4×3 velocities relative to the base or None), base frame."""
+        """(4×3 positions, 4×3 velocities relative to the base or None), base frame.
+
+        With ``qd``, :attr:`omega` holds the feet's angular velocities relative to the
+        base (4×3, base frame) afterwards."""
         pin = self.pin
         qq = q[self.order]
         if qd is None:
@@ -94,9 +100,9 @@ class LegKinematics:
         pin.updateFramePlacements(self.model, self.data)
         rf = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
         pos = np.array([self.data.oMf[f].translation for f in self.frames])
-        vel = np.array([pin.getFrameVelocity(self.model, self.data, f, rf).linear
-                        for f in self.frames])
-        return pos, vel
+        twists = [pin.getFrameVelocity(self.model, self.data, f, rf) for f in self.frames]
+        self.omega = np.array([t.angular for t in twists])
+        return pos, np.array([t.linear for t in twists])
 
 
 @dataclass
@@ -121,10 +127,15 @@ def _expm_so3(w: np.ndarray) -> np.ndarray:
     return (np.eye(3) + math.sin(th) / th * K + (1 - math.cos(th)) / th ** 2 * K @ K)
 
 
-def leg_odometry(d: dict, kin: LegKinematics, bias_g: np.ndarray) -> Track:
+def leg_odometry(d: dict, kin: LegKinematics, bias_g: np.ndarray, radius: float = 0.0
+                 ) -> Track:
     """Baseline: R by integrating the gyro; v from the stance legs' kinematics,
     v_base = −R (J q̇ + ω × p_foot) averaged over the feet in contact (the IMU's
-    acceleration integrated when none is); p integrated."""
+    acceleration integrated when none is); p integrated.
+
+    With ``radius`` > 0 the feet are balls rolling without slipping: the contact point's
+    material velocity is zero, so the ball's centre moves at ω_foot × r e_z and
+    v_base = ω_foot × r Rᵀe_z − ω × p_foot − J q̇ (base frame), ω_foot = ω + the leg's."""
     n = len(d['t'])
     R = quat_to_rot(d['quat'][0])
     v = R @ d['v'][0]
@@ -139,6 +150,9 @@ def leg_odometry(d: dict, kin: LegKinematics, bias_g: np.ndarray) -> Track:
         stance = d['contact'][k] > 0.5
         if stance.any():
             vb = -(vf[stance] + np.cross(w, pf[stance])).mean(axis=0)
+            if radius > 0.0:
+                up = radius * R[2]                   # r Rᵀ e_z: the world's up in the base
+                vb += np.cross(w + kin.omega[stance], up).mean(axis=0)
             v = R @ vb
         else:
             v = v + (R @ d['acc'][k] + g) * DT
@@ -244,8 +258,9 @@ def run_peers(d: dict, names: Sequence[str] = PEERS, contact_every: int = 1,
     still = d['t'] <= BIAS_WINDOW
     bias_g = d['gyro'][still].mean(axis=0)
     runners: dict[str, Callable[[], Track]] = {
-        'leg odometry + IMU': lambda: leg_odometry(d, kin, bias_g)}
-    for name in PEERS[1:]:
+        'leg odometry + IMU': lambda: leg_odometry(d, kin, bias_g),
+        'leg odometry (rolling feet) + IMU': lambda: leg_odometry(d, kin, bias_g, FOOT_RADIUS)}
+    for name in PEERS[2:]:
         runners[name] = (lambda nm=name: _legged(nm, d, bias_g, noise, kin, contact_every))
     return {name: metrics(d, runners[name]()) for name in names}
 
