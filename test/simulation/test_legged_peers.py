@@ -50,3 +50,12 @@ def test_a_peer_fed_a_wrong_frame_fails_the_bound(bag):
     wrong['gyro'] = bag['gyro'][:, [1, 0, 2]]
     rows = run_peers(wrong, ('LeggedInvariantEKF',), contact_every=5)
     assert not rows['LeggedInvariantEKF']['v_rmse'] < 0.5 * _rms_true_speed(bag)
+
+
+def test_rolling_feet_explain_the_point_foot_drift(bag):
+    """Solo's feet are 16 mm balls: a point-foot leg odometry takes their rolling for the
+    base's motion (r Δθ per step, forward); modelling them as rolling balls must cut the
+    xy drift (4.1 % → 2.1 % of the distance on this bag)."""
+    rows = run_peers(bag, ('leg odometry + IMU', 'leg odometry (rolling feet) + IMU'))
+    point, rolling = rows['leg odometry + IMU'], rows['leg odometry (rolling feet) + IMU']
+    assert rolling['drift_m'] < 0.75 * point['drift_m'], (point, rolling)
