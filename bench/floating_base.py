@@ -267,7 +267,7 @@ def run_peers(d: dict, names: Sequence[str] = PEERS, contact_every: int = 1,
 
 def table(title: str, rows: dict[str, dict[str, float]]) -> str:
     walked = next(iter(rows.values()))['walked'] if rows else 0.0
-    lines = [f'### {title} ({walked:.2f} m walked)', '',
+    lines = [f'### {title} ({walked:.2f} m travelled in xy)', '',
              '| estimator | v RMSE (m/s) | xy drift (% of distance) | xy drift (m) | '
              'yaw drift (°) | z drift (cm) | tick CPU (µs) | estimates/s (1 core) |',
              '|---|---|---|---|---|---|---|---|']
