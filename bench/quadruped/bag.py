@@ -62,7 +62,9 @@ def _odometry(kit: cv.MessageKit, t_ns: int, p: np.ndarray, quat: np.ndarray,
                                                     z=float(v[2])),
                angular=mk(vec, x=float(w[0]), y=float(w[1]), z=float(w[2])))
     zero = kit.fixed(np.zeros(36))
-    return mk(ODOM, header=cv._header(kit, t_ns, 'world'), child_frame_id='base_link',
+    header = mk('std_msgs/msg/Header', frame_id='world',
+                stamp=mk('builtin_interfaces/msg/Time', **cv.ns_to_stamp_fields(t_ns)))
+    return mk(ODOM, header=header, child_frame_id='base_link',
               pose=mk('geometry_msgs/msg/PoseWithCovariance', pose=pose, covariance=zero),
               twist=mk('geometry_msgs/msg/TwistWithCovariance', twist=twist, covariance=zero))
 
