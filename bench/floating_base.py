@@ -1,7 +1,7 @@
 """Floating-base peers on the simulated quadruped's bags (issue 28, item 5, first part).
 
     python bench/floating_base.py [BAG ...] [--scenario trot sway push] [--duration S]
-        [--seed 0] [--contact-rate HZ] [--contact-threshold N] [--only NAME ...]
+        [--seed 0] [--contact-rate HZ] [--contact-threshold N] [--only NAME ...] [--quick]
 
 Runs, on the same bag, GTSAM 4.3's legged estimators (``LeggedInvariantEKF``,
 ``LeggedInvariantIEKF``, ``LeggedFixedLagSmoother``, ``LeggedCombinedFixedLagSmoother``)
@@ -303,7 +303,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument('--contact-threshold', type=float, default=0.0,
                     help='N: contact = foot force norm above it (0: the bag\'s contact flags)')
     ap.add_argument('--only', nargs='+', choices=PEERS, default=list(PEERS))
+    ap.add_argument('--quick', action='store_true', help='a 4 s trot only')
     a = ap.parse_args(argv)
+    if a.quick:
+        a.scenario, a.duration = ['trot'], a.duration or 4.0
     every = max(1, int(round(1.0 / (a.contact_rate * DT))))
     source = (f'force > {a.contact_threshold:g} N' if a.contact_threshold > 0
               else 'contact flags')
