@@ -73,7 +73,7 @@ def test_inverse_of_a_urdf_trajectory_equals_pinocchio(tmp_path, capsys):
 
 
 @pytest.mark.parametrize('args,words', [
-    (['bad_floating.urdf'], "joint 'free': floating joints"),
+    (['bad_floating.urdf'], "joint 'free': a floating joint's <origin> must be"),
     (['bad_mimic.urdf'], "joint 'joint2': mimic joints"),
     (['ur5.urdf', '--overlay', 'BAD'], 'loops: expected a list'),
     (['ur5.urdf', '--torque', 'elbow_joint=x'], '--torque: elbow_joint: not a number'),
