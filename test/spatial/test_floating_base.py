@@ -10,6 +10,7 @@ import pytest
 from conftest import DATA
 
 from mbfg_ros.core.errors import MechanismError
+from mbfg_ros.core.interface import FloatingBase, MultibodySystem
 from mbfg_ros.spatial.floating import FloatingBaseDynamics
 from mbfg_ros.spatial.system import build_spatial_system
 from mbfg_ros.spatial.urdf import load_spatial
@@ -73,6 +74,8 @@ def test_solo12_loads_with_a_free_base_and_its_feet():
     np.testing.assert_allclose(fl.position, [0.0, 0.008, -0.16], atol=1e-15)
     dyn = FloatingBaseDynamics(m)
     assert (dyn.nq, dyn.nv) == (19, 18)
+    # the estimator's future door (core.interface), and not the fixed-base one
+    assert isinstance(dyn, FloatingBase) and not isinstance(dyn, MultibodySystem)
     # without the overlay key the same URDF is the fixed-base robot it always was
     assert not load_spatial(SOLO).floating
 
