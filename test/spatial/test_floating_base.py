@@ -102,13 +102,19 @@ def test_free_flyer_rnea_crba_nle_aba_equal_pinocchio_from_the_urdf(solo, ref):
         assert np.abs(solo.inverse(q, v, solo.forward(q, v, tau))[:6]).max() < 1e-9
 
 
-def _pin_constrained(pm, pd, q, v, tau, feet):
+def _pin_constrained(pm, pd, q, v, tau, feet, kp=0.0, kd=0.0, anchors=None):
+    """Pinocchio's constrained dynamics with 3-D contacts at the feet (world-aligned), and
+    its Baumgarte corrector towards ``anchors`` (placements on the universe side)."""
     models = pin.StdVec_RigidConstraintModel()
     lwa = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
-    for name in feet:
+    for i, name in enumerate(feet):
         f = pm.frames[pm.getFrameId(name)]
-        models.append(pin.RigidConstraintModel(pin.ContactType.CONTACT_3D, pm, f.parentJoint,
-                                               f.placement, lwa))
+        anchor = pin.SE3.Identity() if anchors is None else pin.SE3(np.eye(3), anchors[i])
+        cm = pin.RigidConstraintModel(pin.ContactType.CONTACT_3D, pm, f.parentJoint,
+                                      f.placement, 0, anchor, lwa)
+        cm.m_baumgarte_parameters.Kp = kp
+        cm.m_baumgarte_parameters.Kd = kd
+        models.append(cm)
     datas = pin.StdVec_RigidConstraintData()
     for c in models:
         datas.append(c.createData())
@@ -171,13 +177,17 @@ def test_contact_inverse_splits_the_base_wrench_onto_the_feet(solo, ref, feet):
         _close(tau_hat - tau, J[:, 6:].T @ d)
 
 
-def test_baumgarte_terms_set_the_feet_acceleration(solo):
-    q, v, _, tau = next(_states(solo, 1, seed=8))
-    p, J, gamma = solo.contact_kinematics(q, v, TROT)
-    anchors = p + 0.01
-    r = solo.constrained_forward(q, v, tau, TROT, kp=100.0, kd=20.0, anchors=anchors)
-    want = -20.0 * (J @ v) - 100.0 * (p - anchors).ravel()
-    np.testing.assert_allclose(J @ r.vdot + gamma, want, atol=1e-9)
+def test_baumgarte_terms_equal_pinocchios_corrector(solo, ref):
+    pm, pd = ref
+    for q, v, _, tau in _states(solo, 3, seed=8):
+        p, J, gamma = solo.contact_kinematics(q, v, TROT)
+        anchors = p + np.array([0.01, -0.02, 0.015])       # the feet have drifted
+        r = solo.constrained_forward(q, v, tau, TROT, kp=100.0, kd=20.0, anchors=anchors)
+        want = -20.0 * (J @ v) - 100.0 * (p - anchors).ravel()
+        assert np.abs(J @ r.vdot + gamma - want).max() < 1e-9 * max(1.0, np.abs(want).max())
+        a_ref, f_ref = _pin_constrained(pm, pd, q, v, tau, TROT, 100.0, 20.0, anchors)
+        _close(r.vdot, a_ref)
+        _close(r.f_c, f_ref)
 
 
 def test_configuration_manifold_round_trips(solo):
