@@ -230,7 +230,13 @@ def test_a_base_link_fixed_to_the_root_becomes_the_base_frame(solo):
         ac = np.linalg.solve(Ad, solo.base_twist(a))
         vB[:3], vB[3:6] = tw[3:], tw[:3]
         aB[:3], aB[3:6] = ac[3:], ac[:3]
-        _close(other.inverse(qB, vB, aB)[6:], solo.inverse(q, v, a)[6:])
+        tau_B, tau_0 = other.inverse(qB, vB, aB), solo.inverse(q, v, a)
+        _close(tau_B[6:], tau_0[6:])
+        # the base rows are the same wrench seen from the imu frame: W_B = Adᵀ W_0 ([n; f])
+        W0 = np.concatenate([tau_0[3:6], tau_0[:3]])
+        _close(np.concatenate([tau_B[3:6], tau_B[:3]]), Ad.T @ W0)
+        assert vB @ other.mass_matrix(qB) @ vB == pytest.approx(v @ solo.mass_matrix(q) @ v,
+                                                                rel=1e-12)
         _close(other.contact_kinematics(qB, vB, FEET)[0], solo.contact_kinematics(q, v, FEET)[0])
 
 
