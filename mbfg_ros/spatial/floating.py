@@ -36,6 +36,10 @@ stabilisation: ``J_c v̇ + γ_c = −K_d J_c v − K_p (p_c − p_c*)``.
   such directions); the minimum-norm forces, free of them (seed 003's redundant actuation,
   seed 002 §VII's minimum-torque prior), are taken, then the joint rows give τ.
 
+Not modelled yet: closed loops (refused), joint friction and rotors (``SpatialModel.drives``
+are not applied), 6-D contacts, unilateral contact and friction cones (a stance foot holds
+whatever force the equations ask of it).
+
 Each instance owns one ``pinocchio.Data`` (the Model/Data split of
 ``pin_backend.PinocchioDynamics``): one per thread. Pinocchio is required here; seed 002's
 factor graph (:mod:`.floating_graph`) computes the same dynamics without it and is checked
@@ -67,14 +71,22 @@ class ContactDynamics:
     contacts: tuple[str, ...]  # the stance feet, in f_c's row order
 
 
+def _check_floating(model: SpatialModel, what: str) -> None:
+    """A floating tree without loops: closed loops on a free base are not modelled yet."""
+    if not model.floating:
+        raise ValueError(f'{model.source}: {what} needs a floating base (a URDF floating '
+                         'joint or the overlay floating_base: true)')
+    if model.loops:
+        raise ValueError(f'{model.source}: closed loops on a floating base are not supported '
+                         f'yet (loop joint {model.loops[0].name!r})')
+
+
 class FloatingBaseDynamics:
     """Free-floating tree dynamics of one ``SpatialModel`` with ``floating`` (module
     docstring), on Pinocchio. Contacts are named as the overlay's ``contacts:``."""
 
     def __init__(self, model: SpatialModel) -> None:
-        if not model.floating:
-            raise ValueError(f'{model.source}: FloatingBaseDynamics needs a floating base '
-                             '(a URDF floating joint or the overlay floating_base: true)')
+        _check_floating(model, 'FloatingBaseDynamics')
         import pinocchio as pin
         self._pin = pin
         self.model = model

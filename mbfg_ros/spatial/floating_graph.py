@@ -37,6 +37,7 @@ import numpy as np
 from . import contact_factors as cf
 from . import graph_factors as gf
 from .dynamics_graph import _hard_noise, _jf, key
+from .floating import _check_floating
 from .model import SpatialModel
 
 __all__ = ['FloatingDynamicsGraph', 'FloatingSolution']
@@ -59,8 +60,7 @@ class FloatingDynamicsGraph:
     """Builds and solves seed 002's graph for a floating ``SpatialModel`` (constants only)."""
 
     def __init__(self, model: SpatialModel) -> None:
-        if not model.floating:
-            raise ValueError(f'{model.source}: FloatingDynamicsGraph needs a floating base')
+        _check_floating(model, 'FloatingDynamicsGraph')
         self.model = model
         self.n, self.nb = model.n, model.nb
         self.S = model.screw

@@ -62,11 +62,20 @@ def build_pinocchio_model(model: SpatialModel):  # -> pinocchio.Model
     return pm
 
 
+def _fixed_root(model: SpatialModel) -> None:
+    """These classes hold the root fixed (their q is the joints'); a free base has its own,
+    :class:`.floating.FloatingBaseDynamics`."""
+    if model.floating:
+        raise ValueError(f'{model.source}: a floating base: use '
+                         'mbfg_ros.spatial.floating.FloatingBaseDynamics')
+
+
 class PinocchioDynamics:
     """``SpatialDynamics``'s interface on Pinocchio (open-chain trees; loops are constraints
     handled by the caller). Each instance owns one ``pinocchio.Data``: one per thread."""
 
     def __init__(self, model: SpatialModel) -> None:
+        _fixed_root(model)
         import pinocchio as pin
         self._pin = pin
         self.model = model
@@ -126,6 +135,7 @@ class PinocchioImu:
     """
 
     def __init__(self, model: SpatialModel, link: int, T_mount: np.ndarray) -> None:
+        _fixed_root(model)
         import pinocchio as pin
         self._pin = pin
         self.n = model.n

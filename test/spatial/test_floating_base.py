@@ -280,3 +280,21 @@ def test_the_estimator_side_refuses_a_floating_base_in_one_line(urdf, overlay, w
         build_spatial_system(source, overlay)
     msg = str(err.value)
     assert where + 'floating-base robots are not supported by the estimator yet' in msg, msg
+
+
+def test_the_fixed_root_classes_and_the_floating_ones_do_not_mix():
+    from mbfg_ros.spatial.dynamics_graph import DynamicsGraph
+    from mbfg_ros.spatial.floating_graph import FloatingDynamicsGraph
+    from mbfg_ros.spatial.pin_backend import PinocchioDynamics
+    free = load_spatial(SOLO, OVERLAY)
+    for cls in (PinocchioDynamics, DynamicsGraph):
+        with pytest.raises(ValueError, match='a floating base: use'):
+            cls(free)
+    for cls in (FloatingBaseDynamics, FloatingDynamicsGraph):
+        with pytest.raises(ValueError, match='needs a floating base'):
+            cls(load_spatial(SOLO))
+        looped = load_spatial(SOLO, {**OVERLAY, 'loops': [
+            {'name': 'tie', 'type': 'spherical', 'parent': 'FL_FOOT', 'child': 'FR_FOOT'}]})
+        with pytest.raises(ValueError, match="closed loops on a floating base are not "
+                           "supported yet \\(loop joint 'tie'\\)"):
+            cls(looped)
