@@ -1,8 +1,8 @@
 """A simulated quadruped truth with contacts (issue 28, item 4): solo12 in MuJoCo.
 
-The robot is example-robot-data's solo12 (``test/data/solo12/solo12.urdf``: the URDF
-with its meshes stripped, masses, inertias, joint axes and origins unchanged; see the
-SOURCE.md beside it). :func:`mjcf_from_urdf` writes a minimal MJCF from it: the root
+The robot is example-robot-data's solo12 (``test/data/urdf/solo12.urdf``, unchanged; see
+the SOURCE.md beside it; its meshes are not read). :func:`mjcf_from_urdf` writes a minimal
+MJCF from it: the root
 link on a free joint, one motor per revolute joint, a sphere at every ``*_FOOT`` link
 (the only geoms that touch the floor), a box on the base (a fall shows as a base
 contact), a gyro and an accelerometer at the base origin.
@@ -32,7 +32,7 @@ from typing import Callable
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
-SOLO12_URDF = ROOT / 'test' / 'data' / 'solo12' / 'solo12.urdf'
+SOLO12_URDF = ROOT / 'test' / 'data' / 'urdf' / 'solo12.urdf'
 FEET = ('FL', 'FR', 'HL', 'HR')
 """Leg prefixes in the URDF's order (joints FL_HAA, FL_HFE, FL_KFE, FR_HAA, ...)."""
 SCENARIOS = ('stand', 'sway', 'push', 'trot')
