@@ -110,7 +110,8 @@ def custom_factor(keys: Sequence[int], noise: gtsam.noiseModel.Base, fn: ErrorFn
                               _Evaluation(fn, keys, flags))
 
 
-def linear_factor(keys: Sequence[int], noise: gtsam.noiseModel.Base, fn: ErrorFn | None,
+def linear_factor(keys: Sequence[int], noise: gtsam.noiseModel.Base | np.ndarray,
+                  fn: ErrorFn | None,
                   xs: Sequence[np.ndarray],
                   evaluated: tuple[np.ndarray, Sequence[np.ndarray]] | None = None
                   ) -> gtsam.LinearContainerFactor:
@@ -128,9 +129,10 @@ def linear_factor(keys: Sequence[int], noise: gtsam.noiseModel.Base, fn: ErrorFn
 
     ``evaluated``: ``fn(xs, True)`` when the caller has it already (e.g. an innovation
     gate that evaluated the same model at the same point): then ``fn`` is not called.
+    ``noise`` may be the σ's themselves (an array): no noise model is built then.
     """
     e, J = fn(xs, True) if evaluated is None else evaluated
-    inv = 1.0 / noise.sigmas()
+    inv = 1.0 / (noise if isinstance(noise, np.ndarray) else noise.sigmas())
     b = -e * inv
     # Σ^-½ J row by row, built transposed so that the result is column-major (Eigen's
     # layout: pybind11 then passes it without a copy)

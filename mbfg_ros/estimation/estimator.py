@@ -121,6 +121,8 @@ class Estimator(IntakeMixin, GateMixin, GraphMixin, LifecycleMixin, OutputMixin)
         # per sensor (kind, index): [model-error variance s_m, stamp of its last update];
         # a property of model and plant, so it outlives a 'diverged' reset (_gate)
         self._model_var: dict[tuple[str, int], list[float]] = {}
+        # per sensor (kind, index): is its residual an angle (wrapped)? a fixed property
+        self._wraps: dict[tuple[str, int], bool] = {}
         self._clear()
 
     # -- public ------------------------------------------------------------

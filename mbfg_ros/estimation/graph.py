@@ -76,11 +76,43 @@ from ..core import factors as F
 from ..core.observation import Observation
 from .config import EstimatorConfig, coordinate_sigmas
 from .disturbance import stacked_trapezoidal_disturbance_error
-from .observations import interval_factor, observation_factor
+from .innovation_gate import _Diverged
+from .intake import _Pending
+from .observations import (interpolation_weights, interval_factor, interval_rows,
+                           observation_factor, observation_sigmas, residuals)
 
 
 MARGINALISE_EVERY = 5
 """Ticks per marginalisation batch (module docstring)."""
+
+
+class _Current:
+    """The new interval's readings evaluated once (:meth:`GraphMixin._current_rows`):
+    pending ``items`` and their observations ``obs`` (factor order), the factor's key
+    indices and linearisation points ``xs``, residual ``e``, Jacobians ``J`` per key; for
+    the gate, the model Jacobian ``H`` (rows, 3n), ``gate_e`` (the residual carried to the
+    last estimate), ``tau`` (how far from it) and ``row_of`` (the reading of each row)."""
+
+    __slots__ = ('items', 'obs', 'keys', 'xs', 'e', 'H', 'J', 'gate_e', 'tau', 'row_of')
+
+    def __init__(self, items: list[_Pending], obs: list[Observation], keys: tuple[int, ...],
+                 xs: tuple[np.ndarray, ...], e: np.ndarray, H: np.ndarray | None,
+                 J: tuple[np.ndarray, ...], gate_e: np.ndarray | None,
+                 tau: np.ndarray | None, row_of: np.ndarray) -> None:
+        self.items, self.obs, self.keys, self.xs = items, obs, keys, xs
+        self.e, self.H, self.J = e, H, J
+        self.gate_e, self.tau, self.row_of = gate_e, tau, row_of
+
+    def kept(self, keep: np.ndarray) -> _Current:
+        """Only the readings flagged in ``keep`` (and their rows)."""
+        if keep.all():
+            return self
+        rows = keep[self.row_of]
+        ids = np.flatnonzero(keep).tolist()
+        return _Current([self.items[i] for i in ids], [self.obs[i] for i in ids], self.keys,
+                        self.xs, self.e[rows], None, tuple(Ji[rows] for Ji in self.J), None,
+                        None, np.repeat(np.arange(len(ids)), np.bincount(
+                            self.row_of, minlength=len(keep))[keep]))
 
 
 class GraphMixin:
@@ -172,25 +204,55 @@ class GraphMixin:
             self._x_hist.popleft()
             self._times.pop(0)
 
-    def _attach(self, t: float, k: int) -> tuple[dict, dict, float]:
-        """Readings due by tick ``k`` at ``t`` (stamped ≤ t), grouped per factor.
+    def _attach(self, t: float, k: int, guess: np.ndarray | None = None
+                ) -> tuple[dict, dict, _Current | None, float]:
+        """Readings due by tick ``k`` at ``t`` (stamped ≤ t), gated and grouped per factor.
 
-        Returns (single, pairs, newest stamp): ``single[i]`` the readings at the
-        time of key i; ``pairs[(i, dt)]`` those between keys i−1 and i (dt
-        apart), with ``s`` filled.
+        Returns (single, pairs, current, newest stamp): ``single[i]`` the readings at the
+        time of key i; ``pairs[(i, dt)]`` those between keys i−1 and i (dt apart), with
+        ``s`` filled; ``current``: with relinearisation off and the new key inserted at
+        ``guess``, the readings of the new interval (t_{k−1}, t_k] already evaluated at
+        their factor's linearisation point (one evaluation shared by the gate and the
+        factor: :mod:`.innovation_gate`), else None and they are in ``single``/``pairs``.
         """
         single: dict[int, list[Observation]] = {}
         pairs: dict[tuple[int, float], list[Observation]] = {}
         limit = t + self._eps
-        if not self._pending or min(p.t for p in self._pending) > limit:
-            return single, pairs, -math.inf
-        ready = [p for p in self._pending if p.t <= limit]
-        self._pending = [p for p in self._pending if p.t > limit]
-        ready = self._gate(ready)
+        pending = self._pending
+        if not pending or min(p.t for p in pending) > limit:
+            return single, pairs, None, -math.inf
+        ready = [p for p in pending if p.t <= limit]
+        self._pending = [p for p in pending if p.t > limit] if len(ready) < len(pending) \
+            else []
         eps, t_prev, times = self._eps, self._t_last, self._times
+        fast = guess is not None and self._linear()
+        cur = [p for p in ready if p.t > t_prev + eps] if fast else []
+        late = [p for p in ready if p.t <= t_prev + eps] if cur else ready
+        current = self._current_rows(k, t - t_prev, guess, cur) if cur else None
+        if not self._gate_off():
+            parts = []
+            if current is not None:
+                parts.append((current.items, current.gate_e, current.H, current.tau,
+                              current.row_of))
+            if late:
+                parts.append((late, *self._carried_rows(late)))
+            items = [p for part in parts for p in part[0]]
+            offsets = np.cumsum([0] + [len(part[0]) for part in parts])
+            try:
+                keep = self._gate(items, *(np.concatenate([part[j] for part in parts])
+                                           if len(parts) > 1 else parts[0][j]
+                                           for j in (1, 2, 3)),
+                                  np.concatenate([part[4] + o for part, o in
+                                                  zip(parts, offsets)]))
+            except _Diverged as exc:
+                raise _Diverged(ready, str(exc)) from None
+            if current is not None:
+                current = current.kept(keep[:len(cur)])
+                keep = keep[len(cur):]
+            late = [p for p, ok in zip(late, keep.tolist()) if ok]
+        newest = max(p.t for p in current.items) if current is not None else -math.inf
         horizon = t - self.config.lag_duration          # keys at or before: marginalised now
-        newest = -math.inf
-        for p in ready:
+        for p in late:
             if p.t > t_prev + eps:                      # the current interval (t_{k-1}, t_k]
                 t0, t1, k1 = t_prev, t, k
             else:                                       # late: bracket it in the window
@@ -216,7 +278,46 @@ class GraphMixin:
             # every reading at the tick itself (sensors on the tick grid): the state at
             # s = 1 is x_k, so a one-key factor is the same equation at half the Jacobian
             single.setdefault(key[0], []).extend(pairs.pop(key))
-        return single, pairs, newest
+        if current is not None and current.keys == (k - 1, k) and current.items \
+                and all(o.s > 1.0 - 1e-9 for o in current.obs):
+            # the readings between the ticks were rejected, those at the tick remain: the
+            # one-key factor at the tick, as above
+            single.setdefault(k, []).extend(current.obs)
+            current = None
+        if current is not None and not current.items:
+            current = None
+        return single, pairs, current, newest
+
+    def _current_rows(self, k: int, dt: float, guess: np.ndarray, items: list[_Pending]
+                      ) -> _Current:
+        """The readings ``items`` of the new interval evaluated once at their factor's
+        linearisation point: on the new key alone at ``guess`` when every one is at the
+        tick, else on (x_{k−1}, x_k) at the state interpolated between the keys' points
+        (ordered by ``s`` as :func:`~.observations.interval_factor` orders them). The
+        gate's residual carries the factor's to the estimate of t_{k−1} by its own
+        Jacobian (:mod:`.innovation_gate`)."""
+        n = self.n
+        t_prev = self._t_last
+        span = [min(1.0, (p.t - t_prev) / dt) for p in items]
+        if min(span) > 1.0 - 1e-9:
+            obs = [p.ob for p in items]
+            state = (guess[:n], guess[n:2 * n], guess[2 * n:])
+            e, H = residuals(self.sm, obs, [state] * len(obs), True)
+            H = H.reshape(len(e), 3 * n)
+            keys, xs, J, gate_e = (k,), (guess,), (H,), e
+        else:
+            order = sorted(range(len(items)), key=span.__getitem__)
+            items = [items[i] for i in order]
+            obs = [p.ob._replace(s=min(1.0, span[j])) for p, j in zip(items, order)]
+            a, b = interpolation_weights([o.s for o in obs], dt)
+            x0 = self._theta[self._k]
+            e, H, J0, J1 = interval_rows(self.sm, obs, a, b, [x0, guess])
+            keys, xs, J = (k - 1, k), (x0, guess), (J0, J1)
+            gate_e = e + J0 @ (self._x_last - x0)
+        sizes = [ob.sigma.size for ob in obs]
+        row_of = np.repeat(np.arange(len(obs)), sizes)
+        tau = np.repeat(np.array([p.t for p in items]) - t_prev, sizes)
+        return _Current(items, obs, keys, xs, e, H, J, gate_e, tau, row_of)
 
     def _update(self, graph: gtsam.NonlinearFactorGraph, values: gtsam.Values, key: int,
                 t: float) -> np.ndarray:
@@ -229,18 +330,16 @@ class GraphMixin:
         return x
 
     def _graph(self, k: int, dt: float, guess: np.ndarray, tau: np.ndarray,
-               state_noise: gtsam.noiseModel.Base, single: dict, pairs: dict
+               state_noise: gtsam.noiseModel.Base, single: dict, pairs: dict,
+               current: _Current | None = None
                ) -> tuple[gtsam.NonlinearFactorGraph, list[Observation]]:
         """The new factors of tick ``k`` (``dt`` after the previous one, inserted at
         ``guess``): state, integrator, and the readings of :meth:`_attach`; with the
         readings used.
 
-        Hook for the innovation gate (issue 25): the readings' model is evaluated twice
-        per tick, by :meth:`_gate` at the last estimate and here at the keys'
-        linearisation points (~65 µs each for the UR5's six encoders and IMU, a quarter
-        of the tick). A gate that predicts at ``guess`` (the smoother's prediction, this
-        factor's point) can keep its ``(e, J)`` per factor and pass it as
-        :func:`factors.linear_factor`'s ``evaluated``: one evaluation per tick."""
+        The new interval's readings (``current``) were evaluated once by :meth:`_attach`
+        at this factor's linearisation point, for the gate too (issue 24): their
+        ``(e, J)`` go to :func:`factors.linear_factor` as ``evaluated``."""
         n = self.n
         key, prev = gtsam.symbol('x', k), gtsam.symbol('x', self._k)
         graph = gtsam.NonlinearFactorGraph()
@@ -275,4 +374,9 @@ class GraphMixin:
             graph.add(interval_factor(gtsam.symbol('x', kk - 1), gtsam.symbol('x', kk), span,
                                       self.sm, obs, self._at(kk - 1, kk)))
             used += obs
+        if current is not None:
+            graph.add(F.linear_factor([gtsam.symbol('x', kk) for kk in current.keys],
+                                      observation_sigmas(current.obs), None, list(current.xs),
+                                      (current.e, current.J)))
+            used += current.obs
         return graph, used

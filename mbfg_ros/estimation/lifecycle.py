@@ -180,13 +180,13 @@ class LifecycleMixin:
         tau = self.applied_torque(t)
         self._tick_dyn_sigma, state_noise = self._dynamics_noise(guess, tau)
         try:
-            single, pairs, newest = self._attach(t, k)
+            single, pairs, current, newest = self._attach(t, k, guess)
         except _Diverged as exc:        # the estimate is lost: start again from the readings
             self._pending = exc.ready + self._pending
             self._reset_keep_pending('diverged', str(exc))
             return None
         self._theta[k] = guess
-        graph, used = self._graph(k, dt, guess, tau, state_noise, single, pairs)
+        graph, used = self._graph(k, dt, guess, tau, state_noise, single, pairs, current)
         values = gtsam.Values()
         values.insert(key, guess)
         try:

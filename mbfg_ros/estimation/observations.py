@@ -47,7 +47,8 @@ from ..core.interface import SensorModel
 from ..core.observation import Observation
 
 __all__ = ['Observation', 'interpolation_weights', 'residuals', 'observation_error',
-           'observation_factor', 'interval_error', 'interval_factor', 'observation_sigmas']
+           'observation_factor', 'interval_error', 'interval_rows', 'interval_factor',
+           'observation_sigmas']
 
 
 def interpolation_weights(s: np.ndarray | float, dt: float) -> tuple[np.ndarray, np.ndarray]:
@@ -165,6 +166,14 @@ def interval_error(sm: SensorModel, obs: Sequence[Observation], a: np.ndarray, b
 
     ``a``, ``b`` (len(obs), 3, 3): :func:`interpolation_weights` of each reading.
     """
+    e, _, J0, J1 = interval_rows(sm, obs, a, b, xs, want)
+    return e, ([J0, J1] if want else None)
+
+
+def interval_rows(sm: SensorModel, obs: Sequence[Observation], a: np.ndarray, b: np.ndarray,
+                  xs: Sequence[np.ndarray], want: bool = True):
+    """:func:`interval_error` with the model Jacobian too: (e, H (rows, 3n) at each
+    reading's interpolated state, ∂e/∂x_{k−1}, ∂e/∂x_k), or (e, None, None, None)."""
     n = sm.n
     X0, X1 = xs[0].reshape(3, n), xs[1].reshape(3, n)
     Xm = a @ X0 + b @ X1                         # (N, 3, n): state at each reading
@@ -178,11 +187,11 @@ def interval_error(sm: SensorModel, obs: Sequence[Observation], a: np.ndarray, b
             states.append(states[-1])
     e, H = residuals(sm, obs, states, want)
     if not want:
-        return e, None
+        return e, None, None, None
     rows = np.repeat(np.arange(len(obs)), [np.size(ob.sigma) for ob in obs])
     J0 = np.einsum('rin,rij->rjn', H, a[rows]).reshape(len(e), 3 * n)
     J1 = np.einsum('rin,rij->rjn', H, b[rows]).reshape(len(e), 3 * n)
-    return e, [J0, J1]
+    return e, H.reshape(len(e), 3 * n), J0, J1
 
 
 def observation_sigmas(obs: Sequence[Observation]) -> np.ndarray:
