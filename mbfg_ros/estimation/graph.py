@@ -176,21 +176,16 @@ class GraphMixin:
 
         With ``unknown_effort_sigma`` > 0, each actuator whose effort is not known
         (never given, or expired) applies an unknown torque of that size: its effect on
-        q̈, ``∂q̈/∂τ_a`` at ``x`` (q̈ is linear in τ, so one extra forward dynamics per such
-        actuator), adds in quadrature to ``dynamics_sigma``. Without it, the zero torque
-        assumed would pull the estimate of a powered arm down with gravity."""
+        q̈, ``∂q̈/∂τ_a`` at ``x`` (q̈ is affine in τ: the columns of
+        :meth:`~mbfg_ros.core.interface.MultibodySystem.acceleration_gain`, one
+        factorisation for all of them), adds in quadrature to ``dynamics_sigma``. Without
+        it, the zero torque assumed would pull the estimate of a powered arm down with
+        gravity."""
         su = self.config.unknown_effort_sigma
         if su <= 0 or not self._n_act or self._tau_live.all():
             return self._dyn_sigma, self._state_noise
-        n = self.n
-        q, qd = x[:n], x[n:2 * n]
-        base = self.sys.accelerations(q, qd, tau)
-        var = self._dyn_sigma ** 2
-        for a in np.flatnonzero(~self._tau_live):
-            pushed = tau.copy()
-            pushed[a] += su
-            var = var + (self.sys.accelerations(q, qd, pushed) - base) ** 2
-        sigma = np.sqrt(var)
+        G = self.sys.acceleration_gain(x[:self.n])[:, ~self._tau_live]
+        sigma = np.sqrt(self._dyn_sigma ** 2 + su * su * np.einsum('ij,ij->i', G, G))
         return sigma, gtsam.noiseModel.Diagonal.Sigmas(np.concatenate((
             np.full(2 * self.sys.m, self.config.constraint_sigma), sigma)))
 

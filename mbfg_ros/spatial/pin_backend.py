@@ -83,6 +83,12 @@ class PinocchioDynamics:
         """M(q) (``pin.crba``, symmetrised)."""
         return self._sym(self._pin.crba(self.pmodel, self.pdata, np.asarray(q, float)))
 
+    def mass_matrix_inverse(self, q: np.ndarray) -> np.ndarray:
+        """M(q)⁻¹ (``pin.computeMinverse``: one pass of the articulated-body algorithm,
+        symmetrised)."""
+        return self._sym(self._pin.computeMinverse(self.pmodel, self.pdata,
+                                                   np.asarray(q, float)))
+
     def bias(self, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
         """h(q, q̇) = ID(q, q̇, 0) (``pin.nonLinearEffects``)."""
         return np.array(self._pin.nonLinearEffects(self.pmodel, self.pdata,
