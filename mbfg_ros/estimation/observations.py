@@ -78,10 +78,12 @@ def residuals(sm: SensorModel, obs: Sequence[Observation], states, want: bool):
     residual: 1-axis/2-axis/yaw on a plane, 3-axis and SO(3) in space); prismatic
     joints use the scalar model per state. A reading has as many rows as its σ."""
     n = sm.n
-    sizes = np.array([np.size(ob.sigma) for ob in obs])      # rows of each reading
-    start = np.concatenate(([0], np.cumsum(sizes)[:-1]))
-    e = np.empty(int(sizes.sum()))
+    sizes = [ob.sigma.size for ob in obs]                   # rows of each reading
+    start = np.cumsum([0] + sizes[:-1]).tolist()
+    e = np.empty(sum(sizes))
     H = np.empty((e.size, 3, n)) if want else None
+    one = states[0] if all(st is states[0] for st in states) else None
+    X1 = np.stack(one) if one is not None else None       # (3, n): the one state of all
     cache: dict[int, np.ndarray] = {}
 
     def stacked(state) -> np.ndarray:       # readings often share one state object
@@ -89,6 +91,11 @@ def residuals(sm: SensorModel, obs: Sequence[Observation], states, want: bool):
         if x is None:
             x = cache[id(state)] = np.stack(state)
         return x
+
+    def at(ids: list[int]) -> np.ndarray:   # (N, 3, n): the states of readings ids
+        if X1 is not None:
+            return np.broadcast_to(X1, (len(ids),) + X1.shape)
+        return np.array([stacked(states[i]) for i in ids])
 
     direct = sm.direct_encoders              # encoders read q_j, q̇_j directly (or None)
     groups: dict[tuple[str, int], list[int]] = {}
@@ -105,18 +112,22 @@ def residuals(sm: SensorModel, obs: Sequence[Observation], states, want: bool):
         # joint coordinates (spatial): every encoder reading at once, unit-row Jacobians
         idx = np.array([obs[i].index for i in jids])
         lvl = np.array([0 if obs[i].kind == 'joint_pos' else 1 for i in jids])
-        X = np.array([stacked(states[i]) for i in jids])
-        r = X[np.arange(len(jids)), lvl, idx] - np.array([obs[i].z[0] for i in jids])
+        z = np.array([obs[i].z[0] for i in jids])
+        if X1 is not None:
+            r = X1[lvl, idx] - z
+        else:
+            X = np.array([stacked(states[i]) for i in jids])
+            r = X[np.arange(len(jids)), lvl, idx] - z
         wrap = (lvl == 0) & direct[idx]
         if wrap.any():
             r[wrap] = wrap_angle(r[wrap])
-        rows = start[jids]
+        rows = [start[i] for i in jids]
         e[rows] = r
         if want:
             H[rows] = 0.0
             H[rows, lvl, idx] = 1.0
     for (cls, index), ids in groups.items():
-        X = np.array([stacked(states[i]) for i in ids])           # (N, 3, n)
+        X = at(ids)                                               # (N, 3, n)
         if cls == 'j':
             batch = sm.joint_batch(index, X)
             if batch is None:                                     # prismatic: scalar model
@@ -141,12 +152,14 @@ def residuals(sm: SensorModel, obs: Sequence[Observation], states, want: bool):
                     if want:
                         H[start[i]] = Hv[r]
             continue
-        rows = [np.arange(start[i], start[i] + sizes[i]) for i in ids]
         ei, Hi = sm.imu_errors(index, [obs[i] for i in ids], X, want)
-        at = np.concatenate(rows)
-        e[at] = ei
+        if len(ids) == 1 or ids[-1] - ids[0] == len(ids) - 1:     # consecutive readings
+            at_rows = slice(start[ids[0]], start[ids[-1]] + sizes[ids[-1]])
+        else:
+            at_rows = np.concatenate([np.arange(start[i], start[i] + sizes[i]) for i in ids])
+        e[at_rows] = ei
         if want:
-            H[at] = Hi
+            H[at_rows] = Hi
     return e, H
 
 
