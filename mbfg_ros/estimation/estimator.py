@@ -97,7 +97,7 @@ class Estimator(IntakeMixin, GateMixin, GraphMixin, LifecycleMixin, OutputMixin)
                               if j is not None}
         self._n_act = len(sys.actuator_joints)
         self._set_dynamics_noise(cfg)
-        self._integ_noise = gtsam.noiseModel.Diagonal.Sigmas(self._integrator_sigma(self._dt))
+        self._integ_sigma = self._integrator_sigma(self._dt)
         self._angular_pos = np.array([self.sm.joint_is_angular(j)
                                       for j in range(len(self.sm.joint_names))], dtype=bool)
         self._params = gtsam.ISAM2Params()

@@ -132,8 +132,9 @@ class GraphMixin:
     def _set_dynamics_noise(self, cfg: EstimatorConfig) -> None:
         self._dyn_sigma, self._jerk = coordinate_sigmas(self.sys, cfg)
         self._tick_dyn_sigma = self._dyn_sigma
-        self._state_noise = gtsam.noiseModel.Diagonal.Sigmas(np.concatenate((
-            np.full(2 * self.sys.m, cfg.constraint_sigma), self._dyn_sigma)))
+        self._state_sigma = np.concatenate((np.full(2 * self.sys.m, cfg.constraint_sigma),
+                                            self._dyn_sigma))
+        self._state_noise = gtsam.noiseModel.Diagonal.Sigmas(self._state_sigma)
 
     def _oldest_usable_time(self) -> float:
         """Stamps older than this are not bracketed by keys still inside the smoother."""
@@ -163,16 +164,16 @@ class GraphMixin:
             return None
         return self._theta[ks[0]] if len(ks) == 1 else [self._theta[k] for k in ks]
 
-    def _factor(self, keys: list[int], noise: gtsam.noiseModel.Base, fn: F.ErrorFn,
+    def _factor(self, keys: list[int], sigma: np.ndarray, fn: F.ErrorFn,
                 at: list[np.ndarray]) -> gtsam.NonlinearFactor:
-        """``fn`` on ``keys`` as a linear factor at ``at``, or a CustomFactor."""
+        """``fn`` on ``keys`` with diagonal σ ``sigma``: as a linear factor at ``at`` (no
+        noise model built), or a CustomFactor."""
         if self._linear():
-            return F.linear_factor(keys, noise, fn, at)
-        return F.custom_factor(keys, noise, fn)
+            return F.linear_factor(keys, sigma, fn, at)
+        return F.custom_factor(keys, gtsam.noiseModel.Diagonal.Sigmas(sigma), fn)
 
-    def _dynamics_noise(self, x: np.ndarray, tau: np.ndarray
-                        ) -> tuple[np.ndarray, gtsam.noiseModel.Base]:
-        """(σ of q̈ per coordinate, the state factor's noise) for the torques ``tau``.
+    def _dynamics_noise(self, x: np.ndarray, tau: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(σ of q̈ per coordinate, the state factor's σ) for the torques ``tau``.
 
         With ``unknown_effort_sigma`` > 0, each actuator whose effort is not known
         (never given, or expired) applies an unknown torque of that size: its effect on
@@ -183,11 +184,11 @@ class GraphMixin:
         gravity."""
         su = self.config.unknown_effort_sigma
         if su <= 0 or not self._n_act or self._tau_live.all():
-            return self._dyn_sigma, self._state_noise
+            return self._dyn_sigma, self._state_sigma
         G = self.sys.acceleration_gain(x[:self.n])[:, ~self._tau_live]
         sigma = np.sqrt(self._dyn_sigma ** 2 + su * su * np.einsum('ij,ij->i', G, G))
-        return sigma, gtsam.noiseModel.Diagonal.Sigmas(np.concatenate((
-            np.full(2 * self.sys.m, self.config.constraint_sigma), sigma)))
+        return sigma, np.concatenate((np.full(2 * self.sys.m, self.config.constraint_sigma),
+                                      sigma))
 
     def _push_window(self, t: float, k: int, x: np.ndarray) -> None:
         self._window.append((t, k))
@@ -231,20 +232,21 @@ class GraphMixin:
                               current.row_of))
             if late:
                 parts.append((late, *self._carried_rows(late)))
-            items = [p for part in parts for p in part[0]]
-            offsets = np.cumsum([0] + [len(part[0]) for part in parts])
+            if len(parts) == 1:
+                items, *rows = parts[0]
+            else:
+                items = current.items + late
+                rows = [np.concatenate((parts[0][j], parts[1][j])) for j in (1, 2, 3)]
+                rows.append(np.concatenate((parts[0][4], parts[1][4] + len(cur))))
             try:
-                keep = self._gate(items, *(np.concatenate([part[j] for part in parts])
-                                           if len(parts) > 1 else parts[0][j]
-                                           for j in (1, 2, 3)),
-                                  np.concatenate([part[4] + o for part, o in
-                                                  zip(parts, offsets)]))
+                keep = self._gate(items, *rows)
             except _Diverged as exc:
                 raise _Diverged(ready, str(exc)) from None
             if current is not None:
                 current = current.kept(keep[:len(cur)])
                 keep = keep[len(cur):]
-            late = [p for p, ok in zip(late, keep.tolist()) if ok]
+            if late:
+                late = [p for p, ok in zip(late, keep.tolist()) if ok]
         newest = max(p.t for p in current.items) if current is not None else -math.inf
         horizon = t - self.config.lag_duration          # keys at or before: marginalised now
         for p in late:
@@ -325,7 +327,7 @@ class GraphMixin:
         return x
 
     def _graph(self, k: int, dt: float, guess: np.ndarray, tau: np.ndarray,
-               state_noise: gtsam.noiseModel.Base, single: dict, pairs: dict,
+               state_sigma: np.ndarray, single: dict, pairs: dict,
                current: _Current | None = None
                ) -> tuple[gtsam.NonlinearFactorGraph, list[Observation]]:
         """The new factors of tick ``k`` (``dt`` after the previous one, inserted at
@@ -338,23 +340,21 @@ class GraphMixin:
         n = self.n
         key, prev = gtsam.symbol('x', k), gtsam.symbol('x', self._k)
         graph = gtsam.NonlinearFactorGraph()
-        graph.add(self._factor([key], state_noise,
+        graph.add(self._factor([key], state_sigma,
                                functools.partial(F.stacked_state_error, self.sys, tau), [guess]))
         at = [self._theta[self._k], guess]
-        noise = self._integ_noise if dt <= self._dt * (1 + 1e-6) else \
-            gtsam.noiseModel.Diagonal.Sigmas(self._integrator_sigma(dt))
+        noise = self._integ_sigma if dt <= self._dt * (1 + 1e-6) else \
+            self._integrator_sigma(dt)
         cfg = self.config
         unknown = cfg.unknown_effort_sigma > 0 and not self._tau_live.all()
         if cfg.disturbance_process and not unknown:
             # known efforts: bound the change of q̈ − q̈(q, q̇, τ), not of q̈ (issue 27 item 4)
-            noise = gtsam.noiseModel.Diagonal.Sigmas(np.concatenate((
-                self._integrator_sigma(dt), self._jerk * dt)))
+            noise = np.concatenate((self._integrator_sigma(dt), self._jerk * dt))
             graph.add(self._factor([prev, key], noise, functools.partial(
                 stacked_trapezoidal_disturbance_error, self.sys, dt, self._tau_prev, tau), at))
         elif cfg.jerk_process or cfg.disturbance_process or unknown:
             # torques unknown: the dynamics barely fix q̈; bound its change by the jerk
-            noise = gtsam.noiseModel.Diagonal.Sigmas(np.concatenate((
-                self._integrator_sigma(dt), self._jerk * dt)))
+            noise = np.concatenate((self._integrator_sigma(dt), self._jerk * dt))
             graph.add(self._factor([prev, key], noise, functools.partial(
                 F.stacked_trapezoidal_jerk_error, n, dt), at))
         else:

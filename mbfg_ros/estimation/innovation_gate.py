@@ -128,21 +128,20 @@ class GateMixin:
                          for kk in keys])[row_of]
         mv = self._model_var
         sm = np.array([mv[kk][0] if kk in mv else 0.0 for kk in keys])[row_of]
-        a = np.abs(tau)
         HH = H * H
-        var_x = HH @ var_s
-        HH = HH.reshape(len(E), 3, n)
-        s2d, s2j = HH @ sd2, HH @ sj2                   # (R, 3): q, q̇, q̈
         r = -E                                          # z − h at the stamp
         if wrap.any():
             r = np.where(wrap, wrap_angle(r), r)
-        # process noise: the new q̈ is only known to the dynamics' σ and changes by
-        # up to integrator_jerk·τ; both drive q̇ and q over τ
-        a2 = a * a
+        var_x = HH @ var_s                              # H P Hᵀ (diagonal P)
+        # process noise Q(τ), diagonal per row: the new q̈ is only known to the dynamics'
+        # σ and changes by up to integrator_jerk·τ; both drive q̇ and q over τ
+        a2 = tau * tau
         a4 = a2 * a2
-        var_p = (0.25 * a4 * s2d[:, 0] + a4 * a2 / 36.0 * s2j[:, 0]
-                 + a2 * s2d[:, 1] + 0.25 * a4 * s2j[:, 1]
-                 + s2d[:, 2] + a2 * s2j[:, 2])
+        ones = np.ones_like(a2)
+        Cd = np.stack((0.25 * a4, a2, ones), axis=1)           # (R, 3): q, q̇, q̈ levels
+        Cj = np.stack((a4 * a2 / 36.0, 0.25 * a4, a2), axis=1)
+        Q = (Cd[:, :, None] * sd2 + Cj[:, :, None] * sj2).reshape(len(E), 3 * n)
+        var_p = np.einsum('ij,ij->i', HH, Q)            # H Q(τ) Hᵀ
         s2r = sig * sig
         s0 = s2r + var_x + var_p                        # the smoother's prediction
         rr = r * r

@@ -178,7 +178,7 @@ class LifecycleMixin:
         # the gate's process noise and the state factor use the same dynamics σ (one
         # evaluation per tick: with unknown efforts it costs a forward dynamics per actuator)
         tau = self.applied_torque(t)
-        self._tick_dyn_sigma, state_noise = self._dynamics_noise(guess, tau)
+        self._tick_dyn_sigma, state_sigma = self._dynamics_noise(guess, tau)
         try:
             single, pairs, current, newest = self._attach(t, k, guess)
         except _Diverged as exc:        # the estimate is lost: start again from the readings
@@ -186,7 +186,7 @@ class LifecycleMixin:
             self._reset_keep_pending('diverged', str(exc))
             return None
         self._theta[k] = guess
-        graph, used = self._graph(k, dt, guess, tau, state_noise, single, pairs, current)
+        graph, used = self._graph(k, dt, guess, tau, state_sigma, single, pairs, current)
         values = gtsam.Values()
         values.insert(key, guess)
         try:
