@@ -335,33 +335,46 @@ class GraphMixin:
         readings used.
 
         The new interval's readings (``current``) were evaluated once by :meth:`_attach`
-        at this factor's linearisation point, for the gate too (issue 24): their
-        ``(e, J)`` go to :func:`factors.linear_factor` as ``evaluated``."""
+        at this factor's linearisation point, for the gate too (issue 24). Relinearisation
+        off, the state, integrator and those readings' rows go to GTSAM as one linear
+        factor on (x_{k−1}, x_k) (:func:`factors.stacked_linear_factor`: the same rows as
+        three factors, one JacobianFactor to build and for ISAM2 to index)."""
         n = self.n
         key, prev = gtsam.symbol('x', k), gtsam.symbol('x', self._k)
         graph = gtsam.NonlinearFactorGraph()
-        graph.add(self._factor([key], state_sigma,
-                               functools.partial(F.stacked_state_error, self.sys, tau), [guess]))
-        at = [self._theta[self._k], guess]
-        noise = self._integ_sigma if dt <= self._dt * (1 + 1e-6) else \
+        theta_prev = self._theta[self._k]
+        state = functools.partial(F.stacked_state_error, self.sys, tau)
+        sigma = self._integ_sigma if dt <= self._dt * (1 + 1e-6) else \
             self._integrator_sigma(dt)
         cfg = self.config
         unknown = cfg.unknown_effort_sigma > 0 and not self._tau_live.all()
         if cfg.disturbance_process and not unknown:
             # known efforts: bound the change of q̈ − q̈(q, q̇, τ), not of q̈ (issue 27 item 4)
-            noise = np.concatenate((self._integrator_sigma(dt), self._jerk * dt))
-            graph.add(self._factor([prev, key], noise, functools.partial(
-                stacked_trapezoidal_disturbance_error, self.sys, dt, self._tau_prev, tau), at))
+            sigma = np.concatenate((self._integrator_sigma(dt), self._jerk * dt))
+            integ = functools.partial(stacked_trapezoidal_disturbance_error, self.sys, dt,
+                                      self._tau_prev, tau)
         elif cfg.jerk_process or cfg.disturbance_process or unknown:
             # torques unknown: the dynamics barely fix q̈; bound its change by the jerk
-            noise = np.concatenate((self._integrator_sigma(dt), self._jerk * dt))
-            graph.add(self._factor([prev, key], noise, functools.partial(
-                F.stacked_trapezoidal_jerk_error, n, dt), at))
+            sigma = np.concatenate((self._integrator_sigma(dt), self._jerk * dt))
+            integ = functools.partial(F.stacked_trapezoidal_jerk_error, n, dt)
         else:
-            graph.add(self._factor([prev, key], noise,
-                                   functools.partial(F.stacked_trapezoidal_error, n, dt), at))
+            integ = functools.partial(F.stacked_trapezoidal_error, n, dt)
         self._tau_prev = tau
         used = []
+        if self._linear():
+            # the tick's own factors (state, integrator, the new interval's readings) as
+            # ONE linear factor on (x_{k−1}, x_k): the same rows, one GTSAM object
+            e_s, J_s = state([guess], True)
+            e_i, J_i = integ([theta_prev, guess], True)
+            blocks = [((1,), state_sigma, e_s, J_s), ((0, 1), sigma, e_i, J_i)]
+            if current is not None:
+                on = (1,) if len(current.keys) == 1 else (0, 1)
+                blocks.append((on, observation_sigmas(current.obs), current.e, current.J))
+                used += current.obs
+            graph.add(F.stacked_linear_factor([prev, key], [theta_prev, guess], blocks))
+        else:
+            graph.add(self._factor([key], state_sigma, state, [guess]))
+            graph.add(self._factor([prev, key], sigma, integ, [theta_prev, guess]))
         for kk, obs in single.items():
             graph.add(observation_factor(gtsam.symbol('x', kk), self.sm, obs, self._at(kk)))
             used += obs
@@ -369,9 +382,4 @@ class GraphMixin:
             graph.add(interval_factor(gtsam.symbol('x', kk - 1), gtsam.symbol('x', kk), span,
                                       self.sm, obs, self._at(kk - 1, kk)))
             used += obs
-        if current is not None:
-            graph.add(F.linear_factor([gtsam.symbol('x', kk) for kk in current.keys],
-                                      observation_sigmas(current.obs), None, list(current.xs),
-                                      (current.e, current.J)))
-            used += current.obs
         return graph, used
