@@ -117,6 +117,7 @@ class Estimator(IntakeMixin, GateMixin, GraphMixin, LifecycleMixin, OutputMixin)
             self._params.enableRelinearization = False
         self._counters = {k: 0 for k in _COUNTERS}
         self._unknown: set[str] = set()
+        self._layouts: dict[tuple, tuple[list, list]] = {}     # JointState names -> indices
         self._last_reset_reason = ''
         # per sensor (kind, index): [model-error variance s_m, stamp of its last update];
         # a property of model and plant, so it outlives a 'diverged' reset (_gate)
