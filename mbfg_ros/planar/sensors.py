@@ -110,6 +110,17 @@ class SensorModel:
         return (math.atan2(d[1], d[0]), rate, np.concatenate((-G, G)),
                 np.concatenate((-rate_d, rate_d)))
 
+    @staticmethod
+    def _angle_value(w: np.ndarray, wd: np.ndarray, idx: np.ndarray | None
+                     ) -> tuple[float, float]:
+        """(θ, θ̇) of :meth:`_angle` without the Jacobians; ground gives zeros."""
+        if idx is None:
+            return 0.0, 0.0
+        dx, dy = (w[idx[2:]] - w[idx[:2]]).tolist()
+        ddx, ddy = (wd[idx[2:]] - wd[idx[:2]]).tolist()
+        r2 = dx * dx + dy * dy
+        return math.atan2(dy, dx), (dx * ddy - dy * ddx) / r2
+
     def _scatter(self, idx: np.ndarray | None, g4: np.ndarray, out: np.ndarray,
                  sign: float = 1.0) -> None:
         if idx is not None:
@@ -121,6 +132,11 @@ class SensorModel:
         """Position and rate models of joint ``j`` (each 1 row)."""
         kind, a, b, offset = self._joints[j]
         w, wd = self.ext.of(q), self.ext.rate(qd)
+        if kind == 'rev' and not want:         # values only (the estimate's joint readings)
+            ta, ra = self._angle_value(w, wd, a)
+            tb, rb = self._angle_value(w, wd, b)
+            return (Model(np.array([float(wrap_angle(tb - ta - offset))])),
+                    Model(np.array([rb - ra])))
         if kind == 'rev':
             ta, ra, ga, gra = self._angle(w, wd, a)
             tb, rb, gb, grb = self._angle(w, wd, b)
