@@ -115,10 +115,8 @@ class GateMixin:
         cfg = self.config
         N = len(items)
         n = self.n
-        std = np.nan_to_num(self._std_last, nan=0.0) if self._std_last is not None \
-            else np.zeros(3 * n)
+        var_s = self._var_last if self._var_last is not None else np.zeros(3 * n)
         sd2, sj2 = self._tick_dyn_sigma ** 2, self._jerk ** 2
-        var_s = std * std
         obs = [p.ob for p in items]
         sig = np.concatenate([ob.sigma for ob in obs])
         keys = [(ob.kind, ob.index) for ob in obs]
@@ -135,13 +133,19 @@ class GateMixin:
         var_x = HH @ var_s                              # H P Hᵀ (diagonal P)
         # process noise Q(τ), diagonal per row: the new q̈ is only known to the dynamics'
         # σ and changes by up to integrator_jerk·τ; both drive q̇ and q over τ
-        a2 = tau * tau
-        a4 = a2 * a2
-        ones = np.ones_like(a2)
-        Cd = np.stack((0.25 * a4, a2, ones), axis=1)           # (R, 3): q, q̇, q̈ levels
-        Cj = np.stack((a4 * a2 / 36.0, 0.25 * a4, a2), axis=1)
-        Q = (Cd[:, :, None] * sd2 + Cj[:, :, None] * sj2).reshape(len(E), 3 * n)
-        var_p = np.einsum('ij,ij->i', HH, Q)            # H Q(τ) Hᵀ
+        if tau[0] == tau[-1] and (tau == tau[0]).all():     # one stamp (at the tick)
+            a2 = float(tau[0]) ** 2
+            a4 = a2 * a2
+            Q = np.concatenate((0.25 * a4 * sd2 + a4 * a2 / 36.0 * sj2,
+                                a2 * sd2 + 0.25 * a4 * sj2, sd2 + a2 * sj2))
+            var_p = HH @ Q                              # H Q(τ) Hᵀ
+        else:
+            a2 = tau * tau
+            a4 = a2 * a2
+            Cd = np.stack((0.25 * a4, a2, np.ones_like(a2)), axis=1)   # (R, 3): q, q̇, q̈
+            Cj = np.stack((a4 * a2 / 36.0, 0.25 * a4, a2), axis=1)
+            Q = (Cd[:, :, None] * sd2 + Cj[:, :, None] * sj2).reshape(len(E), 3 * n)
+            var_p = np.einsum('ij,ij->i', HH, Q)        # H Q(τ) Hᵀ, Q(τ) per row
         s2r = sig * sig
         s0 = s2r + var_x + var_p                        # the smoother's prediction
         rr = r * r

@@ -68,6 +68,7 @@ class LifecycleMixin:
         self._last: Estimate | None = None
         self._x_last: np.ndarray | None = None
         self._std_last: np.ndarray | None = None
+        self._var_last: np.ndarray | None = None    # σ² of _std_last, NaN as 0 (the gate's P)
         self._cov_last: np.ndarray | None = None
         self._last_reading = -math.inf
         self._since_cov = 0
