@@ -177,7 +177,7 @@ class LifecycleMixin:
         q, qd, qdd = self._x_last[:n], self._x_last[n:2 * n], self._x_last[2 * n:]
         guess = np.concatenate((q + dt * qd + 0.5 * dt * dt * qdd, qd + dt * qdd, qdd))
         # the gate's process noise and the state factor use the same dynamics σ (one
-        # evaluation per tick: with unknown efforts it costs a forward dynamics per actuator)
+        # evaluation per tick: with unknown efforts one factorisation, ∂q̈/∂τ = M⁻¹B)
         tau = self.applied_torque(t)
         self._tick_dyn_sigma, state_sigma = self._dynamics_noise(guess, tau)
         try:
