@@ -115,12 +115,18 @@ def _message_stamp(msg: Any, now_ns: int | None) -> int:
 def _column(values: Sequence[float], n: int, field: str) -> np.ndarray:
     """A JointState array: empty -> all NaN (not given); wrong length -> rejected."""
     arr = np.asarray(values, dtype=float).reshape(-1)
+    return _column_of(arr, np.isfinite(arr), n, field)
+
+
+def _column_of(arr: np.ndarray, finite: np.ndarray, n: int, field: str) -> np.ndarray:
+    """:func:`_column` of a float array ``arr`` whose finite mask is ``finite`` (a new
+    array, never a view of the message)."""
     if arr.size == 0:
         return np.full(n, np.nan)
     if arr.size != n:
         raise InputRejected('length_mismatch',
                             f'{field} has {arr.size} values for {n} names')
-    return np.where(np.isfinite(arr), arr, np.nan)
+    return np.where(finite, arr, np.nan)
 
 
 def joint_state_to_record(msg: Any, known: Iterable[str] | None = None,
@@ -129,12 +135,12 @@ def joint_state_to_record(msg: Any, known: Iterable[str] | None = None,
     """JointState -> (stamp ns, record, unknown names, number of non-finite values).
 
     position -> encoder, velocity -> rate, effort -> known applied torque.
-    Names not in ``known`` are dropped from the record and returned so the
-    caller can warn once. Non-finite values become NaN ("not given").
+    Names not in ``known`` (a set is used as it is) are dropped from the record and
+    returned so the caller can warn once. Non-finite values become NaN ("not given").
 
     :raises InputRejected: wrong array lengths, repeated names, no usable value.
     """
-    names = tuple(str(n) for n in msg.name)
+    names = tuple(map(str, msg.name))
     t = _message_stamp(msg, now_ns)
     n = len(names)
     if n == 0:
@@ -143,15 +149,17 @@ def joint_state_to_record(msg: Any, known: Iterable[str] | None = None,
         raise InputRejected('repeated_names', f'repeated joint names {capped(names)}')
     raw = [np.asarray(v, dtype=float).reshape(-1) for v in (msg.position, msg.velocity,
                                                             msg.effort)]
-    pos, vel, eff = (_column(v, n, f) for v, f in zip(raw, ('position', 'velocity',
-                                                            'effort')))
-    nonfinite = int(sum(int(np.count_nonzero(~np.isfinite(v))) for v in raw))
+    finite = [np.isfinite(v) for v in raw]
+    pos, vel, eff = (_column_of(v, f, n, name) for v, f, name in
+                     zip(raw, finite, ('position', 'velocity', 'effort')))
+    nonfinite = sum(v.size - int(np.count_nonzero(f)) for v, f in zip(raw, finite))
     unknown: tuple[str, ...] = ()
     if known is not None:
-        known = set(known)
-        keep = [i for i, name in enumerate(names) if name in known]
-        unknown = tuple(name for name in names if name not in known)
-        if unknown:
+        if not isinstance(known, (set, frozenset)):
+            known = set(known)
+        if not known.issuperset(names):
+            keep = [i for i, name in enumerate(names) if name in known]
+            unknown = tuple(name for name in names if name not in known)
             names = tuple(names[i] for i in keep)
             pos, vel, eff = pos[keep], vel[keep], eff[keep]
     if not names or not (np.isfinite(pos).any() or np.isfinite(vel).any()
