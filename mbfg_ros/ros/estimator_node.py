@@ -543,15 +543,17 @@ class EstimatorNode(Node):
             return
         m = self._msgs
         m.fill(out.t_ns, out.estimate, out.joint_effort, out.command)
-        self.pub_joints.publish(m.joints)
-        self.pub_state.publish(m.state)
-        self.pub_stddev.publish(m.stddev)
+        # a topic nobody subscribes to is not published: ~20 µs of rmw per message saved
+        # (get_subscription_count is ~1 µs, asked every tick: a new subscriber gets the next)
+        _publish_wanted(self.pub_joints, m.joints)
+        _publish_wanted(self.pub_state, m.state)
+        _publish_wanted(self.pub_stddev, m.stddev)
         if out.command is not None:
-            self.pub_command.publish(m.command)
+            _publish_wanted(self.pub_command, m.command)
         if out.external is not None and out.external.valid:
             self._ext_msgs.fill(out.t_ns, out.external)
             for key, msg in self._ext_msgs.by_topic.items():
-                self.pub_external[key].publish(msg)
+                _publish_wanted(self.pub_external[key], msg)
         self.driver.ticks['published'] += 1
         self._latency_ms.append((self._now_ns() - out.t_ns) / 1e6)
 
@@ -658,6 +660,12 @@ class EstimatorNode(Node):
                 timer.cancel()
             except Exception:  # noqa: BLE001 - already destroyed by the shutdown
                 pass
+
+
+def _publish_wanted(pub: Any, msg: Any) -> None:
+    """``pub.publish(msg)`` if anyone subscribes to ``pub``'s topic."""
+    if pub.get_subscription_count():
+        pub.publish(msg)
 
 
 def _imu_at(driver: EstimatorDriver, sensor: str, msg: Any, now_ns: int) -> Any:
