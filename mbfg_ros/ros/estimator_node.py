@@ -129,8 +129,10 @@ at this rate; a request waits at most this long plus one tick."""
 
 PARK_AFTER_S = 0.1
 """Loop mode: a clock that has not moved for this long (a simulated clock that stopped:
-bag or simulator paused or ended), with no message and nothing queued, parks the loop in
-the executor's wait (sensors and ``/clock`` included) until a message comes."""
+bag or simulator paused or ended), with no message and no tick run, parks the loop in the
+executor's wait (sensors and ``/clock`` included) until a message comes; it looks again
+every 0.1 s (readings queued ahead of the clock may become due when a silent stream stops
+holding the ticks, ``sensor_timeout`` of wall time later)."""
 
 LOOP_KINDS = ('auto', 'loop')
 """Values of the parameter ``executor`` that run the tick loop (:func:`run_loop`)."""
@@ -182,16 +184,18 @@ def _events_executor_class() -> type:
     return EventsExecutor
 
 
-def make_executor(kind: str = 'auto') -> rclpy.executors.Executor:
+def make_executor(kind: str = 'auto', context: Any = None) -> rclpy.executors.Executor:
     """``events``: rclpy's EventsExecutor (``rclpy.experimental``: Kilted, and Jazzy's
     7.1.x releases since its backport; not Humble: a clear error there, picked at run
-    time); ``single`` (and ``auto``): the SingleThreadedExecutor every distro has.
-    Measured with bench/node_throughput.py at 1 kHz encoder + IMU: with the callbacks
-    draining their queues (:func:`_drain`), single kept the latency at tens of ms where
-    events let it grow to seconds."""
+    time); ``single``, and ``auto``/``loop`` (the executor of all but the sensors and the
+    ticks, :func:`run_loop`): the SingleThreadedExecutor every distro has, of ``context``
+    (None: the default one). Measured with bench/node_throughput.py at 1 kHz encoder +
+    IMU: with the callbacks draining their queues (:func:`_drain`), single kept the
+    latency at tens of ms where events let it grow to seconds."""
     if kind == 'events':
-        return _events_executor_class()()
-    return rclpy.executors.SingleThreadedExecutor()     # single; loop: for all but the ticks
+        return _events_executor_class()(context=context)
+    # single; auto/loop: the executor of everything but the sensors and the ticks
+    return rclpy.executors.SingleThreadedExecutor(context=context)
 
 
 def _take(sub: Any) -> Any:
@@ -714,7 +718,7 @@ def run_loop(node: EstimatorNode, executor: rclpy.executors.Executor) -> None:
     next_wake = next_spin = clock()
     stop = node.stop_requested
     ok = node.context.ok
-    still, last_now = 0, None
+    still, last_now, last_tick = 0, None, None
     while ok() and not stop.is_set():
         if node.timer.is_canceled() or still >= park_after:
             # idle, or parked (a sim clock that stopped with nothing queued): the executor
@@ -732,10 +736,9 @@ def run_loop(node: EstimatorNode, executor: rclpy.executors.Executor) -> None:
             continue
         taken = node.poll()
         node._on_timer()
-        now_ns = node._now_ns()
-        still = still + 1 if (not taken and now_ns == last_now
-                              and not node.driver.pending) else 0
-        last_now = now_ns
+        now_ns, tick = node._now_ns(), node.driver.last_tick
+        still = still + 1 if (not taken and now_ns == last_now and tick == last_tick) else 0
+        last_now, last_tick = now_ns, tick
         now = clock()
         next_wake += period
         if next_wake < now - period:            # fell behind: no burst of catch-up turns
