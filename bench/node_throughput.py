@@ -29,10 +29,14 @@ encoder's angle RMSE.
 
 Issue 24's rows (controller rates): ``--ticks 1000 --sim-time`` ticks every row at 1 kHz
 with the generator also publishing ``/clock`` at each reading's stamp (1 kHz) and the node
-on ``use_sim_time``; ``--profile`` times the node's callbacks and prints, per estimate,
-where its CPU time went (intake per message: take, conversion, validation, ``Estimator.add``;
-the tick: factor build, gate, ISAM2 update, covariance, output; publishing; the executor's
-own dispatch). The UR5 rows also score the joint rates and τ̂ (``~/joint_states`` effort)
+on ``use_sim_time``; ``--profile`` times the node's functions on its main thread's CPU clock
+(after start-up) and prints, per estimate, where that time went: the intake (the tick
+loop's poll of ``/clock`` and the sensor topics, or the sensor callbacks of
+``executor:=single``/``events``: take + deserialise, conversion + validation + queueing per
+message type, and per message overall), the tick call (``Estimator.tick``: gate, factor
+build, ISAM2 update, covariance, output; publishing), diagnostics, and the rest (the
+executor's turns and wait sets, the loop's own bookkeeping, GC). The node's executor is
+``MBFG_BENCH_EXECUTOR`` (default ``auto``: the tick loop). The UR5 rows also score the joint rates and τ̂ (``~/joint_states`` effort)
 against the truth. The issue's rows (quiet, then one core busy):
 
     .venv/bin/python bench/node_throughput.py --robots ur5 fourbar --rates 1000 \
