@@ -36,8 +36,9 @@ loop's poll of ``/clock`` and the sensor topics, or the sensor callbacks of
 message type, and per message overall), the tick call (``Estimator.tick``: gate, factor
 build, ISAM2 update, covariance, output; publishing), diagnostics, and the rest (the
 executor's turns and wait sets, the loop's own bookkeeping, GC). The node's executor is
-``MBFG_BENCH_EXECUTOR`` (default ``auto``: the tick loop). The UR5 rows also score the joint rates and τ̂ (``~/joint_states`` effort)
-against the truth. The issue's rows (quiet, then one core busy):
+``MBFG_BENCH_EXECUTOR`` (default ``auto``: the tick loop). The UR5 rows also score the
+joint rates and τ̂ (``~/joint_states`` effort) against the truth. The issue's rows (quiet,
+then one core busy):
 
     .venv/bin/python bench/node_throughput.py --robots ur5 fourbar --rates 1000 \
         --ticks 1000 --sim-time [--profile]
