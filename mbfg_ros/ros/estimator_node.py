@@ -705,9 +705,10 @@ def run_loop(node: EstimatorNode, executor: rclpy.executors.Executor) -> None:
     Per tick period of the wall clock: :meth:`EstimatorNode.poll` (``/clock``, sensors),
     the due tick and its publishing (``EstimatorNode._on_timer``: idle detection,
     ``max_tick_load`` budget, merging and catch-up as in the callback design), then a
-    sleep to the next period, or to the end of the budget's pause when that is later
-    (``ticks.deferred``). Every :data:`SPIN_EVERY_S` one turn of the executor (sensors
-    and ``/clock`` left out of its wait set) runs one ready callback. Idle (the
+    sleep to the next period (no sleep while the driver is ``behind``), or to the end of
+    the budget's pause when that is later (``ticks.deferred``). Every
+    :data:`SPIN_EVERY_S` one turn of the executor (sensors and ``/clock`` left out of its
+    wait set) runs one ready callback. Idle (the
     tick timer cancelled: no input yet, or none for ``max_tick_gap``): the executor
     waits on everything, sensors included, and a sensor callback wakes the loop.
     """
@@ -743,7 +744,9 @@ def run_loop(node: EstimatorNode, executor: rclpy.executors.Executor) -> None:
         next_wake += period
         if next_wake < now - period:            # fell behind: no burst of catch-up turns
             next_wake = now
-        wake = next_wake
+        # behind (more grid ticks due than one tick merges): the next one at once, as the
+        # callback design's retry timer did
+        wake = now if node.driver.behind else next_wake
         if node._next_tick_wall > wake:         # over the tick budget: wait it out
             node._deferred += 1
             wake = node._next_tick_wall
