@@ -705,8 +705,9 @@ def run_loop(node: EstimatorNode, executor: rclpy.executors.Executor) -> None:
     Per tick period of the wall clock: :meth:`EstimatorNode.poll` (``/clock``, sensors),
     the due tick and its publishing (``EstimatorNode._on_timer``: idle detection,
     ``max_tick_load`` budget, merging and catch-up as in the callback design), then a
-    sleep to the next period (no sleep while the driver is ``behind``), or to the end of
-    the budget's pause when that is later (``ticks.deferred``). Every
+    sleep to the next period (no sleep while the driver is ``behind``, a quarter period
+    when no tick was due yet), or to the end of the budget's pause when that is later
+    (``ticks.deferred``). Every
     :data:`SPIN_EVERY_S` one turn of the executor (sensors and ``/clock`` left out of its
     wait set) runs one ready callback. Idle (the
     tick timer cancelled: no input yet, or none for ``max_tick_gap``): the executor
@@ -738,15 +739,20 @@ def run_loop(node: EstimatorNode, executor: rclpy.executors.Executor) -> None:
         taken = node.poll()
         node._on_timer()
         now_ns, tick = node._now_ns(), node.driver.last_tick
-        still = still + 1 if (not taken and now_ns == last_now and tick == last_tick) else 0
+        ticked = tick != last_tick
+        still = still + 1 if (not taken and now_ns == last_now and not ticked) else 0
         last_now, last_tick = now_ns, tick
         now = clock()
-        next_wake += period
-        if next_wake < now - period:            # fell behind: no burst of catch-up turns
-            next_wake = now
+        if now >= next_wake:                    # the next period's wake-up
+            next_wake += period
+            if next_wake <= now:                # fell behind: no burst of catch-up turns
+                next_wake = now + period
         # behind (more grid ticks due than one tick merges): the next one at once, as the
-        # callback design's retry timer did
-        wake = now if node.driver.behind else next_wake
+        # callback design's retry timer did; no tick due yet (its readings on their way):
+        # look again within a quarter period, so a tick is not merged into the next one for
+        # want of a poll
+        wake = now if node.driver.behind else \
+            next_wake if ticked else min(next_wake, now + period / 4)
         if node._next_tick_wall > wake:         # over the tick budget: wait it out
             node._deferred += 1
             wake = node._next_tick_wall
