@@ -356,6 +356,7 @@ import json, sys, time
 out = sys.argv[1]
 sys.argv = ['estimator_node'] + sys.argv[2:]
 from mbfg_ros.estimation import estimator as E
+from mbfg_ros.estimation import external as X
 from mbfg_ros.ros import driver as D
 from mbfg_ros.ros import estimator_node as N
 spent, calls = {}, {}
@@ -377,7 +378,7 @@ def timed(owner, name, label):
 
 for owner, name, label in TIMED:
     timed({'N': N, 'E': E, 'D': D, 'EN': N.EstimatorNode, 'ES': E.Estimator,
-           'ED': D.EstimatorDriver}[owner], name, label)
+           'ED': D.EstimatorDriver, 'EX': X.ExternalTorques}[owner], name, label)
 timed(N, '_spin', 'running')          # the node's life after start-up (imports, loading)
 try:
     N.main()
@@ -390,7 +391,8 @@ loading are not counted); they are written as JSON to the file named first."""
 
 # (owner, function, label): the timed functions (cumulative thread-CPU time each, nested ones
 # included in their callers); N/E/D the node, estimator and driver modules, EN/ES/ED their
-# classes. Labels starting with a space are nested in the unindented one above them.
+# classes, EX the external-torque estimator. Labels starting with a space are nested in the
+# unindented one above them.
 TIMED = (
     ('EN', 'poll', 'intake: the loop\'s poll (/clock + sensor messages)'),
     ('EN', '_on_sensor', 'intake: sensor callbacks (idle wake-up; executor single/events)'),
@@ -398,12 +400,15 @@ TIMED = (
     ('ED', 'joint_state', '  JointState: conversion + validation + queue'),
     ('ED', 'imu', '  Imu: conversion + validation + queue'),
     ('EN', '_on_timer', 'tick + publishing (the loop\'s tick call / the tick timer)'),
+    ('ED', '_drain', '  queued readings into the estimator (Estimator.add_validated)'),
     ('ES', 'tick', '  tick: Estimator.tick'),
     ('ES', '_gate', '    gate'),
     ('ES', '_graph', '    factor build'),
     ('ES', '_update', '    ISAM2 update + marginalisation'),
     ('ES', '_covariance', '    covariance'),
     ('ES', '_finish', '    output (Estimate, with covariance)'),
+    ('ED', '_command', '  torque command'),
+    ('EX', 'update', '  external torques'),
     ('EN', '_publish', '  publishing'),
     ('EN', '_on_diag', 'diagnostics'),
 )
