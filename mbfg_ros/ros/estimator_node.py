@@ -705,13 +705,14 @@ def run_loop(node: EstimatorNode, executor: rclpy.executors.Executor) -> None:
     Per tick period of the wall clock: :meth:`EstimatorNode.poll` (``/clock``, sensors),
     the due tick and its publishing (``EstimatorNode._on_timer``: idle detection,
     ``max_tick_load`` budget, merging and catch-up as in the callback design), then a
-    sleep to the next period (no sleep while the driver is ``behind``, a quarter period
-    when no tick was due yet), or to the end of the budget's pause when that is later
-    (``ticks.deferred``). Every
+    sleep to the next period (none while the driver is ``behind``, a quarter period when
+    no tick was due yet); while the ``max_tick_load`` budget holds the next tick back
+    (``ticks.deferred``) the loop still polls every period and ticks when it ends. Every
     :data:`SPIN_EVERY_S` one turn of the executor (sensors and ``/clock`` left out of its
-    wait set) runs one ready callback. Idle (the
-    tick timer cancelled: no input yet, or none for ``max_tick_gap``): the executor
-    waits on everything, sensors included, and a sensor callback wakes the loop.
+    wait set) runs one ready callback. Idle (the tick timer cancelled: no input yet, or
+    none for ``max_tick_gap``), or parked (a simulated clock that stood still for
+    :data:`PARK_AFTER_S` with nothing taken or ticked): the executor waits on everything,
+    sensors and ``/clock`` included, and a message wakes the loop.
     """
     period = 1.0 / node.driver.frequency
     park_after = max(1, int(PARK_AFTER_S / period))
@@ -753,9 +754,10 @@ def run_loop(node: EstimatorNode, executor: rclpy.executors.Executor) -> None:
         # want of a poll
         wake = now if node.driver.behind else \
             next_wake if ticked else min(next_wake, now + period / 4)
-        if node._next_tick_wall > wake:         # over the tick budget: wait it out
-            node._deferred += 1
-            wake = node._next_tick_wall
+        if node._next_tick_wall > wake:         # over the tick budget: the next tick waits
+            #                                     (a turn in the pause counts ticks.deferred),
+            #                                     the intake not (a burst fills the queues)
+            wake = min(node._next_tick_wall, now + period)
         if now >= next_spin:
             # one turn, no waiting: rclpy's wait costs ~0.13 ms per call here (its wait set
             # rebuilt in Python, ~30 QoS event waitables), and a timeout may wait again
