@@ -36,7 +36,7 @@ stabilisation: ``J_c v̇ + γ_c = −K_d J_c v − K_p (p_c − p_c*)``.
   such directions); the minimum-norm forces, free of them (seed 003's redundant actuation,
   seed 002 §VII's minimum-torque prior), are taken, then the joint rows give τ.
 
-Not modelled yet: closed loops (refused), joint friction and rotors (``SpatialModel.drives``
+Not modelled yet: closed loops and joint friction or rotors (both refused: ``SpatialModel.drives``
 are not applied), 6-D contacts, unilateral contact and friction cones (a stance foot holds
 whatever force the equations ask of it).
 
@@ -79,6 +79,15 @@ def _check_floating(model: SpatialModel, what: str) -> None:
     if model.loops:
         raise ValueError(f'{model.source}: closed loops on a floating base are not supported '
                          f'yet (loop joint {model.loops[0].name!r})')
+    if model.drives:
+        from .drives import build_drives
+        drives = build_drives(model, model.source)
+        if drives.has_friction or drives.has_rotor:
+            # never dropped without a word: the URDF's <dynamics> or the overlay's friction
+            # and rotor keys are not in these dynamics yet
+            raise ValueError(f'{model.source}: joint friction and rotor inertia on a '
+                             'floating base are not modelled yet (remove the <dynamics> '
+                             'damping/friction or the overlay friction/rotor keys)')
 
 
 class FloatingBaseDynamics:

@@ -298,3 +298,13 @@ def test_the_fixed_root_classes_and_the_floating_ones_do_not_mix():
         with pytest.raises(ValueError, match="closed loops on a floating base are not "
                            "supported yet \\(loop joint 'tie'\\)"):
             cls(looped)
+
+
+@pytest.mark.parametrize('drive', [{'friction': {'b': 0.01, 'fc': 0.0}}, {'Ir': 1e-5, 'gr': 9.0}])
+def test_joint_friction_or_rotors_on_a_floating_base_are_refused_not_dropped(drive, solo):
+    """The drive terms are not in the free-base dynamics yet: an overlay (or URDF
+    <dynamics>) asking for them is refused in one line, never silently left out; the
+    solo12 URDF's all-zero <dynamics> tags carry nothing and load."""
+    with pytest.raises(ValueError, match='friction and rotor inertia on a floating base'):
+        FloatingBaseDynamics(load_spatial(SOLO, {**OVERLAY, 'joints': {'FL_KFE': drive}}))
+    assert solo.nv == 18
