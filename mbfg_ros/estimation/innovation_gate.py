@@ -18,6 +18,14 @@ contribution clipped to 4 S so one outlier moves it little. A model a few percen
 facing a precise encoder leaves the estimate a steady few σ from the readings; ``s_m``
 takes that in and the readings keep being used, where a fixed gate rejected them, let
 the estimate run on the model alone, and reset again and again.
+With the motor efforts measured (issue 27 item 4), the dynamics' σ in Q(τ) gains the
+external torques' share, so a contact is a disturbance, not an outlier: the mismatch
+``d = q̈ − q̈(q, q̇, τ_m)`` the last estimate shows (``M d = B τ_ext``: a contact under way,
+which may stop or grow by as much again) and the effect ``∂q̈/∂τ σ_c`` of a contact not yet
+seen, ``σ_c`` = ``contact_effort_fraction`` of each actuated joint's effort limit
+(:func:`contact_sigmas`). Without it, the model with the measured efforts predicts none
+of a push, the encoders' first readings of it are 10-80 σ off and a contact reset the
+estimate (``diverged``) unless the gate was opened for every reading.
 A sensor whose readings are all rejected for ``outlier_reset_time`` (the gate widened
 by ``s_m`` meanwhile, up to ~55x in σ) means the estimate, not the sensor, is lost:
 the smoother re-initialises from the newest readings (reset ``diverged``, the sensor
@@ -32,9 +40,23 @@ import math
 import numpy as np
 
 from ..core.angles import wrap_angle
+from ..core.interface import MultibodySystem
 from ..core.observation import Observation
 from .intake import _Pending
 from .observations import residuals
+
+
+def contact_sigmas(sys: MultibodySystem, fraction: float) -> np.ndarray:
+    """σ_c per actuator (N·m or N): ``fraction`` of the effort limit of the joint it
+    drives; 0 for an actuator without a joint or without a finite effort limit."""
+    limits = {j.name: j.limits for j in sys.description.joints}
+    out = np.zeros(len(sys.actuator_joints))
+    for a, name in enumerate(sys.actuator_joints):
+        lim = limits.get(name) if name is not None else None
+        effort = abs(float(lim.effort)) if lim is not None else math.inf
+        if fraction > 0 and math.isfinite(effort):
+            out[a] = fraction * effort
+    return out
 
 
 class _Diverged(Exception):
@@ -80,7 +102,7 @@ class GateMixin:
             groups.setdefault(('j' if joint else p.ob.index, base), []).append(i)
         d2 = np.zeros(len(ready))
         power, base_var = np.zeros(len(ready)), np.ones(len(ready))
-        sd2, sj2 = self._tick_dyn_sigma ** 2, self._jerk ** 2
+        sd2, sj2 = self._tick_dyn_sigma ** 2 + self._external_var(), self._jerk ** 2
         var_s = std * std
         for (_, base), ids in groups.items():
             t_b, x = hist[base]
@@ -147,6 +169,33 @@ class GateMixin:
         if diverged:
             raise _Diverged(ready, diverged)
         return out
+
+    def _external_var(self) -> np.ndarray | float:
+        """The external torques' share of the gate's q̈ variance (module docstring): with
+        every effort known, ``d² + Σ_a (∂q̈/∂τ_a σ_c,a)²`` at the last estimate, else 0.
+
+        q̈ is linear in τ, so ``∂q̈/∂τ_a σ_c,a`` is one forward dynamics per actuator; it
+        moves with the pose only, and is refreshed every ``covariance_every`` ticks (held
+        in between, as the estimate's covariance). ``d``: one forward dynamics per call.
+        """
+        if not self._n_act or not self._tau_live.all():
+            return 0.0
+        n, x, tau = self.n, self._x_last, self._tau_prev
+        q, qd = x[:n], x[n:2 * n]
+        base = self.sys.accelerations(q, qd, tau)
+        d = x[2 * n:] - base
+        sc = self._contact_sigma
+        if not sc.any():
+            return d * d
+        if self._contact_var is None or self._k - self._contact_k >= self.config.covariance_every:
+            var = np.zeros(n)
+            pushed = tau.copy()
+            for a in np.flatnonzero(sc):
+                pushed[a] += sc[a]
+                var += (self.sys.accelerations(q, qd, pushed) - base) ** 2
+                pushed[a] = tau[a]
+            self._contact_var, self._contact_k = var, self._k
+        return d * d + self._contact_var
 
     def _linear_model(self, obs: list[Observation], x: np.ndarray
                       ) -> tuple[np.ndarray, np.ndarray]:
