@@ -149,17 +149,50 @@ def momentum_observer(system, t: np.ndarray, q: np.ndarray, qd: np.ndarray,
 
 def flags(t: np.ndarray, value: np.ndarray, sigma: np.ndarray, k: float,
           min_duration: float) -> np.ndarray:
-    """The contact rule of ExternalTorques on a whole series (|value| > k σ, sustained)."""
-    above = np.any(np.abs(value) > k * sigma, axis=1)
-    out = np.zeros(len(t), bool)
-    since = None
-    for i in range(len(t)):
-        if not above[i]:
-            since = None
-            continue
-        since = t[i] if since is None else since
-        out[i] = t[i] - since >= min_duration - 1e-9
-    return out
+    """The contact rule of ExternalTorques on a whole series (|value| > k σ on some joint,
+    sustained for ``min_duration``)."""
+    return sustained(t, np.max(np.abs(value) / sigma, axis=1) > k, min_duration)
+
+
+def sustained(t: np.ndarray, above: np.ndarray, min_duration: float) -> np.ndarray:
+    """``above`` held since at least ``min_duration`` (the flag's rule, vectorised)."""
+    idx = np.arange(len(t))
+    start = np.maximum.accumulate(np.where(above & ~np.r_[False, above[:-1]], idx, 0))
+    return above & (t - t[start] >= min_duration - 1e-9)
+
+
+def cusum(value: np.ndarray, sigma: np.ndarray, drift: float) -> np.ndarray:
+    """One-sided CUSUM (Page 1954) of z = max_i |value_i| / σ_i: S_k = max(0, S_{k−1} +
+    z_k − ``drift``); a flag while S_k > h."""
+    z = np.max(np.abs(value) / sigma, axis=1) - drift
+    S = np.zeros(len(z))
+    acc = 0.0
+    for i, zi in enumerate(z.tolist()):
+        acc = max(0.0, acc + zi)
+        S[i] = acc
+    return S
+
+
+def equal_false_alarms(series: list, evs, duration: float, rule: str, grid: np.ndarray,
+                       target: float, min_duration: float, drift: float):
+    """The smallest threshold of ``grid`` whose false alarms over all runs are at most
+    ``target`` per minute, with its delays: (threshold, delays, false, free s), or None.
+    ``rule``: 'threshold' (k of the flag's rule) or 'cusum' (h at ``drift``)."""
+    stats = [np.max(np.abs(v) / s, axis=1) if rule == 'threshold' else cusum(v, s, drift)
+             for _, v, s in series]
+    for thr in grid:
+        d: dict[str, list[float]] = {'impulse': [], 'push': []}
+        false, free_s = 0, 0.0
+        for (t, _, _), z in zip(series, stats):
+            fl = sustained(t, z > thr, min_duration) if rule == 'threshold' else z > thr
+            sc = score(t, fl, evs, duration)
+            for kind in d:
+                d[kind] += sc['delays'][kind]
+            false += sc['false']
+            free_s += sc['free_s']
+        if 60.0 * false / free_s <= target:
+            return thr, d, false, free_s
+    return None
 
 
 def score(t: np.ndarray, flag: np.ndarray, evs, duration: float) -> dict:
@@ -196,7 +229,7 @@ def run_once(system, a, seed: int, duration: float, evs, processes: list[str]) -
     score, and the sums behind the free-motion and push statistics."""
     tr, ext, recs = scenario(system, duration, seed, evs, a.encoder_sigma)
     xcfg = ExternalConfig(threshold=a.k, min_duration=a.min_duration)
-    out: dict = {'rows': {}, 'free': {}, 'push': {}, 'ms': {}, 'resets': {}}
+    out: dict = {'rows': {}, 'free': {}, 'push': {}, 'ms': {}, 'resets': {}, 'series': {}}
     res = None
     for proc in processes:
         cfg = EstimatorConfig(frequency=RATE, lag_duration=a.lag, encoder_sigma=a.encoder_sigma,
@@ -207,6 +240,7 @@ def run_once(system, a, seed: int, duration: float, evs, processes: list[str]) -
         t = res['t']
         name = f'estimator tau_ext ({proc} jerk)'
         out['rows'][name] = score(t, res['flag'], evs, duration)
+        out['series'][name] = (t, res['tau'], res['sigma'])
         out['ms'][name] = res['ms']
         out['resets'][name] = res['resets']
         busy = np.zeros(len(t), bool)
@@ -236,10 +270,12 @@ def run_once(system, a, seed: int, duration: float, evs, processes: list[str]) -
     cal = np.sqrt(np.mean(r_est[free] ** 2, axis=0))
     free_e = (te > 0.5) & (te < FREE)
     cal_raw = np.sqrt(np.mean(r_raw[free_e] ** 2, axis=0))
-    out['rows'][f'momentum (K_O = {a.observer_gain:g}, on the estimate)'] = score(
-        t, flags(t, r_est, cal, a.k, a.min_duration), evs, duration)
-    out['rows'][f'momentum (K_O = {a.observer_gain:g}, raw encoders)'] = score(
-        te, flags(te, r_raw, cal_raw, a.k, a.min_duration), evs, duration)
+    name = f'momentum (K_O = {a.observer_gain:g}, on the estimate)'
+    out['rows'][name] = score(t, flags(t, r_est, cal, a.k, a.min_duration), evs, duration)
+    out['series'][name] = (t, r_est, np.broadcast_to(cal, r_est.shape))
+    name = f'momentum (K_O = {a.observer_gain:g}, raw encoders)'
+    out['rows'][name] = score(te, flags(te, r_raw, cal_raw, a.k, a.min_duration), evs, duration)
+    out['series'][name] = (te, r_raw, np.broadcast_to(cal_raw, r_raw.shape))
     return out
 
 
@@ -266,6 +302,10 @@ def main(argv: list[str] | None = None) -> int:
                     default='both', help='the estimator\'s jerk rows: on q̈ − q̈(q, q̇, τ) '
                     '(disturbance_process), on q̈ (jerk_process alone), or both side by side')
     ap.add_argument('--observer-gain', type=float, default=50.0, help='K_O, 1/s')
+    ap.add_argument('--fa-target', type=float, default=1.0,
+                    help='false alarms per minute of the equal-false-alarm comparison')
+    ap.add_argument('--cusum-drift', type=float, nargs='+', default=[1.0, 2.0, 3.0],
+                    help='drifts of the CUSUM rule (units of sigma)')
     a = ap.parse_args(argv)
     runs, duration = (1, 12.0) if a.quick else (a.runs, a.duration)
     processes = ['disturbance', 'acceleration'] if a.process == 'both' else [a.process]
@@ -274,7 +314,7 @@ def main(argv: list[str] | None = None) -> int:
     total: dict = {}
     for run in range(runs):
         o = run_once(system, a, a.seed + run, duration, evs, processes)
-        for key in ('rows', 'free', 'push', 'ms', 'resets'):
+        for key in ('rows', 'free', 'push', 'ms', 'resets', 'series'):
             for name, v in o[key].items():
                 total.setdefault(key, {}).setdefault(name, []).append(v)
     print(f'UR5, {runs} runs x {duration:g} s at {RATE:g} Hz (reference seeds {a.seed}..'
@@ -296,6 +336,24 @@ def main(argv: list[str] | None = None) -> int:
         print(f'{name:44s} {fmt_delays(d["impulse"]):>22s} {fmt_delays(d["push"]):>22s} '
               f'{false:6d} {free_s:7.1f} {60.0 * false / free_s:6.2f}  '
               + ' '.join(str(s['false']) for s in scores))
+    print(f'at equal false alarms (at most {a.fa_target:g} per minute over all runs; the '
+          'smallest threshold that meets it, calibrated on these same runs):')
+    print(f'{"detector":44s} {"rule":>16s} {"impulse delay":>22s} {"push delay":>22s} '
+          f'{"false":>6s} {"/min":>6s}')
+    for name, series in total['series'].items():
+        rules = [('threshold', np.arange(1.0, 40.01, 0.25), f'k for {1e3 * a.min_duration:g} ms',
+                  0.0)] + [('cusum', np.arange(0.25, 100.01, 0.25), f'CUSUM drift {drift:g}',
+                            drift) for drift in a.cusum_drift]
+        for rule, grid, label, drift in rules:
+            got = equal_false_alarms(series, evs, duration, rule, grid, a.fa_target,
+                                     a.min_duration, drift)
+            if got is None:
+                print(f'{name:44s} {label:>16s}  no threshold of the grid meets it')
+                continue
+            thr, d, false, free_s = got
+            print(f'{name:44s} {label + " " + format(thr, "g"):>16s} '
+                  f'{fmt_delays(d["impulse"]):>22s} {fmt_delays(d["push"]):>22s} '
+                  f'{false:6d} {60.0 * false / free_s:6.2f}')
     for name, parts in total['free'].items():
         ss = sum(p[0] for p in parts)
         cnt = sum(p[2] for p in parts)
