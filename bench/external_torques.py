@@ -196,13 +196,15 @@ def equal_false_alarms(series: list, evs, duration: float, rule: str, grid: np.n
 
 
 def score(t: np.ndarray, flag: np.ndarray, evs, duration: float) -> dict:
-    """Detection delay per event kind and false alarms per minute."""
+    """Detection delay per event kind and false alarms per minute. A detection is the
+    first rising flag in the event (a flag already up when the contact starts was raised
+    by something else: it is a false alarm, and the event waits for the next rise)."""
     rising = t[np.flatnonzero(flag & ~np.r_[False, flag[:-1]])]
     busy = np.zeros(len(t), bool)
     delays: dict[str, list[float]] = {'impulse': [], 'push': []}
     for kind, t0, length, _ in evs:
         busy |= (t >= t0) & (t < t0 + length + AFTER)
-        hit = t[(t >= t0) & (t <= t0 + length + 0.2) & flag]
+        hit = rising[(rising >= t0 - 1e-9) & (rising <= t0 + length + 0.2)]
         delays[kind].append(float(hit[0] - t0) if hit.size else math.inf)
     free_time = (~busy).sum() / RATE
     idx = np.searchsorted(t, rising)
@@ -302,6 +304,10 @@ def main(argv: list[str] | None = None) -> int:
                     default='both', help='the estimator\'s jerk rows: on q̈ − q̈(q, q̇, τ) '
                     '(disturbance_process), on q̈ (jerk_process alone), or both side by side')
     ap.add_argument('--observer-gain', type=float, default=50.0, help='K_O, 1/s')
+    ap.add_argument('--tune-k', type=float, nargs='+', default=[1.5, 2.0, 2.5, 3.0],
+                    help='k of the flag-rule grid')
+    ap.add_argument('--tune-duration', type=float, nargs='+', default=[0.0, 0.002, 0.004],
+                    help='min durations (s) of the flag-rule grid')
     ap.add_argument('--fa-target', type=float, default=1.0,
                     help='false alarms per minute of the equal-false-alarm comparison')
     ap.add_argument('--cusum-drift', type=float, nargs='+', default=[1.0, 2.0, 3.0],
@@ -354,6 +360,26 @@ def main(argv: list[str] | None = None) -> int:
             print(f'{name:44s} {label + " " + format(thr, "g"):>16s} '
                   f'{fmt_delays(d["impulse"]):>22s} {fmt_delays(d["push"]):>22s} '
                   f'{false:6d} {60.0 * false / free_s:6.2f}')
+    print('the flag rule of the estimator\'s tau_ext (|tau_ext| > k sigma on some joint for '
+          'the min duration), a grid: impulse delay / push delay / false alarms (/min)')
+    for name, series in total['series'].items():
+        if not name.startswith('estimator'):
+            continue
+        print(f'  {name}')
+        for k in a.tune_k:
+            cells = []
+            for md in a.tune_duration:
+                d: dict[str, list[float]] = {'impulse': [], 'push': []}
+                false, free_s = 0, 0.0
+                for t, v, sg in series:
+                    sc = score(t, flags(t, v, sg, k, md), evs, duration)
+                    for kind in d:
+                        d[kind] += sc['delays'][kind]
+                    false += sc['false']
+                    free_s += sc['free_s']
+                cells.append(f'{1e3 * md:g} ms: {fmt_delays(d["impulse"])} / '
+                             f'{fmt_delays(d["push"])} / {false} ({60 * false / free_s:.2f})')
+            print(f'    k {k:<4g} ' + ' | '.join(cells))
     for name, parts in total['free'].items():
         ss = sum(p[0] for p in parts)
         cnt = sum(p[2] for p in parts)
