@@ -21,7 +21,7 @@ Compared, with the same flag rule (|·| > k σ on some joint for ``min_duration`
 * ``estimator``: :class:`~mbfg_ros.estimation.external.ExternalTorques` on the online
   estimator (σ from the estimate's covariance), its jerk rows on the mismatch
   q̈ − q̈(q, q̇, τ) (``disturbance_process``) and/or on q̈ (``jerk_process`` alone),
-  ``--process``; the innovation gate at ``--gate``;
+  ``--process``; the innovation gate at ``--gate`` (default 10, the estimator's);
 * ``momentum``: the generalised-momentum observer (De Luca & Mattone 2005; Haddadin, De Luca,
   Albu-Schäffer 2017, Eq. 29), written here with Pinocchio's M, C, g::
 
@@ -32,13 +32,23 @@ Compared, with the same flag rule (|·| > k σ on some joint for ``min_duration`
   joint is the RMS of r over the first free segment (the observer has no σ of its own: a
   user calibrates a threshold this way).
 
-Measured: detection delay per event (first flag after the contact starts; missed if none
-within the event + 0.2 s), false alarms counted per run and per minute (rising flags
-outside the events and 0.5 s after them), and the estimator's τ_ext RMS in free motion
-against its mean σ.
+Measured: detection delay per event (the first rising flag after the contact starts;
+missed if none within the event + 0.2 s; a flag already up is not a detection), false
+alarms counted per run and per minute (rising flags outside the events and 0.5 s after
+them), and the estimator's τ_ext RMS in free motion against its mean σ. Then:
+
+* side by side **at equal false alarms**: per detector and rule, the smallest threshold
+  whose false alarms over all runs are at most ``--fa-target`` per minute (calibrated on the
+  same runs, for every detector alike) and its delays; rules: the flag's (|x| > k σ for
+  ``--min-duration``) and a one-sided CUSUM of max |x|/σ at ``--cusum-drift``;
+* the estimator's flag rule on a grid of k (``--tune-k``) and minimum durations
+  (``--tune-duration``): what the defaults were chosen from;
+* the **ideal matched-filter delay** on these encoders (:func:`matched_filter_delays`):
+  when the contact's acceleration has moved the encoders ``--bound-z`` σ in a known-onset,
+  known-shape test, a floor no detector on the encoders alone goes below.
 
     .venv/bin/python bench/external_torques.py [--encoder-sigma 1e-5] [--runs 4]
-        [--duration 40] [--gate 30] [--process both] [--quick]
+        [--duration 40] [--gate 10] [--process both] [--jerk 100] [--quick]
 """
 from __future__ import annotations
 
@@ -226,12 +236,35 @@ def _rms_parts(value: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, int]:
     return np.sum(value[mask] ** 2, axis=0), int(mask.sum())
 
 
+def matched_filter_delays(system, tr, ext: np.ndarray, evs, encoder_sigma: float,
+                          z: float) -> dict[str, list[float]]:
+    """What any detector on these encoders can reach at best: per event, the time after
+    its start at which the encoders' deviation from the contact-free motion,
+    ``δq(t) = ∫∫ M⁻¹ τ_ext`` (the contact's acceleration at its first pose, held over the
+    event), reaches ``z`` σ in the matched filter ``sqrt(Σ_ticks |δq|²) / σ_enc`` (known
+    onset, shape and direction: an ideal likelihood-ratio test, ignoring the controller's
+    reaction and the model's errors)."""
+    dt = 1.0 / RATE
+    out: dict[str, list[float]] = {'impulse': [], 'push': []}
+    for kind, t0, length, _ in evs:
+        k0 = int(np.ceil(t0 * RATE - 1e-9))
+        a = np.linalg.solve(system.mass_matrix(tr.q[k0]), ext[k0])
+        tt = dt * np.arange(1, int(0.5 * RATE) + 1)
+        on = np.minimum(tt, length)
+        dev = np.outer(0.5 * on * on + on * (tt - on), a)
+        snr = np.sqrt(np.cumsum(np.sum(dev * dev, axis=1))) / encoder_sigma
+        hit = np.flatnonzero(snr >= z)
+        out[kind].append(float(tt[hit[0]]) if hit.size else math.inf)
+    return out
+
+
 def run_once(system, a, seed: int, duration: float, evs, processes: list[str]) -> dict:
     """One run (its own reference, events, estimators and observers): per detector the
     score, and the sums behind the free-motion and push statistics."""
     tr, ext, recs = scenario(system, duration, seed, evs, a.encoder_sigma)
     xcfg = ExternalConfig(threshold=a.k, min_duration=a.min_duration)
-    out: dict = {'rows': {}, 'free': {}, 'push': {}, 'ms': {}, 'resets': {}, 'series': {}}
+    out: dict = {'rows': {}, 'free': {}, 'push': {}, 'ms': {}, 'resets': {}, 'series': {},
+                 'bound': matched_filter_delays(system, tr, ext, evs, a.encoder_sigma, a.bound_z)}
     res = None
     for proc in processes:
         cfg = EstimatorConfig(frequency=RATE, lag_duration=a.lag, encoder_sigma=a.encoder_sigma,
@@ -294,11 +327,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument('--push-force', type=float, default=40.0, help='N held 1 s')
     ap.add_argument('--spacing', type=float, default=5.0)
     ap.add_argument('--k', type=float, default=3.0)
-    ap.add_argument('--min-duration', type=float, default=0.002)
+    ap.add_argument('--min-duration', type=float, default=0.0)
     ap.add_argument('--dynamics-sigma', type=float, default=5.0)
     ap.add_argument('--jerk', type=float, default=100.0)
     ap.add_argument('--lag', type=float, default=0.1)
-    ap.add_argument('--gate', type=float, default=30.0,
+    ap.add_argument('--gate', type=float, default=10.0,
                     help='joint_rejection_threshold (0: the innovation gate off)')
     ap.add_argument('--process', choices=('disturbance', 'acceleration', 'both'),
                     default='both', help='the estimator\'s jerk rows: on q̈ − q̈(q, q̇, τ) '
@@ -308,9 +341,12 @@ def main(argv: list[str] | None = None) -> int:
                     help='k of the flag-rule grid')
     ap.add_argument('--tune-duration', type=float, nargs='+', default=[0.0, 0.002, 0.004],
                     help='min durations (s) of the flag-rule grid')
+    ap.add_argument('--bound-z', type=float, default=4.0,
+                    help='SNR of the ideal matched-filter delay (4: a one-sided tail of 3e-5, '
+                    'one false alarm per minute of tests at 500 Hz)')
     ap.add_argument('--fa-target', type=float, default=1.0,
                     help='false alarms per minute of the equal-false-alarm comparison')
-    ap.add_argument('--cusum-drift', type=float, nargs='+', default=[1.0, 2.0, 3.0],
+    ap.add_argument('--cusum-drift', type=float, nargs='+', default=[2.0],
                     help='drifts of the CUSUM rule (units of sigma)')
     a = ap.parse_args(argv)
     runs, duration = (1, 12.0) if a.quick else (a.runs, a.duration)
@@ -323,6 +359,8 @@ def main(argv: list[str] | None = None) -> int:
         for key in ('rows', 'free', 'push', 'ms', 'resets', 'series'):
             for name, v in o[key].items():
                 total.setdefault(key, {}).setdefault(name, []).append(v)
+        for kind, v in o['bound'].items():
+            total.setdefault('bound', {}).setdefault(kind, []).extend(v)
     print(f'UR5, {runs} runs x {duration:g} s at {RATE:g} Hz (reference seeds {a.seed}..'
           f'{a.seed + runs - 1}), encoders sigma {a.encoder_sigma:g} rad, {len(evs)} events per '
           f'run at {LINK} (impulse {a.impulse_force:g} N x 20 ms, push {a.push_force:g} N x '
@@ -342,6 +380,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f'{name:44s} {fmt_delays(d["impulse"]):>22s} {fmt_delays(d["push"]):>22s} '
               f'{false:6d} {free_s:7.1f} {60.0 * false / free_s:6.2f}  '
               + ' '.join(str(s['false']) for s in scores))
+    print(f'ideal matched filter on these encoders (SNR {a.bound_z:g}): impulse '
+          f'{fmt_delays(total["bound"]["impulse"])}, push {fmt_delays(total["bound"]["push"])}')
     print(f'at equal false alarms (at most {a.fa_target:g} per minute over all runs; the '
           'smallest threshold that meets it, calibrated on these same runs):')
     print(f'{"detector":44s} {"rule":>16s} {"impulse delay":>22s} {"push delay":>22s} '

@@ -54,7 +54,7 @@ class ExternalConfig:
     """Parameters of the external torques (the node's ``contact_*``/``external_*``)."""
 
     threshold: float = 3.0          # k: a joint is above when |τ_ext| > k σ
-    min_duration: float = 0.004     # s above before the contact flag rises
+    min_duration: float = 0.0       # s above before the contact flag rises (0: the first tick)
     effort_sigma: float = 0.0       # N·m (N): noise of the measured efforts, added to σ
     wrench_link: str = ''           # link of the wrench ('' = no wrench)
     wrench_damping: float = 1e-3    # λ of the damped least squares

@@ -54,7 +54,8 @@ from .mechanism_yaml import load_mechanism
 from .model import Mechanism
 
 __all__ = ['System', 'build_system', 'load_system', 'Accel', 'forward_accel', 'actuator_efforts',
-           'actuator_effort_jacobians', 'accel_independent_eq15', 'assembly_warning', 'ASSEMBLY_TOLERANCE']
+           'actuator_effort_jacobians', 'accel_independent_eq15', 'assembly_warning',
+           'ASSEMBLY_TOLERANCE']
 
 
 @dataclass(frozen=True, eq=False)
