@@ -27,101 +27,21 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..core.columns import TIME, columns as cols, find_columns, time_column
 from ..core.errors import MbfgError
 from ..planar.problems.identify import (
     IdentifyConfig, identified_yaml, identify_regressed, regress_logs,
 )
-from ..planar.problems.measured import (
-    DerivativeOptions, load_joint_bag, load_joint_csv, torque_fit,
-)
+from ..planar.problems.measured import torque_fit
 from ..core.output import write_text_atomic
 from ..loader import is_urdf
 from .common import add_force_argument, check_writable, load_checked, plain, run_cli
 from .identify_urdf import add_identify_urdf_arguments, identify_urdf_cli
+from .measured_options import (
+    add_measured_arguments, derivative_options, measured_logs, split_names,
+)
 from .spatial import add_urdf_arguments
 
-__all__ = ['main', 'add_measured_arguments', 'measured_logs']
-
-
-def add_measured_arguments(p: argparse.ArgumentParser) -> None:
-    """The options that describe measured joint logs (shared with mbfg-inverse)."""
-    p.add_argument('--topic', default='/joint_states', help='--bag: JointState topic')
-    p.add_argument('--joints', help='measured joints (YAML joint names, comma separated); '
-                   'default: the joints of the YAML actuators')
-    p.add_argument('--time-column', default=None,
-                   help='--measured: time column (default t, else time)')
-    p.add_argument('--position-columns', help='--measured: position column per joint '
-                   '(default <joint>.position, or the older position_<joint>; docs/cli.md, '
-                   'CSV columns)')
-    p.add_argument('--velocity-columns', help="--measured: velocity column per joint ('' = none;"
-                   ' default <joint>.velocity or velocity_<joint> if present)')
-    p.add_argument('--effort-columns', help="--measured: measured effort column per joint ('' = "
-                   'none; default <joint>.effort or effort_<joint> if present)')
-    p.add_argument('--derivatives', choices=('velocity', 'savgol', 'smoother'), default=None,
-                   help='velocity (Savitzky-Golay fit of the measured velocities, the default '
-                   'when given), savgol (positions only) or smoother (zero-lag GTSAM smoother '
-                   'over the whole log: constant-jerk model, positions and measured velocities)')
-    p.add_argument('--window', type=int, default=None,
-                   help='Savitzky-Golay window in samples (odd; default '
-                   f'{DerivativeOptions.window} for measured motion)')
-    p.add_argument('--order', type=int, default=None,
-                   help='Savitzky-Golay polynomial order (default '
-                   f'{DerivativeOptions.order} for measured motion)')
-    p.add_argument('--jerk', type=float, default=DerivativeOptions.jerk,
-                   help='smoother: square root of the jerk\'s spectral density, rad/s^3/sqrt(Hz) '
-                   f'(default {DerivativeOptions.jerk}; larger follows the data more closely)')
-    p.add_argument('--position-sigma', type=float, default=DerivativeOptions.position_sigma,
-                   help='smoother: position noise, rad (default '
-                   f'{DerivativeOptions.position_sigma})')
-    p.add_argument('--velocity-sigma', type=float, default=DerivativeOptions.velocity_sigma,
-                   help='smoother: measured velocity noise, rad/s (default '
-                   f'{DerivativeOptions.velocity_sigma})')
-
-
-def _split(text: str | None) -> list[str] | None:
-    return None if text is None else [c.strip() for c in text.split(',') if c.strip()]
-
-
-def _csv_header(path: Path) -> list[str]:
-    try:
-        with open(path) as f:
-            return [h.strip() for h in f.readline().split(',')]
-    except OSError as exc:
-        raise MbfgError(f'{path}: cannot read file: {exc.strerror}') from None
-    except UnicodeDecodeError as exc:           # issue 26: a binary file
-        raise MbfgError(f'{path}: not a text CSV (byte {exc.start} is not UTF-8)') from None
-
-
-def measured_logs(args: argparse.Namespace, mech, csvs: list[str], bags: list[str]) -> list:
-    """JointLogs of the CSV files and bags named on the command line."""
-    joints = _split(args.joints) or [a.joint for a in mech.actuators if a.joint is not None]
-    if not joints:
-        raise MbfgError('--joints: give the measured joints (the YAML actuators name none)')
-    logs = []
-    for path in csvs:
-        header = _csv_header(Path(path))
-
-        def columns(given: str | None, kind: str, required: bool) -> list[str] | None:
-            if given is not None:
-                return _split(given) or None
-            found = find_columns(header, joints, kind)
-            return found or (cols(joints, kind) if required else None)
-        logs.append(load_joint_csv(path, joints, columns(args.position_columns, 'position', True),
-                                   columns(args.velocity_columns, 'velocity', False),
-                                   columns(args.effort_columns, 'effort', False),
-                                   args.time_column or time_column(header) or TIME))
-    for path in bags:
-        logs.append(load_joint_bag(path, joints, args.topic))
-    return logs
-
-
-def derivative_options(args: argparse.Namespace, log) -> DerivativeOptions:
-    method = args.derivatives or ('velocity' if log.velocity is not None else 'savgol')
-    return DerivativeOptions(method,
-                             DerivativeOptions.window if args.window is None else args.window,
-                             DerivativeOptions.order if args.order is None else args.order,
-                             args.jerk, args.position_sigma, args.velocity_sigma)
+__all__ = ['main']
 
 
 def _main(argv: list[str] | None) -> int:
@@ -168,13 +88,13 @@ def _main(argv: list[str] | None) -> int:
         weights = 'auto'
     elif args.weights:
         try:
-            weights = tuple(float(w) for w in _split(args.weights) or ())
+            weights = tuple(float(w) for w in split_names(args.weights) or ())
         except ValueError:
             raise MbfgError(f'--weights: not numbers: {args.weights!r}') from None
     opts = derivative_options(args, logs[0])
     cfg = IdentifyConfig(friction=not args.no_friction, stribeck=args.stribeck,
                          rotor=not args.no_rotor,
-                         same_rotor=args.same_rotor, fixed=tuple(_split(args.fix) or ()),
+                         same_rotor=args.same_rotor, fixed=tuple(split_names(args.fix) or ()),
                          weights=weights, bounded=not args.unbounded, derivatives=opts)
     data = []
     for k, log in enumerate(logs, 1):

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from ..core.errors import MbfgError
+from .measured_options import derivative_options, measured_logs
 
 __all__ = ['add_identify_urdf_arguments', 'identify_urdf_cli']
 
@@ -48,7 +49,6 @@ def identify_urdf_cli(args: argparse.Namespace) -> int:
     from ..spatial.measured import measured_inverse
     from ..spatial.urdf import load_overlay
     from .common import check_writable
-    from .identify import derivative_options, measured_logs
     from .spatial import urdf_system
     if not 0.0 < args.fit_fraction < 1.0:
         raise MbfgError(f'--fit-fraction must be between 0 and 1, got {args.fit_fraction:g}')

@@ -55,7 +55,7 @@ from ..core.output import atomic_path
 from ..loader import is_urdf
 from .common import (Progress, add_force_argument, check_writable, load_checked, plain,
                      run_cli, save_figure)
-from .identify import add_measured_arguments, derivative_options, measured_logs
+from .measured_options import add_measured_arguments, derivative_options, measured_logs
 from .spatial import add_urdf_arguments, inverse_urdf, urdf_measured, urdf_system
 
 __all__ = ['main', 'plot_inverse']

@@ -41,6 +41,12 @@ An optional capability (every system has the method; a formulation without it ra
 
 * ``link_jacobian(q, link)``: the (6, n) Jacobian of a link's twist ``[ω; v]`` in its own
   frame at its origin (``τ = Jᵀ w`` for a wrench there; spatial only, issue 27 item 4).
+
+A free-floating robot (issue 28: legged robots) is not a ``MultibodySystem`` yet: its
+configuration and velocity differ in size and live on SE(3) × Rⁿ, and its feet close loops
+with the ground only while in stance. :class:`FloatingBase` declares what the estimator
+will ask of one (``spatial.floating.FloatingBaseDynamics`` implements it); nothing is wired
+to it yet, and ``spatial.system.build_spatial_system`` refuses a floating base.
 """
 from __future__ import annotations
 
@@ -53,7 +59,7 @@ from .observation import Model, Observation
 
 __all__ = ['MultibodySystem', 'SensorModel', 'EdgeDescription', 'EdgeJoint', 'EdgeActuator',
            'EdgeSensor', 'JointLimits', 'DrawingGeometry', 'Stepper', 'SimulatedSystem',
-           'EndStopModel']
+           'EndStopModel', 'FloatingBase']
 
 
 class JointLimits(Protocol):
@@ -381,3 +387,52 @@ class SimulatedSystem(MultibodySystem, Protocol):
                               rng: np.random.Generator) -> list: ...
 
     def drawing(self) -> DrawingGeometry | None: ...
+
+
+@runtime_checkable
+class FloatingBase(Protocol):
+    """The dynamics of a free-floating robot with point contacts (issue 28, seed 004 §5 and
+    seed 003's constrained dynamics): ``q`` (nq = n + 7: base position, quaternion x y z w,
+    joints), ``v`` (nv = n + 6: base linear and angular velocity in the base frame, joint
+    rates), ``M(q) v̇ + h(q, v) = Sᵀ τ + Σ J_cᵀ f_c`` with ``f_c`` the ground's 3-D force on
+    each stance contact (world axes), named as ``contact_names``.
+
+    * ``integrate(q, v, dt)`` and ``difference(q0, q1)``: ``q ⊕ v dt`` and ``q₁ ⊖ q₀`` on the
+      configuration manifold (never ``q + v dt``);
+    * ``mass_matrix(q)``, ``bias(q, v)``; ``forward(q, v, tau)``: v̇ in flight;
+    * ``inverse(q, v, vdot, f_c, contacts)``: ``M v̇ + h − Σ J_cᵀ f_c`` (nv,), base rows first;
+    * ``contact_kinematics(q, v, contacts)``: (positions (k, 3), J (3k, nv), γ (3k,)) with
+      ``p̈ = J v̇ + γ``;
+    * ``constrained_forward(q, v, tau, contacts, kp, kd, anchors)``: v̇ and ``f_c`` with those
+      contacts in stance (zero contact acceleration, optional Baumgarte terms);
+    * ``contact_inverse(q, v, vdot, contacts)``: (τ, ``f_c``) with the minimum-norm forces
+      that balance the base.
+    """
+
+    n: int
+    nq: int
+    nv: int
+    contact_names: tuple[str, ...]
+
+    def integrate(self, q: np.ndarray, v: np.ndarray, dt: float = 1.0) -> np.ndarray: ...
+
+    def difference(self, q0: np.ndarray, q1: np.ndarray) -> np.ndarray: ...
+
+    def mass_matrix(self, q: np.ndarray) -> np.ndarray: ...
+
+    def bias(self, q: np.ndarray, v: np.ndarray) -> np.ndarray: ...
+
+    def forward(self, q: np.ndarray, v: np.ndarray, tau: np.ndarray) -> np.ndarray: ...
+
+    def inverse(self, q: np.ndarray, v: np.ndarray, vdot: np.ndarray,
+                f_c: np.ndarray | None = None, contacts: Sequence[str] = ()) -> np.ndarray: ...
+
+    def contact_kinematics(self, q: np.ndarray, v: np.ndarray, contacts: Sequence[str]
+                           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]: ...
+
+    def constrained_forward(self, q: np.ndarray, v: np.ndarray, tau: np.ndarray,
+                            contacts: Sequence[str], kp: float = 0.0, kd: float = 0.0,
+                            anchors: np.ndarray | None = None) -> object: ...
+
+    def contact_inverse(self, q: np.ndarray, v: np.ndarray, vdot: np.ndarray,
+                        contacts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]: ...

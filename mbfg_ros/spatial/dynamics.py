@@ -113,6 +113,9 @@ class TreeState:
 class SpatialDynamics:
     """Tree dynamics of one ``SpatialModel``; holds only constants derived once from it.
 
+    The root is fixed: on a floating model (:mod:`.floating`) the poses are relative to
+    the base (leg kinematics in the base frame) and the dynamics those of the base held.
+
     Nothing is cached between calls: each call makes its own ``TreeState``
     (Pinocchio's Model/Data split, with the Data made per call).
     """

@@ -67,6 +67,9 @@ class DynamicsGraph:
     """Builds and solves seed 002's graph for one ``SpatialModel`` (immutable constants)."""
 
     def __init__(self, model: SpatialModel) -> None:
+        if model.floating:
+            raise ValueError(f'{model.source}: a floating base: use '
+                             'mbfg_ros.spatial.floating_graph.FloatingDynamicsGraph')
         self.model = model
         self.n, self.nb = model.n, model.nb
         self.S = model.screw

@@ -3,10 +3,14 @@ rigid links joined by 1-DOF joints, plus loop-closing joints.
 
 Conventions (GTSAM's, so the factors use ``gtsam.Pose3`` directly):
 
-* Links are numbered ``0..nb-1``; link 0 is the root (the URDF root link, fixed to
-  the world). Movable joint ``j`` (``0..n-1``) moves link ``child[j] = j + 1`` relative
-  to link ``parent[j] <= j``; ``q[j]`` is its coordinate. Joints are topologically
-  ordered, depth first (checked at construction: every recursion relies on it).
+* Links are numbered ``0..nb-1``; link 0 is the root: the URDF root link, fixed to
+  the world, or, with ``floating`` (a URDF ``floating`` joint from a world link, or the
+  overlay's ``floating_base: true``), the free base whose pose on SE(3) and twist are part
+  of the state (seed 004 §5: the root's DOFs come first in the generalized coordinates;
+  :mod:`.floating` has its dynamics). Movable joint ``j`` (``0..n-1``) moves link
+  ``child[j] = j + 1`` relative to link ``parent[j] <= j``; ``q[j]`` is its coordinate.
+  Joints are topologically ordered, depth first (checked at construction: every
+  recursion relies on it).
 * ``T_home[j]`` (4x4) is the URDF joint origin: the child link frame in the parent
   link frame at ``q[j] = 0``. The child frame at ``q`` is
   ``T_home[j] @ exp(screw_j q_j)`` with ``screw_j`` the unit joint twist in the child
@@ -25,7 +29,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ['JOINT_TYPES', 'LoopJoint', 'SpatialModel']
+__all__ = ['JOINT_TYPES', 'LoopJoint', 'PointContact', 'SpatialModel']
 
 JOINT_TYPES = ('revolute', 'prismatic')
 """Movable joint types after loading (``continuous`` is a revolute without limits)."""
@@ -65,6 +69,17 @@ class SpatialImu:
 
 
 @dataclass(frozen=True)
+class PointContact:
+    """A point that may touch the ground (a foot): point ``position`` (3,) of tree link
+    ``link``, in that link's frame; ``name`` is the URDF link or frame it was given as
+    (overlay ``contacts:``). In stance it transmits a 3-D force ``f_c`` (world axes)."""
+
+    name: str
+    link: int
+    position: np.ndarray      # (3,)
+
+
+@dataclass(frozen=True)
 class SpatialModel:
     """A spatial multibody model: built once (``load_spatial``), never mutated."""
 
@@ -91,6 +106,9 @@ class SpatialModel:
     imus: tuple[SpatialImu, ...] = ()
     name: str = 'robot'                  # the URDF's <robot name="...">
     drives: tuple = ()                   # (n,) drives.JointDrive or None per joint; () = none
+    floating: bool = False               # link 0 is a free base (module docstring)
+    base_joint: str = ''                 # the URDF floating joint ('' : overlay floating_base)
+    contacts: tuple[PointContact, ...] = ()   # overlay contacts: (floating base only)
 
     def __post_init__(self) -> None:
         # Every recursion relies on this numbering (the loader guarantees it).

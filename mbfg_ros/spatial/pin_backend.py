@@ -28,10 +28,22 @@ def available() -> bool:
 
 
 def build_pinocchio_model(model: SpatialModel):  # -> pinocchio.Model
-    """A ``pinocchio.Model`` of the tree of ``model``, joint for joint, in the same order."""
+    """A ``pinocchio.Model`` of the tree of ``model``, joint for joint, in the same order.
+
+    Fixed root: tree link ``b`` is Pinocchio joint ``b`` (0 the universe). Floating root
+    (``model.floating``): a ``JointModelFreeFlyer`` carrying link 0 comes first, so link
+    ``b`` is joint ``b + 1``.
+    """
     import pinocchio as pin
     pm = pin.Model()
     pm.name = 'mbfg_tree'
+    off = 0
+    if model.floating:
+        jid = pm.addJoint(0, pin.JointModelFreeFlyer(), pin.SE3.Identity(),
+                          model.base_joint or 'root_joint')
+        pm.appendBodyToJoint(jid, pin.Inertia(float(model.mass[0]), np.array(model.com[0]),
+                                              np.array(model.inertia[0])), pin.SE3.Identity())
+        off = 1
     for j in range(model.n):
         T = model.T_home[j]
         placement = pin.SE3(np.array(T[:3, :3]), np.array(T[:3, 3]))
@@ -40,14 +52,22 @@ def build_pinocchio_model(model: SpatialModel):  # -> pinocchio.Model
             jm = pin.JointModelRevoluteUnaligned(*ax)
         else:
             jm = pin.JointModelPrismaticUnaligned(*ax)
-        parent = int(model.parent[j])            # link index = joint id (link 0: universe)
+        parent = int(model.parent[j]) + off      # link index (+ 1 floating) = joint id
         jid = pm.addJoint(parent, jm, placement, model.joint_names[j])
         b = j + 1
         pm.appendBodyToJoint(jid, pin.Inertia(float(model.mass[b]), np.array(model.com[b]),
                                               np.array(model.inertia[b])), pin.SE3.Identity())
-    # the root link's own mass never moves: it does not enter τ or M
+    # a fixed root link's own mass never moves: it does not enter τ or M
     pm.gravity = pin.Motion(np.concatenate([np.asarray(model.gravity, float), np.zeros(3)]))
     return pm
+
+
+def _fixed_root(model: SpatialModel) -> None:
+    """These classes hold the root fixed (their q is the joints'); a free base has its own,
+    :class:`.floating.FloatingBaseDynamics`."""
+    if model.floating:
+        raise ValueError(f'{model.source}: a floating base: use '
+                         'mbfg_ros.spatial.floating.FloatingBaseDynamics')
 
 
 class PinocchioDynamics:
@@ -55,6 +75,7 @@ class PinocchioDynamics:
     handled by the caller). Each instance owns one ``pinocchio.Data``: one per thread."""
 
     def __init__(self, model: SpatialModel) -> None:
+        _fixed_root(model)
         import pinocchio as pin
         self._pin = pin
         self.model = model
@@ -114,6 +135,7 @@ class PinocchioImu:
     """
 
     def __init__(self, model: SpatialModel, link: int, T_mount: np.ndarray) -> None:
+        _fixed_root(model)
         import pinocchio as pin
         self._pin = pin
         self.n = model.n

@@ -28,7 +28,7 @@ from typing import Mapping, Union
 
 import numpy as np
 
-from ..core.errors import AssemblyError, MbfgError
+from ..core.errors import AssemblyError, MbfgError, MechanismError
 from .backend import spatial_dynamics
 from .description import SpatialDescription, describe
 from .drives import Drives, build_drives
@@ -416,8 +416,18 @@ class SpatialSystem:
 def build_spatial_system(source: Union[str, bytes, os.PathLike, SpatialModel],
                          overlay: Union[str, os.PathLike, Mapping, None] = None,
                          backend: str = 'auto') -> SpatialSystem:
-    """Load (URDF + overlay) or take a ``SpatialModel`` and assemble it at its q0."""
+    """Load (URDF + overlay) or take a ``SpatialModel`` and assemble it at its q0.
+
+    :raises MechanismError: a floating-base model (``SpatialModel.floating``): this system
+        and everything built on it (estimator, nodes, CLIs) hold the root fixed.
+    """
     model = source if isinstance(source, SpatialModel) else load_spatial(source, overlay)
+    if model.floating:     # every method here holds the root fixed (issue 28: next session)
+        raise MechanismError('floating-base robots are not supported by the estimator yet '
+                             '(nor by the nodes and the CLIs; their dynamics: '
+                             'mbfg_ros.spatial.floating)', source=model.source,
+                             path=f'joint {model.base_joint!r}' if model.base_joint
+                             else 'floating_base')
     dyn = spatial_dynamics(model, backend)
     loops = LoopConstraints(model)
     B = np.eye(model.n)[:, np.asarray(model.actuated, bool)]

@@ -6,8 +6,13 @@ bytes (a ``str`` carrying an ``encoding=`` XML declaration is refused by lxml).
 * Movable joints: ``revolute``, ``continuous`` (a revolute without position limits) and
   ``prismatic``. ``fixed`` joints are merged into their parent link: masses, centres of
   mass and inertias are combined (parallel-axis theorem) and the merged link stays
-  available as a named frame. ``floating``, ``planar`` and ``mimic`` joints are refused
-  with an error that names the joint.
+  available as a named frame. ``planar`` and ``mimic`` joints are refused with an error
+  that names the joint.
+* A free-floating base (legged robots; :mod:`.floating`): a ``floating`` joint from a
+  world link (no inertia, no other joint, identity ``<origin>``) to the base link, or
+  the overlay's ``floating_base: true`` on the usual URDF whose root is the base. Link 0
+  is then free (``SpatialModel.floating``); ``base_link`` picks a link fixed to the root
+  as the base frame (the frame whose pose is the state).
 * The spanning tree is grown depth-first (pre-order) from the single root link. A link that is the
   child of a second joint (a loop written in the URDF itself), and every ``loops:`` entry
   of the overlay, becomes a loop-closing ``LoopJoint`` (seed 002 §VII).
@@ -26,6 +31,9 @@ Overlay YAML (every key optional)::
     imus:                             # 3-axis IMUs (gyroscope, accelerometer, orientation)
       - {name: wrist_imu, link: tool0, origin: {xyz: [..], rpy: [..]},
          frame_id: wrist_imu, topic: imu/wrist_imu, gyro_range: 35, accel_range: 160}
+    floating_base: true               # the root link is free (default false)
+    base_link: trunk                  # its frame: the root or a link fixed to it
+    contacts: [LF_FOOT, RF_FOOT]      # point contacts (feet): links or merged frames
     joints:                           # friction and geared rotors (spatial/drives.py)
       joint_a: {friction: {b: 0.1, fc: 0.5, v_s: 0.01, smooth: tanh, fs: 0.6, v_st: 0.1,
                            offset: 0}, Ir: 1.0e-4, gr: 100, carried: false}
@@ -55,17 +63,17 @@ from ..core.errors import MechanismError
 from ..core.names import topic_problem
 from ..planar.mechanism_yaml import load_yaml
 from .drives import build_drives, parse_drives
-from .model import LoopJoint, SpatialImu, SpatialModel
+from .model import LoopJoint, PointContact, SpatialImu, SpatialModel
 
 __all__ = ['load_spatial', 'parse_urdf', 'load_overlay', 'rpy_matrix', 'origin_matrix']
 
 _MOVABLE = {'revolute': 'revolute', 'continuous': 'revolute', 'prismatic': 'prismatic'}
 _REFUSED = {
-    'floating': 'floating joints (6-DOF free bases) are not supported yet',
     'planar': 'planar joints are not supported; write them as two prismatic + one revolute',
 }
 _LOOP_TYPES = ('revolute', 'prismatic', 'spherical', 'fixed')
-_OVERLAY_KEYS = {'gravity', 'actuators', 'q0', 'limits', 'loops', 'imus', 'joints'}
+_OVERLAY_KEYS = {'gravity', 'actuators', 'q0', 'limits', 'loops', 'imus', 'joints',
+                 'floating_base', 'base_link', 'contacts'}
 
 
 def rpy_matrix(rpy: Any) -> np.ndarray:
@@ -302,7 +310,7 @@ def load_spatial(source: str | bytes | os.PathLike,
         seen_joints.add(jt.name)
         if jt.type in _REFUSED:
             raise MechanismError(_REFUSED[jt.type], source=name, path=where)
-        if jt.type not in _MOVABLE and jt.type != 'fixed':
+        if jt.type not in _MOVABLE and jt.type not in ('fixed', 'floating'):
             raise MechanismError(f'unknown joint type {jt.type!r}', source=name, path=where)
         if jt.mimic is not None:
             raise MechanismError(f'mimic joints are not supported (mimics {jt.mimic.joint!r}); '
@@ -319,6 +327,11 @@ def load_spatial(source: str | bytes | os.PathLike,
             f'{len(roots)} root links ({", ".join(roots)}); a robot has exactly one'
         raise MechanismError(what, source=name)
     root = roots[0]
+    floating, base_joint = _floating(robot, root, links, extra, name, oname)
+    if base_joint:                     # the world link and its floating joint are not bodies
+        links.pop(root)
+        root = next(jt.child for jt in robot.joints if jt.name == base_joint)
+    joints_in = [jt for jt in robot.joints if jt.name != base_joint]
 
     # Spanning tree, depth first (pre-order, document order among siblings, so every
     # subtree is a contiguous range of joints as Pinocchio requires). The first joint
@@ -327,7 +340,7 @@ def load_spatial(source: str | bytes | os.PathLike,
     by_parent: dict[str, list] = {}
     tree_joint: dict[str, Any] = {}
     urdf_loops: list = []
-    for jt in robot.joints:
+    for jt in joints_in:
         if jt.child in tree_joint:
             urdf_loops.append(jt)
         else:
@@ -354,6 +367,8 @@ def load_spatial(source: str | bytes | os.PathLike,
     if unreached:
         raise MechanismError(f'link {unreached[0]!r} is not connected to the root {root!r}',
                              source=name)
+    if extra.get('base_link') is not None:
+        _rebase(str(extra['base_link']), where_is, tree, link_names, oname)
     for lname, (b, T) in where_is.items():
         m, c, I_c = _inertial(links[lname], name)
         R = T[:3, :3]
@@ -437,9 +452,97 @@ def load_spatial(source: str | bytes | os.PathLike,
         actuated=actuated, q0=q0, loops=tuple(loops), frames=frames,
         imus=_overlay_imus(extra.get('imus'), where_is, oname),
         name=str(getattr(robot, 'name', None) or 'robot'),
-        drives=drives if any(d is not None for d in drives) else ())
+        drives=drives if any(d is not None for d in drives) else (),
+        floating=floating, base_joint=base_joint,
+        contacts=_contacts(extra.get('contacts'), where_is, floating, oname))
     build_drives(model, oname)       # refuses carried rotors it cannot model, naming the joint
     return model
+
+
+def _floating(robot: Any, root: str, links: Mapping[str, Any], extra: Mapping,
+              name: str, oname: str) -> tuple[bool, str]:
+    """(free base?, name of the URDF floating joint or '') from the URDF and the overlay's
+    ``floating_base`` / ``base_link`` (module docstring).
+
+    A ``floating`` joint must leave the root link, be its only joint, have an identity
+    ``<origin>`` (the base pose is the state, not a constant) and its root must carry no
+    inertia (it is the world). :raises MechanismError: naming the joint or the key.
+    """
+    fb = extra.get('floating_base')
+    if fb is not None and not isinstance(fb, bool):
+        raise MechanismError(f'expected true or false, got {fb!r}', source=oname,
+                             path='floating_base')
+    free = [jt for jt in robot.joints if jt.type == 'floating']
+    base_joint = ''
+    for jt in free:
+        where = f'joint {jt.name!r}'
+        from_root = [j.name for j in robot.joints if j.parent == root]
+        if jt.parent != root or len(free) > 1:
+            raise MechanismError(f'a floating joint must join the root link {root!r} (the '
+                                 f'world) to the base; this one joins {jt.parent!r} to '
+                                 f'{jt.child!r}', source=name, path=where)
+        others = [j for j in from_root if j != jt.name]
+        if others:
+            raise MechanismError(f'the world link {root!r} of a floating joint must have no '
+                                 f'other joint (it also has {", ".join(others)})',
+                                 source=name, path=where)
+        if _inertial(links[root], name)[0] > 0.0:
+            raise MechanismError(f'the world link {root!r} of a floating joint has a mass: '
+                                 'put it on the base link', source=name, path=where)
+        if not np.allclose(_urdf_origin(jt.origin), np.eye(4), rtol=0.0, atol=1e-12):
+            raise MechanismError('a floating joint\'s <origin> must be the identity (the base '
+                                 'pose is part of the state q, not a constant offset)',
+                                 source=name, path=where)
+        if fb is False:
+            raise MechanismError(f'floating_base: false, but the URDF has the floating joint '
+                                 f'{jt.name!r}', source=oname, path='floating_base')
+        base_joint = jt.name
+    floating = bool(base_joint) or fb is True
+    if extra.get('base_link') is not None and not floating:
+        raise MechanismError('base_link names the free base: it needs floating_base: true',
+                             source=oname, path='base_link')
+    return floating, base_joint
+
+
+def _rebase(base_link: str, where_is: dict[str, tuple[int, np.ndarray]], tree: list,
+            link_names: list[str], name: str) -> None:
+    """Make ``base_link`` (the root or a link fixed to it) the frame of tree link 0: the
+    frames, joint origins and masses of link 0 are re-expressed in it, in place."""
+    if base_link not in where_is or where_is[base_link][0] != 0:
+        raise MechanismError(f'{base_link!r} is not the root link {link_names[0]!r} nor a link '
+                             'fixed to it: the free base must be the root of the tree',
+                             source=name, path='base_link')
+    T_inv = np.linalg.inv(where_is[base_link][1])
+    for lname, (b, T) in list(where_is.items()):
+        if b == 0:
+            where_is[lname] = (0, T_inv @ T)
+    tree[:] = [(jt, b, T_inv @ T if b == 0 else T) for jt, b, T in tree]
+    link_names[0] = base_link
+
+
+def _contacts(value: Any, where_is: Mapping[str, tuple[int, np.ndarray]], floating: bool,
+              name: str) -> tuple[PointContact, ...]:
+    """The overlay's ``contacts:``: link or merged-frame names, one point contact at each
+    frame's origin (a foot's sole point)."""
+    if value is None:
+        return ()
+    if not floating:
+        raise MechanismError('contacts need a free base (floating_base: true)', source=name,
+                             path='contacts')
+    if isinstance(value, str) or not isinstance(value, (list, tuple)):
+        raise MechanismError('expected a list of link names', source=name, path='contacts')
+    out: list[PointContact] = []
+    for i, c in enumerate(value):
+        if not isinstance(c, str) or c not in where_is:
+            raise MechanismError(f'unknown link {c!r} (links: {", ".join(where_is)})',
+                                 source=name, path=f'contacts[{i}]')
+        if any(p.name == c for p in out):
+            raise MechanismError(f'duplicate contact {c!r}', source=name, path=f'contacts[{i}]')
+        b, T = where_is[c]
+        pos = np.array(T[:3, 3], float)
+        pos.setflags(write=False)
+        out.append(PointContact(name=c, link=b, position=pos))
+    return tuple(out)
 
 
 def _urdf_dynamics(jt: Any) -> tuple[float, float]:

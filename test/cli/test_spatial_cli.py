@@ -73,7 +73,7 @@ def test_inverse_of_a_urdf_trajectory_equals_pinocchio(tmp_path, capsys):
 
 
 @pytest.mark.parametrize('args,words', [
-    (['bad_floating.urdf'], "joint 'free': floating joints"),
+    (['bad_floating.urdf'], "joint 'free': a floating joint's <origin> must be"),
     (['bad_mimic.urdf'], "joint 'joint2': mimic joints"),
     (['ur5.urdf', '--overlay', 'BAD'], 'loops: expected a list'),
     (['ur5.urdf', '--torque', 'elbow_joint=x'], '--torque: elbow_joint: not a number'),
@@ -88,6 +88,18 @@ def test_bad_urdf_input_is_one_line_and_exit_2(tmp_path, capsys, args, words):
     err = capsys.readouterr().err.strip()
     assert rc == 2 and err.count('\n') == 0 and words in err, err
     assert err.startswith('mbfg-simulate: error: ')
+
+
+def test_a_floating_base_robot_is_refused_in_one_line(tmp_path, capsys):
+    """Issue 28: Solo-12 loads with its free base, but the CLIs hold the root fixed: they
+    say so in one line naming the overlay key, instead of simulating a bolted-down robot."""
+    overlay = tmp_path / 'free.yaml'
+    overlay.write_text('floating_base: true\n')
+    rc = simulate_main([str(BAD / 'solo12.urdf'), '--overlay', str(overlay), '--duration',
+                        '0.01', '--quiet'])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and err.count('\n') == 0, err
+    assert 'floating_base: floating-base robots are not supported by the estimator yet' in err
 
 
 def test_inverse_on_a_urdf_names_wrong_columns_of_trajectory_and_measured_input(tmp_path,
