@@ -270,7 +270,8 @@ def run_once(system, a, seed: int, duration: float, evs, processes: list[str]) -
         cfg = EstimatorConfig(frequency=RATE, lag_duration=a.lag, encoder_sigma=a.encoder_sigma,
                               dynamics_sigma=a.dynamics_sigma, jerk_process=True,
                               disturbance_process=proc == 'disturbance',
-                              integrator_jerk=a.jerk, joint_rejection_threshold=a.gate)
+                              integrator_jerk=a.jerk, joint_rejection_threshold=a.gate,
+                              contact_effort_fraction=a.contact_fraction)
         res = run_estimator(system, recs, cfg, xcfg)
         t = res['t']
         name = f'estimator tau_ext ({proc} jerk)'
@@ -333,6 +334,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument('--lag', type=float, default=0.1)
     ap.add_argument('--gate', type=float, default=10.0,
                     help='joint_rejection_threshold (0: the innovation gate off)')
+    ap.add_argument('--contact-fraction', type=float, default=0.2,
+                    help='contact_effort_fraction: the gate\'s room for a contact, a fraction '
+                    'of the effort limits (0: none)')
     ap.add_argument('--process', choices=('disturbance', 'acceleration', 'both'),
                     default='both', help='the estimator\'s jerk rows: on q̈ − q̈(q, q̇, τ) '
                     '(disturbance_process), on q̈ (jerk_process alone), or both side by side')
@@ -367,7 +371,8 @@ def main(argv: list[str] | None = None) -> int:
           f'1 s, every {a.spacing:g} s from {FREE:g} s), k = {a.k:g}, min duration '
           f'{1e3 * a.min_duration:g} ms')
     print(f'estimator: dynamics_sigma {a.dynamics_sigma:g}, integrator_jerk {a.jerk:g}, lag '
-          f'{a.lag:g} s, joint_rejection_threshold {a.gate:g}')
+          f'{a.lag:g} s, joint_rejection_threshold {a.gate:g}, contact_effort_fraction '
+          f'{a.contact_fraction:g}')
     for name, ms in total['ms'].items():
         print(f'  {name}: tick+external p50 {np.median(np.concatenate(ms)):.2f} ms, resets '
               f'{sum(total["resets"][name])}')

@@ -47,7 +47,7 @@ class EstimatorConfig:
     #                                     the mismatch q̈ − q̈(q, q̇, τ) instead of q̈ (implies
     #                                     jerk_process): a motor torque step moves q̈ with the
     #                                     model, only contacts show (estimation.disturbance)
-    contact_effort_fraction: float = 0.05  # the innovation gate's room for a contact when
+    contact_effort_fraction: float = 0.2   # the innovation gate's room for a contact when
     #                                     efforts are measured: an external torque of this
     #                                     fraction of each actuated joint's effort limit (σ),
     #                                     its effect on q̈ in the gate's variance; 0: none
