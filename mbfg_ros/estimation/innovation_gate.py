@@ -25,7 +25,12 @@ which may stop or grow by as much again) and the effect ``∂q̈/∂τ σ_c`` of
 seen, ``σ_c`` = ``contact_effort_fraction`` of each actuated joint's effort limit
 (:func:`contact_sigmas`). Without it, the model with the measured efforts predicts none
 of a push, the encoders' first readings of it are 10-80 σ off and a contact reset the
-estimate (``diverged``) unless the gate was opened for every reading.
+estimate (``diverged``) unless the gate was opened for every reading. The room for a
+contact not yet seen widens the encoders' gate only: there a contact's first sign is a
+small deviation (½ dt² ∂q̈/∂τ σ_c per tick, ~1e-4 rad on a UR5 at 500 Hz), far below an
+encoder glitch, while an accelerometer sees the whole q̈ step of a contact at once, so room
+for one there would be room for any spike of that size; an IMU's gate widens by the
+contact the estimate shows (d²), once the encoders have shown it.
 A sensor whose readings are all rejected for ``outlier_reset_time`` (the gate widened
 by ``s_m`` meanwhile, up to ~55x in σ) means the estimate, not the sensor, is lost:
 the smoother re-initialises from the newest readings (reset ``diverged``, the sensor
@@ -102,9 +107,11 @@ class GateMixin:
             groups.setdefault(('j' if joint else p.ob.index, base), []).append(i)
         d2 = np.zeros(len(ready))
         power, base_var = np.zeros(len(ready)), np.ones(len(ready))
-        sd2, sj2 = self._tick_dyn_sigma ** 2 + self._external_var(), self._jerk ** 2
+        shown, unseen = self._external_var()
+        sd2, sj2 = self._tick_dyn_sigma ** 2 + shown, self._jerk ** 2
+        sd2_enc = sd2 + unseen          # a contact not yet seen: encoders only (docstring)
         var_s = std * std
-        for (_, base), ids in groups.items():
+        for (sensor, base), ids in groups.items():
             t_b, x = hist[base]
             obs = [ready[i].ob for i in ids]
             E, H = self._linear_model(obs, x)                 # (R,), (R, 3n)
@@ -119,7 +126,7 @@ class GateMixin:
             HH = (H * H)
             var_x = HH @ var_s
             HH = HH.reshape(len(E), 3, n)
-            s2d, s2j = HH @ sd2, HH @ sj2                   # (R, 3): q, q̇, q̈
+            s2d, s2j = HH @ (sd2_enc if sensor == 'j' else sd2), HH @ sj2   # (R, 3): q, q̇, q̈
             # the residual z − h carried to each stamp (E = h(x) ⊖ z at the base tick)
             r = -(E + tau * c1 + 0.5 * tau * tau * c2)
             wrap = np.array([self.sm.angle_residual(ob.kind, ob.index)
@@ -170,23 +177,24 @@ class GateMixin:
             raise _Diverged(ready, diverged)
         return out
 
-    def _external_var(self) -> np.ndarray | float:
+    def _external_var(self) -> tuple[np.ndarray | float, np.ndarray | float]:
         """The external torques' share of the gate's q̈ variance (module docstring): with
-        every effort known, ``d² + Σ_a (∂q̈/∂τ_a σ_c,a)²`` at the last estimate, else 0.
+        every effort known, ``(d², Σ_a (∂q̈/∂τ_a σ_c,a)²)`` at the last estimate (the contact
+        the estimate shows, one not yet seen), else ``(0, 0)``.
 
         q̈ is linear in τ, so ``∂q̈/∂τ_a σ_c,a`` is one forward dynamics per actuator; it
         moves with the pose only, and is refreshed every ``covariance_every`` ticks (held
         in between, as the estimate's covariance). ``d``: one forward dynamics per call.
         """
         if not self._n_act or not self._tau_live.all():
-            return 0.0
+            return 0.0, 0.0
         n, x, tau = self.n, self._x_last, self._tau_prev
         q, qd = x[:n], x[n:2 * n]
         base = self.sys.accelerations(q, qd, tau)
         d = x[2 * n:] - base
         sc = self._contact_sigma
         if not sc.any():
-            return d * d
+            return d * d, 0.0
         if self._contact_var is None or self._k - self._contact_k >= self.config.covariance_every:
             var = np.zeros(n)
             pushed = tau.copy()
@@ -195,7 +203,7 @@ class GateMixin:
                 var += (self.sys.accelerations(q, qd, pushed) - base) ** 2
                 pushed[a] = tau[a]
             self._contact_var, self._contact_k = var, self._k
-        return d * d + self._contact_var
+        return d * d, self._contact_var
 
     def _linear_model(self, obs: list[Observation], x: np.ndarray
                       ) -> tuple[np.ndarray, np.ndarray]:
