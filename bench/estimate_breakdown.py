@@ -10,8 +10,11 @@ the other processes of a shared machine; the wrappers add ~1 µs per call). Phas
 ones are subtracted from their callers):
 
 * ``intake``: ``Estimator.add`` per message (validation, observations, queue);
-* ``gate``: ``Estimator._gate`` (the innovation gate; a model evaluation per sensor);
-* ``attach``: ``Estimator._attach`` without the gate (readings to keys);
+* ``evaluate``: ``Estimator._current_rows`` (the new interval's readings evaluated once, at
+  their factor's linearisation point: the sensor models; issue 24) and
+  ``Estimator._carried_rows`` (late readings' prediction for the gate);
+* ``gate``: ``Estimator._gate`` (the innovation gate's arithmetic on those rows);
+* ``attach``: ``Estimator._attach`` without the above (readings to keys);
 * ``factor build``: ``Estimator._graph`` (every factor linearised, JacobianFactors);
 * ``ISAM2 update``: ``Estimator._update`` (``IncrementalFixedLagSmoother.update``: ISAM2's
   update and the marginalisation of the keys leaving the window; the new estimate read);
@@ -47,9 +50,10 @@ for p in (str(REPO), str(BENCH)):
 
 from mbfg_ros.estimation.estimator import Estimator, EstimatorConfig  # noqa: E402
 
-PHASES = ('intake', 'gate', 'attach', 'factor build', 'ISAM2 update', 'covariance', 'output',
-          'other')
-_METHODS = (('add', 'intake'), ('_gate', 'gate'), ('_attach', 'attach'),
+PHASES = ('intake', 'evaluate', 'gate', 'attach', 'factor build', 'ISAM2 update', 'covariance',
+          'output', 'other')
+_METHODS = (('add', 'intake'), ('_current_rows', 'evaluate'), ('_carried_rows', 'evaluate'),
+            ('_gate', 'gate'), ('_attach', 'attach'),
             ('_graph', 'factor build'), ('_update', 'ISAM2 update'),
             ('_covariance', 'covariance'), ('_finish', 'output'), ('tick', 'tick'))
 QUANT = 2 * math.pi / 4096

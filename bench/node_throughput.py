@@ -29,11 +29,16 @@ encoder's angle RMSE.
 
 Issue 24's rows (controller rates): ``--ticks 1000 --sim-time`` ticks every row at 1 kHz
 with the generator also publishing ``/clock`` at each reading's stamp (1 kHz) and the node
-on ``use_sim_time``; ``--profile`` times the node's callbacks and prints, per estimate,
-where its CPU time went (intake per message: take, conversion, validation, ``Estimator.add``;
-the tick: factor build, gate, ISAM2 update, covariance, output; publishing; the executor's
-own dispatch). The UR5 rows also score the joint rates and τ̂ (``~/joint_states`` effort)
-against the truth. The issue's rows (quiet, then one core busy):
+on ``use_sim_time``; ``--profile`` times the node's functions on its main thread's CPU clock
+(after start-up) and prints, per estimate, where that time went: the intake (the tick
+loop's poll of ``/clock`` and the sensor topics, or the sensor callbacks of
+``executor:=single``/``events``: take + deserialise, conversion + validation + queueing per
+message type, and per message overall), the tick call (``Estimator.tick``: gate, factor
+build, ISAM2 update, covariance, output; publishing), diagnostics, and the rest (the
+executor's turns and wait sets, the loop's own bookkeeping, GC). The node's executor is
+``MBFG_BENCH_EXECUTOR`` (default ``auto``: the tick loop). The UR5 rows also score the
+joint rates and τ̂ (``~/joint_states`` effort) against the truth. The issue's rows (quiet,
+then one core busy):
 
     .venv/bin/python bench/node_throughput.py --robots ur5 fourbar --rates 1000 \
         --ticks 1000 --sim-time [--profile]
@@ -351,6 +356,8 @@ import json, sys, time
 out = sys.argv[1]
 sys.argv = ['estimator_node'] + sys.argv[2:]
 from mbfg_ros.estimation import estimator as E
+from mbfg_ros.estimation import external as X
+from mbfg_ros.ros import driver as D
 from mbfg_ros.ros import estimator_node as N
 spent, calls = {}, {}
 
@@ -370,46 +377,58 @@ def timed(owner, name, label):
     setattr(owner, name, call)
 
 for owner, name, label in TIMED:
-    timed({'N': N, 'E': E, 'EN': N.EstimatorNode, 'ES': E.Estimator}[owner], name, label)
+    timed({'N': N, 'E': E, 'D': D, 'EN': N.EstimatorNode, 'ES': E.Estimator,
+           'ED': D.EstimatorDriver, 'EX': X.ExternalTorques}[owner], name, label)
+timed(N, '_spin', 'running')          # the node's life after start-up (imports, loading)
 try:
     N.main()
 finally:
-    json.dump({'spent': spent, 'calls': calls, 'total': time.thread_time_ns()},
-              open(out, 'w'))
+    json.dump({'spent': spent, 'calls': calls, 'total': spent['running']}, open(out, 'w'))
 '''
 """The node's entry point with timers (this thread's CPU clock, ~1 µs per call) on the
-functions of :data:`TIMED`; they are written as JSON to the file named first."""
+functions of :data:`TIMED` and on its run after start-up (``total``, so imports and
+loading are not counted); they are written as JSON to the file named first."""
 
 # (owner, function, label): the timed functions (cumulative thread-CPU time each, nested ones
-# included in their callers); N/E the node and estimator modules, EN/ES their classes
+# included in their callers); N/E/D the node, estimator and driver modules, EN/ES/ED their
+# classes, EX the external-torque estimator. Labels starting with a space are nested in the
+# unindented one above them.
 TIMED = (
-    ('EN', '_on_sensor', 'intake: sensor callbacks'),
+    ('EN', 'poll', 'intake: the loop\'s poll (/clock + sensor messages)'),
+    ('EN', '_on_sensor', 'intake: sensor callbacks (idle wake-up; executor single/events)'),
     ('N', '_take', '  take + deserialise'),
-    ('ES', 'add', '  Estimator.add'),
-    ('EN', '_on_timer', 'timer callbacks (ticks, publishing, control)'),
+    ('ED', 'joint_state', '  JointState: conversion + validation + queue'),
+    ('ED', 'imu', '  Imu: conversion + validation + queue'),
+    ('EN', '_on_timer', 'tick + publishing (the loop\'s tick call / the tick timer)'),
+    ('ED', '_drain', '  queued readings into the estimator (Estimator.add_validated)'),
     ('ES', 'tick', '  tick: Estimator.tick'),
     ('ES', '_gate', '    gate'),
     ('ES', '_graph', '    factor build'),
     ('ES', '_update', '    ISAM2 update + marginalisation'),
     ('ES', '_covariance', '    covariance'),
     ('ES', '_finish', '    output (Estimate, with covariance)'),
+    ('ED', '_command', '  torque command'),
+    ('EX', 'update', '  external torques'),
     ('EN', '_publish', '  publishing'),
     ('EN', '_on_diag', 'diagnostics'),
 )
 
 
 def profile_breakdown(path: Path, estimates: int, messages: int) -> list[tuple[str, float]]:
-    """(label, µs per estimate) of the node's timers; ``executor + rest`` = the thread's
-    CPU time outside the callbacks (rclpy's wait set, dispatch, /clock, timers, GC)."""
+    """(label, µs per estimate) of the node's timers; ``executor + loop`` = the thread's
+    CPU time outside the timed functions (the executor's turns and wait sets, the loop's
+    sleeps and bookkeeping, /clock callbacks, markers, GC); then the intake per message
+    (poll and sensor callbacks over every message received)."""
     r = json.loads(path.read_text())
     spent = r['spent']
     per = 1e-3 / max(1, estimates)
-    rows = [(label, spent[label] * per) for _, _, label in TIMED if label in spent]
+    rows = [(label, spent[label] * per) for _, _, label in TIMED
+            if label in spent and spent[label]]
     inside = sum(spent.get(label, 0) for _, _, label in TIMED if not label.startswith(' '))
-    rows.append(('executor + rest (outside the callbacks)', (r['total'] - inside) * per))
-    rows.append(("total CPU of the node's thread", r['total'] * per))
-    rows.append(('intake per message (µs per message)',
-                 spent.get('intake: sensor callbacks', 0) * 1e-3 / max(1, messages)))
+    rows.append(('executor + loop (outside the timed functions)', (r['total'] - inside) * per))
+    rows.append(("total CPU of the node's thread (after start-up)", r['total'] * per))
+    intake = sum(spent.get(label, 0) for _, _, label in TIMED if label.startswith('intake'))
+    rows.append(('intake per message (µs per message)', intake * 1e-3 / max(1, messages)))
     return rows
 
 

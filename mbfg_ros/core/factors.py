@@ -39,7 +39,8 @@ if TYPE_CHECKING:
     from .interface import MultibodySystem
 
 __all__ = [
-    'ErrorFn', 'custom_factor', 'linear_factor', 'prior_factor', 'sigmas',
+    'ErrorFn', 'custom_factor', 'linear_factor', 'stacked_linear_factor', 'prior_factor',
+    'sigmas',
     'stacked_state_error', 'stacked_trapezoidal_error', 'stacked_trapezoidal_jerk_error',
     'stacked_euler_error', 'stacked_integrator_jacobians',
     'stacked_indep_state_error', 'basis_matrix',
@@ -110,7 +111,8 @@ def custom_factor(keys: Sequence[int], noise: gtsam.noiseModel.Base, fn: ErrorFn
                               _Evaluation(fn, keys, flags))
 
 
-def linear_factor(keys: Sequence[int], noise: gtsam.noiseModel.Base, fn: ErrorFn | None,
+def linear_factor(keys: Sequence[int], noise: gtsam.noiseModel.Base | np.ndarray,
+                  fn: ErrorFn | None,
                   xs: Sequence[np.ndarray],
                   evaluated: tuple[np.ndarray, Sequence[np.ndarray]] | None = None
                   ) -> gtsam.LinearContainerFactor:
@@ -128,9 +130,10 @@ def linear_factor(keys: Sequence[int], noise: gtsam.noiseModel.Base, fn: ErrorFn
 
     ``evaluated``: ``fn(xs, True)`` when the caller has it already (e.g. an innovation
     gate that evaluated the same model at the same point): then ``fn`` is not called.
+    ``noise`` may be the σ's themselves (an array): no noise model is built then.
     """
     e, J = fn(xs, True) if evaluated is None else evaluated
-    inv = 1.0 / noise.sigmas()
+    inv = 1.0 / (noise if isinstance(noise, np.ndarray) else noise.sigmas())
     b = -e * inv
     # Σ^-½ J row by row, built transposed so that the result is column-major (Eigen's
     # layout: pybind11 then passes it without a copy)
@@ -142,6 +145,43 @@ def linear_factor(keys: Sequence[int], noise: gtsam.noiseModel.Base, fn: ErrorFn
         jf = gtsam.JacobianFactor(keys[0], A[0], keys[1], A[1], b, None)
     else:
         raise ValueError(f'linear_factor: 1 or 2 keys, got {len(keys)}')
+    for k, x in zip(keys, xs):
+        point.insert(k, x)
+    return gtsam.LinearContainerFactor(jf, point)
+
+
+def stacked_linear_factor(keys: Sequence[int], xs: Sequence[np.ndarray],
+                          blocks: Sequence[tuple[Sequence[int], np.ndarray, np.ndarray,
+                                                 Sequence[np.ndarray]]]
+                          ) -> gtsam.LinearContainerFactor:
+    """Several factors linearised at ``xs`` (the values of ``keys``) as ONE whitened
+    :class:`gtsam.JacobianFactor` in a :class:`gtsam.LinearContainerFactor` (issue 24).
+
+    ``blocks``: per factor (positions of its variables in ``keys``, its diagonal σ, its
+    error e and Jacobians J, one per variable it has): the rows of each, stacked in order,
+    are those :func:`linear_factor` gives it (A = Σ^-½ J, b = −Σ^-½ e; zero columns on
+    the variables it does not have), so the linear system is the same as with one factor
+    each; GTSAM builds and indexes one object instead of several.
+    """
+    dims = [x.size for x in xs]
+    rows = sum(e.size for _, _, e, _ in blocks)
+    A = [np.zeros((rows, d), order='F') for d in dims]
+    b = np.empty(rows)
+    r = 0
+    for on, sigma, e, J in blocks:
+        inv = 1.0 / sigma
+        m = e.size
+        b[r:r + m] = -e * inv
+        for pos, Ji in zip(on, J):
+            A[pos][r:r + m] = (np.asarray(Ji).T * inv).T
+        r += m
+    point = gtsam.Values()
+    if len(keys) == 1:
+        jf = gtsam.JacobianFactor(keys[0], A[0], b, None)
+    elif len(keys) == 2:
+        jf = gtsam.JacobianFactor(keys[0], A[0], keys[1], A[1], b, None)
+    else:
+        raise ValueError(f'stacked_linear_factor: 1 or 2 keys, got {len(keys)}')
     for k, x in zip(keys, xs):
         point.insert(k, x)
     return gtsam.LinearContainerFactor(jf, point)

@@ -241,6 +241,11 @@ class MultibodySystem(Protocol):
     def torque_jacobians(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray
                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]: ...
 
+    def acceleration_gain(self, q: np.ndarray) -> np.ndarray:
+        """∂q̈/∂τ (n, number of actuators) at ``q``: q̈ is affine in τ (one factorisation,
+        not a forward dynamics per actuator)."""
+        ...
+
     @property
     def m(self) -> int: ...
 

@@ -98,7 +98,7 @@ class Estimator(IntakeMixin, GateMixin, GraphMixin, LifecycleMixin, OutputMixin)
         self._n_act = len(sys.actuator_joints)
         self._contact_sigma = contact_sigmas(sys, cfg.contact_effort_fraction)
         self._set_dynamics_noise(cfg)
-        self._integ_noise = gtsam.noiseModel.Diagonal.Sigmas(self._integrator_sigma(self._dt))
+        self._integ_sigma = self._integrator_sigma(self._dt)
         self._angular_pos = np.array([self.sm.joint_is_angular(j)
                                       for j in range(len(self.sm.joint_names))], dtype=bool)
         self._params = gtsam.ISAM2Params()
@@ -118,10 +118,13 @@ class Estimator(IntakeMixin, GateMixin, GraphMixin, LifecycleMixin, OutputMixin)
             self._params.enableRelinearization = False
         self._counters = {k: 0 for k in _COUNTERS}
         self._unknown: set[str] = set()
+        self._layouts: dict[tuple, tuple[list, list]] = {}     # JointState names -> indices
         self._last_reset_reason = ''
         # per sensor (kind, index): [model-error variance s_m, stamp of its last update];
         # a property of model and plant, so it outlives a 'diverged' reset (_gate)
         self._model_var: dict[tuple[str, int], list[float]] = {}
+        # per sensor (kind, index): is its residual an angle (wrapped)? a fixed property
+        self._wraps: dict[tuple[str, int], bool] = {}
         self._clear()
 
     # -- public ------------------------------------------------------------

@@ -76,11 +76,43 @@ from ..core import factors as F
 from ..core.observation import Observation
 from .config import EstimatorConfig, coordinate_sigmas
 from .disturbance import stacked_trapezoidal_disturbance_error
-from .observations import interval_factor, observation_factor
+from .innovation_gate import _Diverged
+from .intake import _Pending
+from .observations import (interpolation_weights, interval_factor, interval_rows,
+                           observation_factor, observation_sigmas, residuals)
 
 
 MARGINALISE_EVERY = 5
 """Ticks per marginalisation batch (module docstring)."""
+
+
+class _Current:
+    """The new interval's readings evaluated once (:meth:`GraphMixin._current_rows`):
+    pending ``items`` and their observations ``obs`` (factor order), the factor's key
+    indices and linearisation points ``xs``, residual ``e``, Jacobians ``J`` per key; for
+    the gate, the model Jacobian ``H`` (rows, 3n), ``gate_e`` (the residual carried to the
+    last estimate), ``tau`` (how far from it) and ``row_of`` (the reading of each row)."""
+
+    __slots__ = ('items', 'obs', 'keys', 'xs', 'e', 'H', 'J', 'gate_e', 'tau', 'row_of')
+
+    def __init__(self, items: list[_Pending], obs: list[Observation], keys: tuple[int, ...],
+                 xs: tuple[np.ndarray, ...], e: np.ndarray, H: np.ndarray | None,
+                 J: tuple[np.ndarray, ...], gate_e: np.ndarray | None,
+                 tau: np.ndarray | None, row_of: np.ndarray) -> None:
+        self.items, self.obs, self.keys, self.xs = items, obs, keys, xs
+        self.e, self.H, self.J = e, H, J
+        self.gate_e, self.tau, self.row_of = gate_e, tau, row_of
+
+    def kept(self, keep: np.ndarray) -> _Current:
+        """Only the readings flagged in ``keep`` (and their rows)."""
+        if keep.all():
+            return self
+        rows = keep[self.row_of]
+        ids = np.flatnonzero(keep).tolist()
+        return _Current([self.items[i] for i in ids], [self.obs[i] for i in ids], self.keys,
+                        self.xs, self.e[rows], None, tuple(Ji[rows] for Ji in self.J), None,
+                        None, np.repeat(np.arange(len(ids)), np.bincount(
+                            self.row_of, minlength=len(keep))[keep]))
 
 
 class GraphMixin:
@@ -100,8 +132,9 @@ class GraphMixin:
     def _set_dynamics_noise(self, cfg: EstimatorConfig) -> None:
         self._dyn_sigma, self._jerk = coordinate_sigmas(self.sys, cfg)
         self._tick_dyn_sigma = self._dyn_sigma
-        self._state_noise = gtsam.noiseModel.Diagonal.Sigmas(np.concatenate((
-            np.full(2 * self.sys.m, cfg.constraint_sigma), self._dyn_sigma)))
+        self._state_sigma = np.concatenate((np.full(2 * self.sys.m, cfg.constraint_sigma),
+                                            self._dyn_sigma))
+        self._state_noise = gtsam.noiseModel.Diagonal.Sigmas(self._state_sigma)
 
     def _oldest_usable_time(self) -> float:
         """Stamps older than this are not bracketed by keys still inside the smoother."""
@@ -131,36 +164,31 @@ class GraphMixin:
             return None
         return self._theta[ks[0]] if len(ks) == 1 else [self._theta[k] for k in ks]
 
-    def _factor(self, keys: list[int], noise: gtsam.noiseModel.Base, fn: F.ErrorFn,
+    def _factor(self, keys: list[int], sigma: np.ndarray, fn: F.ErrorFn,
                 at: list[np.ndarray]) -> gtsam.NonlinearFactor:
-        """``fn`` on ``keys`` as a linear factor at ``at``, or a CustomFactor."""
+        """``fn`` on ``keys`` with diagonal σ ``sigma``: as a linear factor at ``at`` (no
+        noise model built), or a CustomFactor."""
         if self._linear():
-            return F.linear_factor(keys, noise, fn, at)
-        return F.custom_factor(keys, noise, fn)
+            return F.linear_factor(keys, sigma, fn, at)
+        return F.custom_factor(keys, gtsam.noiseModel.Diagonal.Sigmas(sigma), fn)
 
-    def _dynamics_noise(self, x: np.ndarray, tau: np.ndarray
-                        ) -> tuple[np.ndarray, gtsam.noiseModel.Base]:
-        """(σ of q̈ per coordinate, the state factor's noise) for the torques ``tau``.
+    def _dynamics_noise(self, x: np.ndarray, tau: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(σ of q̈ per coordinate, the state factor's σ) for the torques ``tau``.
 
         With ``unknown_effort_sigma`` > 0, each actuator whose effort is not known
         (never given, or expired) applies an unknown torque of that size: its effect on
-        q̈, ``∂q̈/∂τ_a`` at ``x`` (q̈ is linear in τ, so one extra forward dynamics per such
-        actuator), adds in quadrature to ``dynamics_sigma``. Without it, the zero torque
-        assumed would pull the estimate of a powered arm down with gravity."""
+        q̈, ``∂q̈/∂τ_a`` at ``x`` (q̈ is affine in τ: the columns of
+        :meth:`~mbfg_ros.core.interface.MultibodySystem.acceleration_gain`, one
+        factorisation for all of them), adds in quadrature to ``dynamics_sigma``. Without
+        it, the zero torque assumed would pull the estimate of a powered arm down with
+        gravity."""
         su = self.config.unknown_effort_sigma
         if su <= 0 or not self._n_act or self._tau_live.all():
-            return self._dyn_sigma, self._state_noise
-        n = self.n
-        q, qd = x[:n], x[n:2 * n]
-        base = self.sys.accelerations(q, qd, tau)
-        var = self._dyn_sigma ** 2
-        for a in np.flatnonzero(~self._tau_live):
-            pushed = tau.copy()
-            pushed[a] += su
-            var = var + (self.sys.accelerations(q, qd, pushed) - base) ** 2
-        sigma = np.sqrt(var)
-        return sigma, gtsam.noiseModel.Diagonal.Sigmas(np.concatenate((
-            np.full(2 * self.sys.m, self.config.constraint_sigma), sigma)))
+            return self._dyn_sigma, self._state_sigma
+        G = self.sys.acceleration_gain(x[:self.n])[:, ~self._tau_live]
+        sigma = np.sqrt(self._dyn_sigma ** 2 + su * su * np.einsum('ij,ij->i', G, G))
+        return sigma, np.concatenate((np.full(2 * self.sys.m, self.config.constraint_sigma),
+                                      sigma))
 
     def _push_window(self, t: float, k: int, x: np.ndarray) -> None:
         self._window.append((t, k))
@@ -172,25 +200,56 @@ class GraphMixin:
             self._x_hist.popleft()
             self._times.pop(0)
 
-    def _attach(self, t: float, k: int) -> tuple[dict, dict, float]:
-        """Readings due by tick ``k`` at ``t`` (stamped ≤ t), grouped per factor.
+    def _attach(self, t: float, k: int, guess: np.ndarray | None = None
+                ) -> tuple[dict, dict, _Current | None, float]:
+        """Readings due by tick ``k`` at ``t`` (stamped ≤ t), gated and grouped per factor.
 
-        Returns (single, pairs, newest stamp): ``single[i]`` the readings at the
-        time of key i; ``pairs[(i, dt)]`` those between keys i−1 and i (dt
-        apart), with ``s`` filled.
+        Returns (single, pairs, current, newest stamp): ``single[i]`` the readings at the
+        time of key i; ``pairs[(i, dt)]`` those between keys i−1 and i (dt apart), with
+        ``s`` filled; ``current``: with relinearisation off and the new key inserted at
+        ``guess``, the readings of the new interval (t_{k−1}, t_k] already evaluated at
+        their factor's linearisation point (one evaluation shared by the gate and the
+        factor: :mod:`.innovation_gate`), else None and they are in ``single``/``pairs``.
         """
         single: dict[int, list[Observation]] = {}
         pairs: dict[tuple[int, float], list[Observation]] = {}
         limit = t + self._eps
-        if not self._pending or min(p.t for p in self._pending) > limit:
-            return single, pairs, -math.inf
-        ready = [p for p in self._pending if p.t <= limit]
-        self._pending = [p for p in self._pending if p.t > limit]
-        ready = self._gate(ready)
+        pending = self._pending
+        if not pending or min(p.t for p in pending) > limit:
+            return single, pairs, None, -math.inf
+        ready = [p for p in pending if p.t <= limit]
+        self._pending = [p for p in pending if p.t > limit] if len(ready) < len(pending) \
+            else []
         eps, t_prev, times = self._eps, self._t_last, self._times
+        fast = guess is not None and self._linear()
+        cur = [p for p in ready if p.t > t_prev + eps] if fast else []
+        late = [p for p in ready if p.t <= t_prev + eps] if cur else ready
+        current = self._current_rows(k, t - t_prev, guess, cur) if cur else None
+        if not self._gate_off():
+            parts = []
+            if current is not None:
+                parts.append((current.items, current.gate_e, current.H, current.tau,
+                              current.row_of))
+            if late:
+                parts.append((late, *self._carried_rows(late)))
+            if len(parts) == 1:
+                items, *rows = parts[0]
+            else:
+                items = current.items + late
+                rows = [np.concatenate((parts[0][j], parts[1][j])) for j in (1, 2, 3)]
+                rows.append(np.concatenate((parts[0][4], parts[1][4] + len(cur))))
+            try:
+                keep = self._gate(items, *rows)
+            except _Diverged as exc:
+                raise _Diverged(ready, str(exc)) from None
+            if current is not None:
+                current = current.kept(keep[:len(cur)])
+                keep = keep[len(cur):]
+            if late:
+                late = [p for p, ok in zip(late, keep.tolist()) if ok]
+        newest = max(p.t for p in current.items) if current is not None else -math.inf
         horizon = t - self.config.lag_duration          # keys at or before: marginalised now
-        newest = -math.inf
-        for p in ready:
+        for p in late:
             if p.t > t_prev + eps:                      # the current interval (t_{k-1}, t_k]
                 t0, t1, k1 = t_prev, t, k
             else:                                       # late: bracket it in the window
@@ -216,7 +275,46 @@ class GraphMixin:
             # every reading at the tick itself (sensors on the tick grid): the state at
             # s = 1 is x_k, so a one-key factor is the same equation at half the Jacobian
             single.setdefault(key[0], []).extend(pairs.pop(key))
-        return single, pairs, newest
+        if current is not None and current.keys == (k - 1, k) and current.items \
+                and all(o.s > 1.0 - 1e-9 for o in current.obs):
+            # the readings between the ticks were rejected, those at the tick remain: the
+            # one-key factor at the tick, as above
+            single.setdefault(k, []).extend(current.obs)
+            current = None
+        if current is not None and not current.items:
+            current = None
+        return single, pairs, current, newest
+
+    def _current_rows(self, k: int, dt: float, guess: np.ndarray, items: list[_Pending]
+                      ) -> _Current:
+        """The readings ``items`` of the new interval evaluated once at their factor's
+        linearisation point: on the new key alone at ``guess`` when every one is at the
+        tick, else on (x_{k−1}, x_k) at the state interpolated between the keys' points
+        (ordered by ``s`` as :func:`~.observations.interval_factor` orders them). The
+        gate's residual carries the factor's to the estimate of t_{k−1} by its own
+        Jacobian (:mod:`.innovation_gate`)."""
+        n = self.n
+        t_prev = self._t_last
+        span = [min(1.0, (p.t - t_prev) / dt) for p in items]
+        if min(span) > 1.0 - 1e-9:
+            obs = [p.ob for p in items]
+            state = (guess[:n], guess[n:2 * n], guess[2 * n:])
+            e, H = residuals(self.sm, obs, [state] * len(obs), True)
+            H = H.reshape(len(e), 3 * n)
+            keys, xs, J, gate_e = (k,), (guess,), (H,), e
+        else:
+            order = sorted(range(len(items)), key=span.__getitem__)
+            items = [items[i] for i in order]
+            obs = [p.ob._replace(s=min(1.0, span[j])) for p, j in zip(items, order)]
+            a, b = interpolation_weights([o.s for o in obs], dt)
+            x0 = self._theta[self._k]
+            e, H, J0, J1 = interval_rows(self.sm, obs, a, b, [x0, guess])
+            keys, xs, J = (k - 1, k), (x0, guess), (J0, J1)
+            gate_e = e + J0 @ (self._x_last - x0)
+        sizes = [ob.sigma.size for ob in obs]
+        row_of = np.repeat(np.arange(len(obs)), sizes)
+        tau = np.repeat(np.array([p.t for p in items]) - t_prev, sizes)
+        return _Current(items, obs, keys, xs, e, H, J, gate_e, tau, row_of)
 
     def _update(self, graph: gtsam.NonlinearFactorGraph, values: gtsam.Values, key: int,
                 t: float) -> np.ndarray:
@@ -229,45 +327,54 @@ class GraphMixin:
         return x
 
     def _graph(self, k: int, dt: float, guess: np.ndarray, tau: np.ndarray,
-               state_noise: gtsam.noiseModel.Base, single: dict, pairs: dict
+               state_sigma: np.ndarray, single: dict, pairs: dict,
+               current: _Current | None = None
                ) -> tuple[gtsam.NonlinearFactorGraph, list[Observation]]:
         """The new factors of tick ``k`` (``dt`` after the previous one, inserted at
         ``guess``): state, integrator, and the readings of :meth:`_attach`; with the
         readings used.
 
-        Hook for the innovation gate (issue 25): the readings' model is evaluated twice
-        per tick, by :meth:`_gate` at the last estimate and here at the keys'
-        linearisation points (~65 µs each for the UR5's six encoders and IMU, a quarter
-        of the tick). A gate that predicts at ``guess`` (the smoother's prediction, this
-        factor's point) can keep its ``(e, J)`` per factor and pass it as
-        :func:`factors.linear_factor`'s ``evaluated``: one evaluation per tick."""
+        The new interval's readings (``current``) were evaluated once by :meth:`_attach`
+        at this factor's linearisation point, for the gate too (issue 24). Relinearisation
+        off, the state, integrator and those readings' rows go to GTSAM as one linear
+        factor on (x_{k−1}, x_k) (:func:`factors.stacked_linear_factor`: the same rows as
+        three factors, one JacobianFactor to build and for ISAM2 to index)."""
         n = self.n
         key, prev = gtsam.symbol('x', k), gtsam.symbol('x', self._k)
         graph = gtsam.NonlinearFactorGraph()
-        graph.add(self._factor([key], state_noise,
-                               functools.partial(F.stacked_state_error, self.sys, tau), [guess]))
-        at = [self._theta[self._k], guess]
-        noise = self._integ_noise if dt <= self._dt * (1 + 1e-6) else \
-            gtsam.noiseModel.Diagonal.Sigmas(self._integrator_sigma(dt))
+        theta_prev = self._theta[self._k]
+        state = functools.partial(F.stacked_state_error, self.sys, tau)
+        sigma = self._integ_sigma if dt <= self._dt * (1 + 1e-6) else \
+            self._integrator_sigma(dt)
         cfg = self.config
         unknown = cfg.unknown_effort_sigma > 0 and not self._tau_live.all()
         if cfg.disturbance_process and not unknown:
             # known efforts: bound the change of q̈ − q̈(q, q̇, τ), not of q̈ (issue 27 item 4)
-            noise = gtsam.noiseModel.Diagonal.Sigmas(np.concatenate((
-                self._integrator_sigma(dt), self._jerk * dt)))
-            graph.add(self._factor([prev, key], noise, functools.partial(
-                stacked_trapezoidal_disturbance_error, self.sys, dt, self._tau_prev, tau), at))
+            sigma = np.concatenate((self._integrator_sigma(dt), self._jerk * dt))
+            integ = functools.partial(stacked_trapezoidal_disturbance_error, self.sys, dt,
+                                      self._tau_prev, tau)
         elif cfg.jerk_process or cfg.disturbance_process or unknown:
             # torques unknown: the dynamics barely fix q̈; bound its change by the jerk
-            noise = gtsam.noiseModel.Diagonal.Sigmas(np.concatenate((
-                self._integrator_sigma(dt), self._jerk * dt)))
-            graph.add(self._factor([prev, key], noise, functools.partial(
-                F.stacked_trapezoidal_jerk_error, n, dt), at))
+            sigma = np.concatenate((self._integrator_sigma(dt), self._jerk * dt))
+            integ = functools.partial(F.stacked_trapezoidal_jerk_error, n, dt)
         else:
-            graph.add(self._factor([prev, key], noise,
-                                   functools.partial(F.stacked_trapezoidal_error, n, dt), at))
+            integ = functools.partial(F.stacked_trapezoidal_error, n, dt)
         self._tau_prev = tau
         used = []
+        if self._linear():
+            # the tick's own factors (state, integrator, the new interval's readings) as
+            # ONE linear factor on (x_{k−1}, x_k): the same rows, one GTSAM object
+            e_s, J_s = state([guess], True)
+            e_i, J_i = integ([theta_prev, guess], True)
+            blocks = [((1,), state_sigma, e_s, J_s), ((0, 1), sigma, e_i, J_i)]
+            if current is not None:
+                on = (1,) if len(current.keys) == 1 else (0, 1)
+                blocks.append((on, observation_sigmas(current.obs), current.e, current.J))
+                used += current.obs
+            graph.add(F.stacked_linear_factor([prev, key], [theta_prev, guess], blocks))
+        else:
+            graph.add(self._factor([key], state_sigma, state, [guess]))
+            graph.add(self._factor([prev, key], sigma, integ, [theta_prev, guess]))
         for kk, obs in single.items():
             graph.add(observation_factor(gtsam.symbol('x', kk), self.sm, obs, self._at(kk)))
             used += obs

@@ -36,6 +36,20 @@ by ``s_m`` meanwhile, up to ~55x in σ) means the estimate, not the sensor, is l
 the smoother re-initialises from the newest readings (reset ``diverged``, the sensor
 and its distance in :attr:`Estimator.last_reset_reason`), so a poisoned estimate never
 latches.
+
+One model evaluation per reading per tick (issue 24): with relinearisation off, the
+readings of the new interval (t_{k−1}, t_k] are evaluated once, at their factor's
+linearisation point (the new key's inserted prediction, or the state interpolated
+between the two keys' points), and the gate takes those ``(e, H)``: the factor's own
+residual, carried to the estimate of t_{k−1} by its own Jacobian
+(``e + J_{k−1}(x̂_{k−1} − θ_{k−1})``, zero for a reading at the tick, whose point is the
+estimate carried forward). The prediction is the same as the former second evaluation
+(the last estimate carried by τ and linearised there) up to the point the model is
+linearised at (there: the estimate at t_{k−1}; here: the carried state itself, exact at
+the tick), so gate decisions differ from it only by that exactness; the factors, and so
+the estimates, are unchanged. Late readings (stamped at or before t_{k−1}) and the
+CustomFactors of ``relinearize_threshold > 0`` keep the carried linearisation
+(:meth:`GateMixin._carried_rows`).
 """
 from __future__ import annotations
 
@@ -75,134 +89,160 @@ class _Diverged(Exception):
 class GateMixin:
     """The innovation gate and its model-error term (module docstring)."""
 
-    def _gate(self, ready: list[_Pending]) -> list[_Pending]:
-        """The readings that pass the innovation gate (module docstring).
-
-        The prediction at a reading's stamp is the estimate of the newest tick at
-        or before it (the first in the window for older ones) carried forward by
-        τ (q + τq̇ + ½τ²q̈, q̇ + τq̈), through the sensor model linearised once per
-        sensor and base tick. Its variance adds the dynamics' σ on the new q̈,
-        the change of q̈ over τ (``integrator_jerk`` · τ), and their effect on q̇
-        and q. A run of rejections of one sensor longer than
-        ``outlier_reset_time`` raises :class:`_Diverged` with the readings put back.
-        """
+    def _gate_off(self) -> bool:
         cfg = self.config
-        if self._x_last is None or not ready or (cfg.joint_rejection_threshold <= 0
-                                                 and cfg.imu_rejection_threshold <= 0):
-            return ready
+        return self._x_last is None or (cfg.joint_rejection_threshold <= 0
+                                        and cfg.imu_rejection_threshold <= 0)
+
+    def _carried_rows(self, items: list[_Pending]
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(E, H, τ, reading of each row) of readings ``items`` predicted from the estimate
+        of the newest tick at or before each stamp (the first in the window for older
+        ones) carried forward by τ (q + τq̇ + ½τ²q̈, q̇ + τq̈), through the sensor model
+        linearised once per base tick: ``E = h(x̂) ⊖ z + H (x̂(τ) − x̂)``."""
         n = self.n
-        std = np.nan_to_num(self._std_last, nan=0.0) if self._std_last is not None \
-            else np.zeros(3 * n)
         hist, times = self._x_hist, self._times
         last = len(hist) - 1
-        # readings per (sensor, base tick): all encoders are one sensor, each IMU another;
-        # one model evaluation each, then the gate's arithmetic on all rows at once
-        groups: dict[tuple, list[int]] = {}
-        for i, p in enumerate(ready):
-            joint = p.ob.kind in ('joint_pos', 'joint_vel')
-            if (cfg.joint_rejection_threshold if joint else cfg.imu_rejection_threshold) <= 0:
-                continue
+        groups: dict[int, list[int]] = {}
+        for i, p in enumerate(items):
             base = last if p.t >= self._t_last else \
                 max(0, bisect.bisect_right(times, p.t + self._eps) - 1)
-            groups.setdefault(('j' if joint else p.ob.index, base), []).append(i)
-        d2 = np.zeros(len(ready))
-        power, base_var = np.zeros(len(ready)), np.ones(len(ready))
-        shown, unseen = self._external_var()
-        sd2, sj2 = self._tick_dyn_sigma ** 2 + shown, self._jerk ** 2
-        sd2_enc = sd2 + unseen          # a contact not yet seen: encoders only (docstring)
-        var_s = std * std
-        for (sensor, base), ids in groups.items():
+            groups.setdefault(base, []).append(i)
+        Es, Hs, taus, rows = [], [], [], []
+        for base, ids in groups.items():
             t_b, x = hist[base]
-            obs = [ready[i].ob for i in ids]
+            obs = [items[i].ob for i in ids]
             E, H = self._linear_model(obs, x)                 # (R,), (R, 3n)
             sizes = [np.size(ob.sigma) for ob in obs]
-            row_of = np.repeat(np.arange(len(ids)), sizes)   # reading of each row
-            sig = np.concatenate([np.atleast_1d(ob.sigma) for ob in obs])
-            tau = (np.array([ready[i].t for i in ids]) - t_b)[row_of]
-            a = np.abs(tau)
+            row_of = np.repeat(np.asarray(ids), sizes)
+            tau = np.repeat(np.array([items[i].t for i in ids]) - t_b, sizes)
             qd, qdd = x[n:2 * n], x[2 * n:]
             Hq, Hqd = H[:, :n], H[:, n:2 * n]
             c1, c2 = Hq @ qd + Hqd @ qdd, Hq @ qdd
-            HH = (H * H)
-            var_x = HH @ var_s
-            HH = HH.reshape(len(E), 3, n)
-            s2d, s2j = HH @ (sd2_enc if sensor == 'j' else sd2), HH @ sj2   # (R, 3): q, q̇, q̈
-            # the residual z − h carried to each stamp (E = h(x) ⊖ z at the base tick)
-            r = -(E + tau * c1 + 0.5 * tau * tau * c2)
-            wrap = np.array([self.sm.angle_residual(ob.kind, ob.index)
-                             for ob in obs])[row_of]
-            if wrap.any():
-                r = np.where(wrap, wrap_angle(r), r)
-            # process noise: the new q̈ is only known to the dynamics' σ and changes by
-            # up to integrator_jerk·τ; both drive q̇ and q over τ
-            var_p = (0.25 * a ** 4 * s2d[:, 0] + a ** 6 / 36.0 * s2j[:, 0]
-                     + a * a * s2d[:, 1] + 0.25 * a ** 4 * s2j[:, 1]
-                     + s2d[:, 2] + a * a * s2j[:, 2])
-            s2r = sig * sig
-            s0 = s2r + var_x + var_p                        # the smoother's prediction
-            sm = np.array([self._model_var.get((ob.kind, ob.index), (0.0,))[0]
-                           for ob in obs])[row_of]
-            d2[ids] = np.bincount(row_of, r * r / (s0 + sm), minlength=len(ids))
-            cnt = np.bincount(row_of, minlength=len(ids))
-            power[ids] = np.bincount(row_of, r * r, minlength=len(ids)) / cnt
-            base_var[ids] = np.bincount(row_of, s0, minlength=len(ids)) / cnt
-        out = []
+            Es.append(E + tau * c1 + 0.5 * tau * tau * c2)
+            Hs.append(H)
+            taus.append(tau)
+            rows.append(row_of)
+        return (np.concatenate(Es), np.concatenate(Hs), np.concatenate(taus),
+                np.concatenate(rows))
+
+    def _gate(self, items: list[_Pending], E: np.ndarray, H: np.ndarray, tau: np.ndarray,
+              row_of: np.ndarray) -> np.ndarray:
+        """Which of the readings ``items`` pass the innovation gate (module docstring).
+
+        ``E`` (R,): each row's predicted residual ``h ⊖ z`` at the reading's stamp, ``H``
+        (R, 3n) the model's Jacobian there, ``tau`` (R,) how far the prediction was carried
+        from the last estimate, ``row_of`` (R,) the reading of each row. Its variance adds
+        to σ² and the estimate's (HPHᵀ) the dynamics' σ on the new q̈, the change of q̈
+        over τ (``integrator_jerk`` · τ), and their effect on q̇ and q (HQHᵀ), and the
+        model error s_m. A run of rejections of one sensor longer than
+        ``outlier_reset_time`` raises :class:`_Diverged` (the caller puts the readings
+        back).
+        """
+        cfg = self.config
+        N = len(items)
+        n = self.n
+        var_s = self._var_last if self._var_last is not None else np.zeros(3 * n)
+        shown, unseen = self._external_var()
+        sd2, sj2 = self._tick_dyn_sigma ** 2 + shown, self._jerk ** 2
+        obs = [p.ob for p in items]
+        sig = np.concatenate([ob.sigma for ob in obs])
+        keys = [(ob.kind, ob.index) for ob in obs]
+        wrap_of = self._wraps
+        wrap = np.array([wrap_of[kk] if kk in wrap_of else
+                         wrap_of.setdefault(kk, self.sm.angle_residual(*kk))
+                         for kk in keys])[row_of]
+        mv = self._model_var
+        sm = np.array([mv[kk][0] if kk in mv else 0.0 for kk in keys])[row_of]
+        HH = H * H
+        r = -E                                          # z − h at the stamp
+        if wrap.any():
+            r = np.where(wrap, wrap_angle(r), r)
+        var_x = HH @ var_s                              # H P Hᵀ (diagonal P)
+        # process noise Q(τ), diagonal per row: the new q̈ is only known to the dynamics'
+        # σ and changes by up to integrator_jerk·τ; both drive q̇ and q over τ
+        if tau[0] == tau[-1] and (tau == tau[0]).all():     # one stamp (at the tick)
+            a2 = float(tau[0]) ** 2
+            a4 = a2 * a2
+            Q = np.concatenate((0.25 * a4 * sd2 + a4 * a2 / 36.0 * sj2,
+                                a2 * sd2 + 0.25 * a4 * sj2, sd2 + a2 * sj2))
+            var_p = HH @ Q                              # H Q(τ) Hᵀ
+        else:
+            a2 = tau * tau
+            a4 = a2 * a2
+            Cd = np.stack((0.25 * a4, a2, np.ones_like(a2)), axis=1)   # (R, 3): q, q̇, q̈
+            Cj = np.stack((a4 * a2 / 36.0, 0.25 * a4, a2), axis=1)
+            Q = (Cd[:, :, None] * sd2 + Cj[:, :, None] * sj2).reshape(len(E), 3 * n)
+            var_p = np.einsum('ij,ij->i', HH, Q)        # H Q(τ) Hᵀ, Q(τ) per row
+        if np.any(unseen):
+            # a contact not yet seen (module docstring): the encoders' rows only
+            enc = np.array([kk[0] in ('joint_pos', 'joint_vel') for kk in keys])[row_of]
+            if enc.any():
+                a2 = tau * tau
+                C = np.stack((0.25 * a2 * a2, a2, np.ones_like(a2)), axis=1)  # q, q̇, q̈
+                var_c = np.einsum('rk,rk->r', HH.reshape(len(E), 3, n) @ unseen, C)
+                var_p = var_p + np.where(enc, var_c, 0.0)
+        s2r = sig * sig
+        s0 = s2r + var_x + var_p                        # the smoother's prediction
+        rr = r * r
+        d2 = np.bincount(row_of, rr / (s0 + sm), minlength=N)
+        cnt = np.bincount(row_of, minlength=N)
+        power = (np.bincount(row_of, rr, minlength=N) / cnt).tolist()
+        base_var = (np.bincount(row_of, s0, minlength=N) / cnt).tolist()
+        thr_j, thr_i = cfg.joint_rejection_threshold, cfg.imu_rejection_threshold
+        thr2 = {True: thr_j * thr_j, False: thr_i * thr_i}
+        keep = np.ones(N, dtype=bool)
         diverged = ''
         tau_m = 0.5 * cfg.outlier_reset_time
-        for i, p in enumerate(ready):
-            key = (p.ob.kind, p.ob.index)
+        d2 = d2.tolist()
+        for i, p in enumerate(items):
+            key = keys[i]
             joint = key[0] in ('joint_pos', 'joint_vel')
             thr = cfg.joint_rejection_threshold if joint else cfg.imu_rejection_threshold
             if thr <= 0:
-                out.append(p)
                 continue
             # the model error the innovations show (module docstring): clipped, so an
             # outlier moves it by at most 4·α·S
-            entry = self._model_var.setdefault(key, [0.0, p.t])
+            entry = mv.setdefault(key, [0.0, p.t])
             alpha = min(1.0, max(p.t - entry[1], 0.0) / tau_m)
             S = base_var[i] + entry[0]
             entry[0] = (1.0 - alpha) * entry[0] + alpha * max(
                 0.0, min(power[i], 4.0 * S) - base_var[i])
             entry[1] = max(entry[1], p.t)
-            if d2[i] <= thr * thr:
-                out.append(p)
+            if d2[i] <= thr2[joint]:
                 self._reject_since.pop(key, None)
                 continue
+            keep[i] = False
             self._counters['rejected_outlier'] += 1
             since = self._reject_since.setdefault(key, p.t)
             if p.t - since >= cfg.outlier_reset_time:
                 diverged = (f'{key[0]} {key[1]}: every reading rejected for '
                             f'{p.t - since:.3f} s, {math.sqrt(d2[i]):.3g} σ off')
         if diverged:
-            raise _Diverged(ready, diverged)
-        return out
+            raise _Diverged([], diverged)
+        return keep
 
     def _external_var(self) -> tuple[np.ndarray | float, np.ndarray | float]:
         """The external torques' share of the gate's q̈ variance (module docstring): with
         every effort known, ``(d², Σ_a (∂q̈/∂τ_a σ_c,a)²)`` at the last estimate (the contact
         the estimate shows, one not yet seen), else ``(0, 0)``.
 
-        q̈ is linear in τ, so ``∂q̈/∂τ_a σ_c,a`` is one forward dynamics per actuator; it
-        moves with the pose only, and is refreshed every ``covariance_every`` ticks (held
-        in between, as the estimate's covariance). ``d``: one forward dynamics per call.
+        ``d``: one forward dynamics per call; ``∂q̈/∂τ``
+        (:meth:`~mbfg_ros.core.interface.MultibodySystem.acceleration_gain`) moves with the
+        pose only and is refreshed every ``covariance_every`` ticks (held in between, as the
+        estimate's covariance).
         """
         if not self._n_act or not self._tau_live.all():
             return 0.0, 0.0
-        n, x, tau = self.n, self._x_last, self._tau_prev
-        q, qd = x[:n], x[n:2 * n]
-        base = self.sys.accelerations(q, qd, tau)
-        d = x[2 * n:] - base
+        n, x = self.n, self._x_last
+        q = x[:n]
+        d = x[2 * n:] - self.sys.accelerations(q, x[n:2 * n], self._tau_prev)
         sc = self._contact_sigma
         if not sc.any():
             return d * d, 0.0
         if self._contact_var is None or self._k - self._contact_k >= self.config.covariance_every:
-            var = np.zeros(n)
-            pushed = tau.copy()
-            for a in np.flatnonzero(sc):
-                pushed[a] += sc[a]
-                var += (self.sys.accelerations(q, qd, pushed) - base) ** 2
-                pushed[a] = tau[a]
-            self._contact_var, self._contact_k = var, self._k
+            G = self.sys.acceleration_gain(q)
+            self._contact_var, self._contact_k = (G * G) @ (sc * sc), self._k
         return d * d, self._contact_var
 
     def _linear_model(self, obs: list[Observation], x: np.ndarray

@@ -149,6 +149,31 @@ class IntakeMixin:
             return float(np.sqrt(var))
         return default
 
+    def _joint_layout(self, names: tuple) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+        """(message index, joint index) of the known names and (message index, actuator)
+        of the actuated ones, for one ``names`` tuple; unknown names counted once each
+        (``dropped_unknown_joint``). Kept per names tuple (a driver sends the same one
+        every message; at most 64 kept, so a stream of malformed ones stays bounded)."""
+        layout = self._layouts.get(names)
+        if layout is not None:
+            return layout
+        known, act = [], []
+        for i, nm in enumerate(names):
+            j = self._joint_index.get(nm)
+            if j is None:
+                if nm not in self._unknown:
+                    self._unknown.add(nm)
+                    self._counters['dropped_unknown_joint'] += 1
+                continue
+            known.append((i, j))
+            a = self._act_of_joint.get(nm)
+            if a is not None:
+                act.append((i, a))
+        if len(self._layouts) >= 64:
+            self._layouts.clear()
+        layout = self._layouts[names] = (known, act)
+        return layout
+
     def _joint_obs(self, m: JointMeasurement) -> list[Observation]:
         cfg = self.config
         names = tuple(m.names) if m.names is not None else ()
@@ -158,28 +183,29 @@ class IntakeMixin:
         eff = self._values(m.effort, k, 'effort')
         pvar = self._values(m.position_var, k, 'position_var')
         vvar = self._values(m.velocity_var, k, 'velocity_var')
+        known, act = self._joint_layout(names)
         # finiteness and σ of every reading at once (the per-joint loop only builds them)
         p_ok = np.isfinite(pos).tolist() if pos is not None else [False] * k
         v_ok = np.isfinite(vel).tolist() if vel is not None else [False] * k
         sp = self._sigmas(pvar, k, cfg.encoder_sigma) if any(p_ok) else None
         sv = self._sigmas(vvar, k, cfg.encoder_rate_sigma) if any(v_ok) else None
-        out = []
-        for i, nm in enumerate(names):
-            j = self._joint_index.get(nm)
-            if j is None:
-                if nm not in self._unknown:
-                    self._unknown.add(nm)
-                    self._counters['dropped_unknown_joint'] += 1
-                continue
-            if p_ok[i]:
-                out.append(Observation('joint_pos', j, pos[i:i + 1].copy(), sp[i:i + 1]))
-            if v_ok[i]:
-                out.append(Observation('joint_vel', j, vel[i:i + 1].copy(), sv[i:i + 1]))
-            a = self._act_of_joint.get(nm)
-            if a is not None and eff is not None and np.isfinite(eff[i]):
-                self._tau[a] = eff[i]
-                self._tau_t[a] = m.t
-                self._counters['used_effort'] += 1
+        if sv is None:                                  # angles only (the common case)
+            out = [Observation('joint_pos', j, pos[i:i + 1].copy(), sp[i:i + 1])
+                   for i, j in known if p_ok[i]] if sp is not None else []
+        else:
+            out = []
+            for i, j in known:
+                if p_ok[i]:
+                    out.append(Observation('joint_pos', j, pos[i:i + 1].copy(), sp[i:i + 1]))
+                if v_ok[i]:
+                    out.append(Observation('joint_vel', j, vel[i:i + 1].copy(), sv[i:i + 1]))
+        if eff is not None and act:
+            e_ok = np.isfinite(eff).tolist()
+            for i, a in act:
+                if e_ok[i]:
+                    self._tau[a] = eff[i]
+                    self._tau_t[a] = m.t
+                    self._counters['used_effort'] += 1
         return out
 
     def _imu_obs(self, m: ImuMeasurement) -> list[Observation]:
@@ -193,11 +219,19 @@ class IntakeMixin:
         g = self._values(m.gyro, 3, 'gyro')
         a = self._values(m.accel, 3, 'accel')
         quat = self._values(m.orientation, 4, 'orientation')
-        sg, sa, so = (np.array([self._sigma(self._var(var, i), default) for i in range(3)])
+        sg, sa, so = (self._sigmas(self._var3(var), 3, default)
                       for var, default in ((m.gyro_var, cfg.gyro_sigma),
                                            (m.accel_var, cfg.accel_sigma),
                                            (m.orientation_var, cfg.orientation_sigma)))
         return self.sm.imu_observations(k, g, a, quat, sg, sa, so)
+
+    @staticmethod
+    def _var3(var) -> np.ndarray | None:
+        """A variance 3-vector, or None (not given, or of another length: the defaults)."""
+        if var is None:
+            return None
+        v = np.asarray(var, float).reshape(-1)
+        return v if v.size == 3 else None
 
     @staticmethod
     def _var(var, i: int) -> float | None:

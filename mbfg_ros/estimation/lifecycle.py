@@ -68,6 +68,7 @@ class LifecycleMixin:
         self._last: Estimate | None = None
         self._x_last: np.ndarray | None = None
         self._std_last: np.ndarray | None = None
+        self._var_last: np.ndarray | None = None    # σ² of _std_last, NaN as 0 (the gate's P)
         self._cov_last: np.ndarray | None = None
         self._last_reading = -math.inf
         self._since_cov = 0
@@ -178,17 +179,17 @@ class LifecycleMixin:
         q, qd, qdd = self._x_last[:n], self._x_last[n:2 * n], self._x_last[2 * n:]
         guess = np.concatenate((q + dt * qd + 0.5 * dt * dt * qdd, qd + dt * qdd, qdd))
         # the gate's process noise and the state factor use the same dynamics σ (one
-        # evaluation per tick: with unknown efforts it costs a forward dynamics per actuator)
+        # evaluation per tick: with unknown efforts one factorisation, ∂q̈/∂τ = M⁻¹B)
         tau = self.applied_torque(t)
-        self._tick_dyn_sigma, state_noise = self._dynamics_noise(guess, tau)
+        self._tick_dyn_sigma, state_sigma = self._dynamics_noise(guess, tau)
         try:
-            single, pairs, newest = self._attach(t, k)
+            single, pairs, current, newest = self._attach(t, k, guess)
         except _Diverged as exc:        # the estimate is lost: start again from the readings
             self._pending = exc.ready + self._pending
             self._reset_keep_pending('diverged', str(exc))
             return None
         self._theta[k] = guess
-        graph, used = self._graph(k, dt, guess, tau, state_noise, single, pairs)
+        graph, used = self._graph(k, dt, guess, tau, state_sigma, single, pairs, current)
         values = gtsam.Values()
         values.insert(key, guess)
         try:

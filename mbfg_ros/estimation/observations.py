@@ -47,7 +47,8 @@ from ..core.interface import SensorModel
 from ..core.observation import Observation
 
 __all__ = ['Observation', 'interpolation_weights', 'residuals', 'observation_error',
-           'observation_factor', 'interval_error', 'interval_factor', 'observation_sigmas']
+           'observation_factor', 'interval_error', 'interval_rows', 'interval_factor',
+           'observation_sigmas']
 
 
 def interpolation_weights(s: np.ndarray | float, dt: float) -> tuple[np.ndarray, np.ndarray]:
@@ -77,10 +78,12 @@ def residuals(sm: SensorModel, obs: Sequence[Observation], states, want: bool):
     residual: 1-axis/2-axis/yaw on a plane, 3-axis and SO(3) in space); prismatic
     joints use the scalar model per state. A reading has as many rows as its σ."""
     n = sm.n
-    sizes = np.array([np.size(ob.sigma) for ob in obs])      # rows of each reading
-    start = np.concatenate(([0], np.cumsum(sizes)[:-1]))
-    e = np.empty(int(sizes.sum()))
+    sizes = [ob.sigma.size for ob in obs]                   # rows of each reading
+    start = np.cumsum([0] + sizes[:-1]).tolist()
+    e = np.empty(sum(sizes))
     H = np.empty((e.size, 3, n)) if want else None
+    one = states[0] if all(st is states[0] for st in states) else None
+    X1 = np.stack(one) if one is not None else None       # (3, n): the one state of all
     cache: dict[int, np.ndarray] = {}
 
     def stacked(state) -> np.ndarray:       # readings often share one state object
@@ -88,6 +91,11 @@ def residuals(sm: SensorModel, obs: Sequence[Observation], states, want: bool):
         if x is None:
             x = cache[id(state)] = np.stack(state)
         return x
+
+    def at(ids: list[int]) -> np.ndarray:   # (N, 3, n): the states of readings ids
+        if X1 is not None:
+            return np.broadcast_to(X1, (len(ids),) + X1.shape)
+        return np.array([stacked(states[i]) for i in ids])
 
     direct = sm.direct_encoders              # encoders read q_j, q̇_j directly (or None)
     groups: dict[tuple[str, int], list[int]] = {}
@@ -104,18 +112,22 @@ def residuals(sm: SensorModel, obs: Sequence[Observation], states, want: bool):
         # joint coordinates (spatial): every encoder reading at once, unit-row Jacobians
         idx = np.array([obs[i].index for i in jids])
         lvl = np.array([0 if obs[i].kind == 'joint_pos' else 1 for i in jids])
-        X = np.array([stacked(states[i]) for i in jids])
-        r = X[np.arange(len(jids)), lvl, idx] - np.array([obs[i].z[0] for i in jids])
+        z = np.array([obs[i].z[0] for i in jids])
+        if X1 is not None:
+            r = X1[lvl, idx] - z
+        else:
+            X = np.array([stacked(states[i]) for i in jids])
+            r = X[np.arange(len(jids)), lvl, idx] - z
         wrap = (lvl == 0) & direct[idx]
         if wrap.any():
             r[wrap] = wrap_angle(r[wrap])
-        rows = start[jids]
+        rows = [start[i] for i in jids]
         e[rows] = r
         if want:
             H[rows] = 0.0
             H[rows, lvl, idx] = 1.0
     for (cls, index), ids in groups.items():
-        X = np.array([stacked(states[i]) for i in ids])           # (N, 3, n)
+        X = at(ids)                                               # (N, 3, n)
         if cls == 'j':
             batch = sm.joint_batch(index, X)
             if batch is None:                                     # prismatic: scalar model
@@ -140,12 +152,14 @@ def residuals(sm: SensorModel, obs: Sequence[Observation], states, want: bool):
                     if want:
                         H[start[i]] = Hv[r]
             continue
-        rows = [np.arange(start[i], start[i] + sizes[i]) for i in ids]
         ei, Hi = sm.imu_errors(index, [obs[i] for i in ids], X, want)
-        at = np.concatenate(rows)
-        e[at] = ei
+        if len(ids) == 1 or ids[-1] - ids[0] == len(ids) - 1:     # consecutive readings
+            at_rows = slice(start[ids[0]], start[ids[-1]] + sizes[ids[-1]])
+        else:
+            at_rows = np.concatenate([np.arange(start[i], start[i] + sizes[i]) for i in ids])
+        e[at_rows] = ei
         if want:
-            H[at] = Hi
+            H[at_rows] = Hi
     return e, H
 
 
@@ -165,6 +179,14 @@ def interval_error(sm: SensorModel, obs: Sequence[Observation], a: np.ndarray, b
 
     ``a``, ``b`` (len(obs), 3, 3): :func:`interpolation_weights` of each reading.
     """
+    e, _, J0, J1 = interval_rows(sm, obs, a, b, xs, want)
+    return e, ([J0, J1] if want else None)
+
+
+def interval_rows(sm: SensorModel, obs: Sequence[Observation], a: np.ndarray, b: np.ndarray,
+                  xs: Sequence[np.ndarray], want: bool = True):
+    """:func:`interval_error` with the model Jacobian too: (e, H (rows, 3n) at each
+    reading's interpolated state, ∂e/∂x_{k−1}, ∂e/∂x_k), or (e, None, None, None)."""
     n = sm.n
     X0, X1 = xs[0].reshape(3, n), xs[1].reshape(3, n)
     Xm = a @ X0 + b @ X1                         # (N, 3, n): state at each reading
@@ -178,11 +200,11 @@ def interval_error(sm: SensorModel, obs: Sequence[Observation], a: np.ndarray, b
             states.append(states[-1])
     e, H = residuals(sm, obs, states, want)
     if not want:
-        return e, None
+        return e, None, None, None
     rows = np.repeat(np.arange(len(obs)), [np.size(ob.sigma) for ob in obs])
     J0 = np.einsum('rin,rij->rjn', H, a[rows]).reshape(len(e), 3 * n)
     J1 = np.einsum('rin,rij->rjn', H, b[rows]).reshape(len(e), 3 * n)
-    return e, [J0, J1]
+    return e, H.reshape(len(e), 3 * n), J0, J1
 
 
 def observation_sigmas(obs: Sequence[Observation]) -> np.ndarray:

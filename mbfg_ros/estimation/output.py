@@ -36,11 +36,14 @@ class OutputMixin:
         """σ of the newest key's marginal (published as q_std, qd_std; the gate's σ_x)."""
         try:
             cov = self._smoother.marginalCovariance(key)
-            self._std_last = np.sqrt(np.maximum(np.diag(cov), 0.0))
+            var = np.maximum(np.diag(cov), 0.0)
+            self._std_last = np.sqrt(var)
+            self._var_last = np.nan_to_num(var, nan=0.0)      # the gate's P (diagonal)
             self._cov_last = cov
         except Exception:             # noqa: BLE001 - keep the last one
             if self._std_last is None:
                 self._std_last = np.full(3 * self.n, np.nan)
+                self._var_last = np.zeros(3 * self.n)
 
     def _finish(self, t: float, key: int, x: np.ndarray, start: float) -> Estimate:
         n = self.n

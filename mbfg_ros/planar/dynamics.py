@@ -120,6 +120,23 @@ class System:
         a = forward_accel(self, q, qd, tau, jacobians=jacobians)
         return (a.qdd, a.qdd_q, a.qdd_qd) if jacobians else a.qdd
 
+    def acceleration_gain(self, q: np.ndarray) -> np.ndarray:
+        """∂q̈/∂τ (n, n_act) at ``q``: q̈ is affine in the actuator efforts (seed 000 Eq. 5:
+        ``[M Φqᵀ; Φq 0] [q̈; λ] = [Q; c]`` with ``Q = B(q) τ + …``), so it is the top-left
+        block of the augmented matrix's inverse times ``B(q)`` (one factorisation for
+        every actuator)."""
+        rows = self.rows
+        n, r = self.n, len(rows)
+        Jq = self.constraints.phi_q(q)[rows]
+        A = np.zeros((n + r, n + r))
+        A[:n, :n] = self.mass_matrix(q)
+        A[:n, n:] = Jq.T
+        A[n:, :n] = Jq
+        B = self.forces.actuator_matrix(q)
+        rhs = np.zeros((n + r, B.shape[1]))
+        rhs[:n] = B
+        return np.linalg.solve(A, rhs)[:n]
+
     def torques(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray:
         """Actuator efforts for (q, q̇, q̈) (:func:`actuator_efforts`)."""
         return actuator_efforts(self, q, qd, qdd)

@@ -110,6 +110,17 @@ class SensorModel:
         return (math.atan2(d[1], d[0]), rate, np.concatenate((-G, G)),
                 np.concatenate((-rate_d, rate_d)))
 
+    @staticmethod
+    def _angle_value(w: np.ndarray, wd: np.ndarray, idx: np.ndarray | None
+                     ) -> tuple[float, float]:
+        """(θ, θ̇) of :meth:`_angle` without the Jacobians; ground gives zeros."""
+        if idx is None:
+            return 0.0, 0.0
+        dx, dy = (w[idx[2:]] - w[idx[:2]]).tolist()
+        ddx, ddy = (wd[idx[2:]] - wd[idx[:2]]).tolist()
+        r2 = dx * dx + dy * dy
+        return math.atan2(dy, dx), (dx * ddy - dy * ddx) / r2
+
     def _scatter(self, idx: np.ndarray | None, g4: np.ndarray, out: np.ndarray,
                  sign: float = 1.0) -> None:
         if idx is not None:
@@ -121,6 +132,11 @@ class SensorModel:
         """Position and rate models of joint ``j`` (each 1 row)."""
         kind, a, b, offset = self._joints[j]
         w, wd = self.ext.of(q), self.ext.rate(qd)
+        if kind == 'rev' and not want:         # values only (the estimate's joint readings)
+            ta, ra = self._angle_value(w, wd, a)
+            tb, rb = self._angle_value(w, wd, b)
+            return (Model(np.array([float(wrap_angle(tb - ta - offset))])),
+                    Model(np.array([rb - ra])))
         if kind == 'rev':
             ta, ra, ga, gra = self._angle(w, wd, a)
             tb, rb, gb, grb = self._angle(w, wd, b)
@@ -269,6 +285,13 @@ class SensorModel:
         if kind != 'rev':
             return None
         n, N = self.n, X.shape[0]
+        if N == 1 or X.strides[0] == 0:        # one state: the scalar model, once
+            pm, vm = self.joint(j, X[0, 0], X[0, 1], True)
+            Hp = np.empty((N, 3, n))
+            Hv = np.empty((N, 3, n))
+            Hp[:, 0], Hp[:, 1], Hp[:, 2] = pm.Hq[0], pm.Hqd[0], pm.Hqdd[0]
+            Hv[:, 0], Hv[:, 1], Hv[:, 2] = vm.Hq[0], vm.Hqd[0], vm.Hqdd[0]
+            return (np.full(N, pm.h[0]), np.full(N, vm.h[0])), (Hp, Hv)
         w, wd, _ = self._extended(X)
         ta, ra, ga, gra = self._angle_batch(w, wd, a)
         tb, rb, gb, grb = self._angle_batch(w, wd, b)
@@ -340,6 +363,8 @@ class SensorModel:
         """Residuals ``h − z`` of IMU ``k``'s readings ``obs`` (kinds ``gyro``: z rate,
         ``accel``: in-plane specific force, ``orient``: yaw, wrapped) at the states
         ``X`` (N, 3, n), stacked, with their model Jacobians (rows, 3, n)."""
+        if X.shape[0] == 1 or X.strides[0] == 0:
+            return self._imu_errors_one(k, obs, X[0], want)
         (gyro, f, ori), (Hg, Hf, Ho) = self.imu_batch(k, X)
         sizes = [np.size(ob.sigma) for ob in obs]
         e = np.empty(sum(sizes))
@@ -359,6 +384,32 @@ class SensorModel:
                 if want:
                     H[r0] = Ho[r, 0]
             r0 += sizes[r]
+        return e, H
+
+    def _imu_errors_one(self, k: int, obs: Sequence, x: np.ndarray, want: bool
+                        ) -> tuple[np.ndarray, np.ndarray | None]:
+        """:meth:`imu_errors` with every reading at one state ``x`` (3, n): the scalar
+        model, once (the batch form costs twice as much for one state)."""
+        gm, fm, om = self.imu(k, x[0], x[1], x[2], want)
+        sizes = [np.size(ob.sigma) for ob in obs]
+        e = np.empty(sum(sizes))
+        H = np.empty((e.size, 3, self.n)) if want else None
+        r0 = 0
+        for ob, size in zip(obs, sizes):
+            if ob.kind == 'gyro':
+                m = gm
+                e[r0] = gm.h[0] - ob.z[0]
+            elif ob.kind == 'accel':
+                m = fm
+                e[r0:r0 + 2] = fm.h - ob.z
+            else:
+                m = om
+                e[r0] = wrap_angle(om.h[0] - ob.z[0])
+            if want:
+                H[r0:r0 + size, 0] = m.Hq
+                H[r0:r0 + size, 1] = m.Hqd
+                H[r0:r0 + size, 2] = m.Hqdd
+            r0 += size
         return e, H
 
     def joint_positions(self, q: np.ndarray) -> np.ndarray:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import array
 import functools
 import importlib
+import math
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
 
@@ -114,12 +115,18 @@ def _message_stamp(msg: Any, now_ns: int | None) -> int:
 def _column(values: Sequence[float], n: int, field: str) -> np.ndarray:
     """A JointState array: empty -> all NaN (not given); wrong length -> rejected."""
     arr = np.asarray(values, dtype=float).reshape(-1)
+    return _column_of(arr, np.isfinite(arr), n, field)
+
+
+def _column_of(arr: np.ndarray, finite: np.ndarray, n: int, field: str) -> np.ndarray:
+    """:func:`_column` of a float array ``arr`` whose finite mask is ``finite`` (a new
+    array, never a view of the message)."""
     if arr.size == 0:
         return np.full(n, np.nan)
     if arr.size != n:
         raise InputRejected('length_mismatch',
                             f'{field} has {arr.size} values for {n} names')
-    return np.where(np.isfinite(arr), arr, np.nan)
+    return np.where(finite, arr, np.nan)
 
 
 def joint_state_to_record(msg: Any, known: Iterable[str] | None = None,
@@ -128,12 +135,12 @@ def joint_state_to_record(msg: Any, known: Iterable[str] | None = None,
     """JointState -> (stamp ns, record, unknown names, number of non-finite values).
 
     position -> encoder, velocity -> rate, effort -> known applied torque.
-    Names not in ``known`` are dropped from the record and returned so the
-    caller can warn once. Non-finite values become NaN ("not given").
+    Names not in ``known`` (a set is used as it is) are dropped from the record and
+    returned so the caller can warn once. Non-finite values become NaN ("not given").
 
     :raises InputRejected: wrong array lengths, repeated names, no usable value.
     """
-    names = tuple(str(n) for n in msg.name)
+    names = tuple(map(str, msg.name))
     t = _message_stamp(msg, now_ns)
     n = len(names)
     if n == 0:
@@ -142,15 +149,17 @@ def joint_state_to_record(msg: Any, known: Iterable[str] | None = None,
         raise InputRejected('repeated_names', f'repeated joint names {capped(names)}')
     raw = [np.asarray(v, dtype=float).reshape(-1) for v in (msg.position, msg.velocity,
                                                             msg.effort)]
-    pos, vel, eff = (_column(v, n, f) for v, f in zip(raw, ('position', 'velocity',
-                                                            'effort')))
-    nonfinite = int(sum(int(np.count_nonzero(~np.isfinite(v))) for v in raw))
+    finite = [np.isfinite(v) for v in raw]
+    pos, vel, eff = (_column_of(v, f, n, name) for v, f, name in
+                     zip(raw, finite, ('position', 'velocity', 'effort')))
+    nonfinite = sum(v.size - int(np.count_nonzero(f)) for v, f in zip(raw, finite))
     unknown: tuple[str, ...] = ()
     if known is not None:
-        known = set(known)
-        keep = [i for i, name in enumerate(names) if name in known]
-        unknown = tuple(name for name in names if name not in known)
-        if unknown:
+        if not isinstance(known, (set, frozenset)):
+            known = set(known)
+        if not known.issuperset(names):
+            keep = [i for i, name in enumerate(names) if name in known]
+            unknown = tuple(name for name in names if name not in known)
             names = tuple(names[i] for i in keep)
             pos, vel, eff = pos[keep], vel[keep], eff[keep]
     if not names or not (np.isfinite(pos).any() or np.isfinite(vel).any()
@@ -161,17 +170,32 @@ def joint_state_to_record(msg: Any, known: Iterable[str] | None = None,
     return t, JointMeasurement(t / NS, names, pos, vel, eff), unknown, nonfinite
 
 
-def _variance(cov: Sequence[float], index: int) -> float | None:
+def _variances(cov: Sequence[float]) -> np.ndarray | None:
+    """The diagonal (3,) of a 3x3 row-major covariance, or None: not 9 finite values, all
+    zero ("unknown"), or a diagonal element that is not positive."""
     c = np.asarray(cov, dtype=float).reshape(-1)
-    if c.size != 9 or not np.all(np.isfinite(c)) or not np.any(c != 0.0):
+    if c.size != 9 or not np.isfinite(c).all() or not c.any():
         return None
-    v = float(c[index])
-    return v if v > 0.0 else None
+    d = c[_DIAGONAL]
+    return d if (d > 0.0).all() else None
+
+
+_DIAGONAL = np.array([0, 4, 8])
 
 
 def _provided(cov: Sequence[float]) -> bool:
-    c = np.asarray(cov, dtype=float).reshape(-1)
-    return not (c.size > 0 and c[0] == -1.0)
+    return not (len(cov) > 0 and cov[0] == -1.0)
+
+
+def _vector(v: Any, cov: Sequence[float]) -> np.ndarray | None:
+    """A geometry_msgs/Vector3 as (3,), or None: not provided (covariance[0] = -1) or not
+    all finite."""
+    if not _provided(cov):
+        return None
+    x, y, z = float(v.x), float(v.y), float(v.z)
+    if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(z)):
+        return None
+    return np.array((x, y, z))
 
 
 def imu_to_record(msg: Any, sensor: str, now_ns: int | None = None
@@ -187,21 +211,12 @@ def imu_to_record(msg: Any, sensor: str, now_ns: int | None = None
     :raises InputRejected: nothing usable in the message.
     """
     t = _message_stamp(msg, now_ns)
-
-    def vector(v: Any, cov: Sequence[float]) -> np.ndarray | None:
-        if not _provided(cov):
-            return None
-        a = np.array([v.x, v.y, v.z], dtype=float)
-        return a if np.all(np.isfinite(a)) else None
-
-    def variances(cov: Sequence[float]) -> np.ndarray | None:
-        vs = [_variance(cov, i) for i in (0, 4, 8)]
-        return None if any(v is None for v in vs) else np.array(vs)
-
-    gyro = vector(msg.angular_velocity, msg.angular_velocity_covariance)
-    accel = vector(msg.linear_acceleration, msg.linear_acceleration_covariance)
+    gyro_cov, accel_cov = msg.angular_velocity_covariance, msg.linear_acceleration_covariance
+    gyro = _vector(msg.angular_velocity, gyro_cov)
+    accel = _vector(msg.linear_acceleration, accel_cov)
     quat = None
-    if _provided(msg.orientation_covariance):
+    o_cov = msg.orientation_covariance
+    if _provided(o_cov):
         o = msg.orientation
         q = np.array([o.x, o.y, o.z, o.w], dtype=float)
         norm = float(np.linalg.norm(q)) if np.all(np.isfinite(q)) else 0.0
@@ -211,9 +226,9 @@ def imu_to_record(msg: Any, sensor: str, now_ns: int | None = None
         raise InputRejected('no_usable_values', f'Imu for {sensor!r} has no finite field')
     rec = ImuMeasurement(
         t / NS, sensor, gyro, accel, quat,
-        gyro_var=variances(msg.angular_velocity_covariance) if gyro is not None else None,
-        accel_var=variances(msg.linear_acceleration_covariance) if accel is not None else None,
-        orientation_var=variances(msg.orientation_covariance) if quat is not None else None)
+        gyro_var=_variances(gyro_cov) if gyro is not None else None,
+        accel_var=_variances(accel_cov) if accel is not None else None,
+        orientation_var=_variances(o_cov) if quat is not None else None)
     return t, rec
 
 

@@ -33,9 +33,18 @@ tick (a busy computer) defers the next one, and the driver merges the missed
 grid ticks into one longer step, so readings are never dropped for being
 slow (``ticks.merged``, ``ticks.overruns``, ``ticks.rate_hz``). With no input
 the tick timer stops (idle costs nothing) and the first reading restarts it.
-The executor is the ``SingleThreadedExecutor`` (every distro; measured faster here), or
-rclpy's ``EventsExecutor`` where the distro has it (Kilted, recent Jazzy); parameter
-``executor``.
+How it runs (parameter ``executor``, :func:`run_loop`): by default (``auto`` = ``loop``)
+the main thread runs the tick loop itself. Once per tick period (wall clock) it takes
+the newest ``/clock`` (under ``use_sim_time``) and every message waiting on the sensor
+topics (``take_message``, no callback and no wait set per message), runs the due tick
+and publishes it; rclpy's ``SingleThreadedExecutor`` serves everything else (services,
+parameters, references, ``~/set_state``, diagnostics, markers), one callback per turn
+every :data:`SPIN_EVERY_S`. The sensor subscriptions and rclpy's own ``/clock`` subscription
+sit in a :class:`PolledGroup`, a callback group the executor leaves out of its wait set
+while the loop ticks; with no input (idle) the loop blocks in the executor with them back
+in, and the first reading wakes it. ``single`` and ``events`` are the callback design (a
+callback per message, a tick timer) under the ``SingleThreadedExecutor`` or rclpy's
+``EventsExecutor`` (Kilted, recent Jazzy; not Humble).
 
 Run: ``ros2 run mbfg_ros estimator_node --ros-args -p mechanism:=fourbar.yaml``
 or ``python -m mbfg_ros.ros.estimator_node --ros-args ...``. A bad parameter or
@@ -54,8 +63,10 @@ from typing import Any
 import numpy as np
 import rclpy
 import rclpy.executors
+from rclpy.callback_groups import CallbackGroup
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
+from rclpy.time_source import TimeSource
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
 from ..loader import load_mechanism, mechanism_warning
@@ -67,7 +78,8 @@ from .runner import run_node, stop_on_signals
 
 __all__ = ['EstimatorNode', 'main', 'SENSOR_QOS', 'OUTPUT_QOS', 'REFERENCE_QOS',
            'REFERENCE_LIVE_QOS',
-           'make_executor', 'LOG_EVERY', 'REQUEST_KEYS']
+           'make_executor', 'LOG_EVERY', 'REQUEST_KEYS', 'PolledGroup', 'run_loop',
+           'SPIN_EVERY_S', 'LOOP_KINDS']
 
 SENSOR_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000,
                         reliability=ReliabilityPolicy.BEST_EFFORT,
@@ -109,6 +121,52 @@ REQUEST_KEYS = ('reset', 'set_state', 'set_state_refused', 'params_set', 'params
 """Service and request counters (``requests.<key>`` in /diagnostics), a fixed set."""
 
 
+SPIN_EVERY_S = 0.01
+"""Loop mode: seconds between two turns of the executor (services, parameters, references,
+``~/set_state``, diagnostics, markers): one ready callback per turn, without waiting.
+A turn costs ~0.13 ms of CPU here (rclpy builds its wait set in Python), so 1 % of a core
+at this rate; a request waits at most this long plus one tick."""
+
+PARK_AFTER_S = 0.1
+"""Loop mode: a clock that has not moved for this long (a simulated clock that stopped:
+bag or simulator paused or ended), with no message and no tick run, parks the loop in the
+executor's wait (sensors and ``/clock`` included) until a message comes; it looks again
+every 0.1 s (readings queued ahead of the clock may become due when a silent stream stops
+holding the ticks, ``sensor_timeout`` of wall time later)."""
+
+LOOP_KINDS = ('auto', 'loop')
+"""Values of the parameter ``executor`` that run the tick loop (:func:`run_loop`)."""
+
+LOOP_DRAIN_MAX = 1024
+"""Loop mode: most sensor messages taken before one tick (a backlog is worked off over
+several ticks)."""
+
+POLL_BATCH = 64
+"""Loop mode: sensor messages taken per reading of the clock (the callback design's
+``_drain_max``): under sim time the clock stays fresh while a backlog is taken."""
+
+
+class PolledGroup(CallbackGroup):
+    """A callback group the executor leaves out of its wait set while ``polling`` is set
+    (rclpy's public extension point: ``Executor.can_execute`` asks the entity's group):
+    the tick loop takes the messages of its subscriptions itself. With ``polling`` unset
+    it is a reentrant group (idle: the executor waits on them and a message wakes the
+    node)."""
+
+    def __init__(self, polling: bool = False) -> None:
+        super().__init__()
+        self.polling = polling
+
+    def can_execute(self, entity: Any) -> bool:
+        return not self.polling
+
+    def beginning_execution(self, entity: Any) -> bool:
+        return not self.polling
+
+    def ending_execution(self, entity: Any) -> None:
+        pass
+
+
 def _trigger_type() -> Any:
     from std_srvs.srv import Trigger
     return Trigger
@@ -126,16 +184,18 @@ def _events_executor_class() -> type:
     return EventsExecutor
 
 
-def make_executor(kind: str = 'auto') -> rclpy.executors.Executor:
+def make_executor(kind: str = 'auto', context: Any = None) -> rclpy.executors.Executor:
     """``events``: rclpy's EventsExecutor (``rclpy.experimental``: Kilted, and Jazzy's
     7.1.x releases since its backport; not Humble: a clear error there, picked at run
-    time); ``single`` (and ``auto``): the SingleThreadedExecutor every distro has.
-    Measured with bench/node_throughput.py at 1 kHz encoder + IMU: with the callbacks
-    draining their queues (:func:`_drain`), single kept the latency at tens of ms where
-    events let it grow to seconds."""
+    time); ``single``, and ``auto``/``loop`` (the executor of all but the sensors and the
+    ticks, :func:`run_loop`): the SingleThreadedExecutor every distro has, of ``context``
+    (None: the default one). Measured with bench/node_throughput.py at 1 kHz encoder +
+    IMU: with the callbacks draining their queues (:func:`_drain`), single kept the
+    latency at tens of ms where events let it grow to seconds."""
     if kind == 'events':
-        return _events_executor_class()()
-    return rclpy.executors.SingleThreadedExecutor()
+        return _events_executor_class()(context=context)
+    # single; auto/loop: the executor of everything but the sensors and the ticks
+    return rclpy.executors.SingleThreadedExecutor(context=context)
 
 
 def _take(sub: Any) -> Any:
@@ -143,6 +203,14 @@ def _take(sub: Any) -> Any:
     with sub.handle:
         info = sub.handle.take_message(sub.msg_type, sub.raw)
     return None if info is None else info[0]
+
+
+def _newest(sub: Any) -> Any:
+    """The newest message waiting on ``sub`` (the older ones taken and dropped), or None."""
+    last = None
+    while (msg := _take(sub)) is not None:
+        last = msg
+    return last
 
 
 def _drain(inputs: list, limit: int):
@@ -193,6 +261,11 @@ class EstimatorNode(Node):
         self.executor_kind = v['executor']
         if self.executor_kind == 'events':
             _events_executor_class()      # at start-up: one error line, exit 2, not a traceback
+        self.looping = self.executor_kind in LOOP_KINDS
+        # loop mode: sensors and /clock polled by the loop, the tick timers never run by the
+        # executor (the loop ticks); callback mode: rclpy's default group for all
+        self.polled = PolledGroup() if self.looping else None
+        self._loop_only = PolledGroup(polling=True) if self.looping else None
         self.mech_name = system.description.name
         self._load = float(v['max_tick_load'])
         self._idle_ns = int(1e9 * settings.config.max_tick_gap)
@@ -210,16 +283,21 @@ class EstimatorNode(Node):
         self.gc_pauses = GcPauses()
         self.sub_joints = self.create_subscription(
             cv.message_class('JointState'), v['joint_states_topic'], self._on_joints,
-            SENSOR_QOS)
+            SENSOR_QOS, callback_group=self.polled)
         self.sub_imus = [
             self.create_subscription(cv.message_class('Imu'), s.topic,
-                                     functools.partial(self._on_imu, s.name), SENSOR_QOS)
+                                     functools.partial(self._on_imu, s.name), SENSOR_QOS,
+                                     callback_group=self.polled)
             for s in system.description.sensors]
         self._imu_subs = dict(zip((s.name for s in system.description.sensors), self.sub_imus))
         self._imu_handlers = {s.name: functools.partial(self._imu_in, s.name)
                               for s in system.description.sensors}
         self._sensor_inputs = [(self.sub_joints, self._joints_in)] + [
             (self._imu_subs[n], h) for n, h in self._imu_handlers.items()]
+        # the loop's input path: the same driver calls, the clock read once per batch
+        self._polled_inputs = [(self.sub_joints, self.driver.joint_state)] + [
+            (self._imu_subs[n], functools.partial(_imu_at, self.driver, n))
+            for n in self._imu_handlers]
         self._sim_time = bool(self.get_parameter('use_sim_time').value)
         self._drain_max = 64          # messages per callback: the sim clock stays fresh
         self._last_reference: tuple | None = None
@@ -249,12 +327,15 @@ class EstimatorNode(Node):
             cv.message_class('JointState'), '~/set_state', self._on_set_state, 10)
         self._started = False                 # use_sim_time may be set until the end of init
         self.add_on_set_parameters_callback(self._on_set_parameters)
-        self.timer = self.create_timer(1.0 / self.driver.frequency, self._on_timer)
+        # loop mode: the timer only says ticking (running) or idle (cancelled); the loop ticks
+        self.timer = self.create_timer(1.0 / self.driver.frequency, self._on_timer,
+                                       callback_group=self._loop_only)
         self.timer.cancel()                           # idle until the first reading
         # a tick deferred by the budget runs on this steady-clock one-shot, so a clock that
         # only moves when told (sim time, lockstep) never leaves it waiting
         self.retry_timer = self.create_timer(1.0 / self.driver.frequency, self._on_retry,
-                                             clock=Clock(clock_type=ClockType.STEADY_TIME))
+                                             clock=Clock(clock_type=ClockType.STEADY_TIME),
+                                             callback_group=self._loop_only)
         self.retry_timer.cancel()
         self.diag_timer = self.create_timer(float(v['diagnostics_period']), self._on_diag,
                                             clock=Clock(clock_type=ClockType.STEADY_TIME))
@@ -278,12 +359,54 @@ class EstimatorNode(Node):
                 1.0 / float(v['markers_rate']), self._on_markers,
                 clock=Clock(clock_type=ClockType.STEADY_TIME))
         self._started = True
+        self.clock_sub = self._poll_clock_subscription() if self.looping else None
         self.get_logger().info(
             f'{system.description.source}: {len(self.driver.joint_names)} joints, '
             f'{len(self.driver.imu_names)} IMUs, {system.n} coordinates, '
             f'{self.driver.frequency:g} Hz, commands for {list(self.driver.law.names)}')
 
     # ------------------------------------------------------------------ input
+    def _poll_clock_subscription(self) -> Any:
+        """Loop mode under ``use_sim_time``: rclpy's own ``/clock`` subscription (its
+        TimeSource's, found by its callback) moved into the polled group, so the loop takes
+        the newest ``/clock`` once per tick instead of a callback per message; None without
+        sim time."""
+        if not self._sim_time:
+            return None
+        for sub in self.subscriptions:
+            if isinstance(getattr(sub.callback, '__self__', None), TimeSource):
+                sub.callback_group = self.polled
+                self.polled.add_entity(sub)
+                return sub
+        return None
+
+    def poll(self) -> int:
+        """Loop mode: the newest ``/clock`` (sim time: handed to rclpy's TimeSource, which
+        sets the node clock), then the messages waiting on the sensor topics, taken
+        round-robin (:func:`_drain`) through the driver's input path with the clock read
+        once per batch of :data:`POLL_BATCH`; a backlog is taken batch by batch with the
+        clock polled again between them (a reading stamped after the clock read is not
+        "future"), at most :data:`LOOP_DRAIN_MAX` in all. The number of messages taken."""
+        taken = 0
+        queued = False
+        clock_sub = self.clock_sub
+        while True:
+            if clock_sub is not None:
+                tick = _newest(clock_sub)
+                if tick is not None:
+                    clock_sub.callback(tick)
+            now = self._now_ns()
+            batch = 0
+            for handler, msg in _drain(self._polled_inputs, POLL_BATCH):
+                batch += 1
+                queued |= handler(msg, now) is not None
+            taken += batch
+            if batch < POLL_BATCH or taken >= LOOP_DRAIN_MAX:
+                break
+        if queued:
+            self._wake()
+        return taken
+
     def _now_ns(self) -> int:
         return self.get_clock().now().nanoseconds
 
@@ -424,15 +547,17 @@ class EstimatorNode(Node):
             return
         m = self._msgs
         m.fill(out.t_ns, out.estimate, out.joint_effort, out.command)
-        self.pub_joints.publish(m.joints)
-        self.pub_state.publish(m.state)
-        self.pub_stddev.publish(m.stddev)
+        # a topic nobody subscribes to is not published: ~20 µs of rmw per message saved
+        # (get_subscription_count is ~1 µs, asked every tick: a new subscriber gets the next)
+        _publish_wanted(self.pub_joints, m.joints)
+        _publish_wanted(self.pub_state, m.state)
+        _publish_wanted(self.pub_stddev, m.stddev)
         if out.command is not None:
-            self.pub_command.publish(m.command)
+            _publish_wanted(self.pub_command, m.command)
         if out.external is not None and out.external.valid:
             self._ext_msgs.fill(out.t_ns, out.external)
             for key, msg in self._ext_msgs.by_topic.items():
-                self.pub_external[key].publish(msg)
+                _publish_wanted(self.pub_external[key], msg)
         self.driver.ticks['published'] += 1
         self._latency_ms.append((self._now_ns() - out.t_ns) / 1e6)
 
@@ -541,6 +666,17 @@ class EstimatorNode(Node):
                 pass
 
 
+def _publish_wanted(pub: Any, msg: Any) -> None:
+    """``pub.publish(msg)`` if anyone subscribes to ``pub``'s topic."""
+    if pub.get_subscription_count():
+        pub.publish(msg)
+
+
+def _imu_at(driver: EstimatorDriver, sensor: str, msg: Any, now_ns: int) -> Any:
+    """``driver.imu`` with the loop's argument order (message, clock)."""
+    return driver.imu(msg, sensor, now_ns)
+
+
 class GcPauses:
     """Python's garbage-collector pauses, timed through ``gc.callbacks`` (for
     ``/diagnostics``: a pause delays every callback behind it)."""
@@ -562,12 +698,88 @@ class GcPauses:
         return out
 
 
+def run_loop(node: EstimatorNode, executor: rclpy.executors.Executor) -> None:
+    """The tick loop (``executor`` auto/loop, module docstring) until ROS shuts down or
+    ``node.stop_requested`` is set (SIGINT/SIGTERM: within one tick period, or 0.1 s idle).
+
+    Per tick period of the wall clock: :meth:`EstimatorNode.poll` (``/clock``, sensors),
+    the due tick and its publishing (``EstimatorNode._on_timer``: idle detection,
+    ``max_tick_load`` budget, merging and catch-up as in the callback design), then a
+    sleep to the next period (none while the driver is ``behind``, a quarter period when
+    no tick was due yet); while the ``max_tick_load`` budget holds the next tick back
+    (``ticks.deferred``) the loop still polls every period and ticks when it ends. Every
+    :data:`SPIN_EVERY_S` one turn of the executor (sensors and ``/clock`` left out of its
+    wait set) runs one ready callback. Idle (the tick timer cancelled: no input yet, or
+    none for ``max_tick_gap``), or parked (a simulated clock that stood still for
+    :data:`PARK_AFTER_S` with nothing taken or ticked): the executor waits on everything,
+    sensors and ``/clock`` included, and a message wakes the loop.
+    """
+    period = 1.0 / node.driver.frequency
+    park_after = max(1, int(PARK_AFTER_S / period))
+    group = node.polled
+    clock = time.perf_counter
+    next_wake = next_spin = clock()
+    stop = node.stop_requested
+    ok = node.context.ok
+    still, last_now, last_tick = 0, None, None
+    while ok() and not stop.is_set():
+        if node.timer.is_canceled() or still >= park_after:
+            # idle, or parked (a sim clock that stopped with nothing queued): the executor
+            # waits on everything, sensors and /clock included; a message wakes the loop
+            group.polling = False
+            try:
+                executor.spin_once(timeout_sec=0.1)
+            except OSError:      # a signal interrupted the wait: look at the context again
+                pass
+            group.polling = True
+            next_wake = next_spin = clock()
+            if still:
+                still = park_after - 1          # look again once (the wait may have run
+                #                                a /clock or sensor callback)
+            continue
+        taken = node.poll()
+        node._on_timer()
+        now_ns, tick = node._now_ns(), node.driver.last_tick
+        ticked = tick != last_tick
+        still = still + 1 if (not taken and now_ns == last_now and not ticked) else 0
+        last_now, last_tick = now_ns, tick
+        now = clock()
+        if now >= next_wake:                    # the next period's wake-up
+            next_wake += period
+            if next_wake <= now:                # fell behind: no burst of catch-up turns
+                next_wake = now + period
+        # behind (more grid ticks due than one tick merges): the next one at once, as the
+        # callback design's retry timer did; no tick due yet (its readings on their way):
+        # look again within a quarter period, so a tick is not merged into the next one for
+        # want of a poll
+        wake = now if node.driver.behind else \
+            next_wake if ticked else min(next_wake, now + period / 4)
+        if node._next_tick_wall > wake:         # over the tick budget: the next tick waits
+            #                                     (a turn in the pause counts ticks.deferred),
+            #                                     the intake not (a burst fills the queues)
+            wake = min(node._next_tick_wall, now + period)
+        if now >= next_spin:
+            # one turn, no waiting: rclpy's wait costs ~0.13 ms per call here (its wait set
+            # rebuilt in Python, ~30 QoS event waitables), and a timeout may wait again
+            next_spin = now + SPIN_EVERY_S
+            try:
+                executor.spin_once(timeout_sec=0.0)
+            except OSError:
+                pass
+            now = clock()
+        if wake > now:
+            time.sleep(wake - now)
+
+
 def _spin(node: EstimatorNode) -> None:
     executor = make_executor(node.executor_kind)
     executor.add_node(node)
     stop_on_signals(node)
     gc.callbacks.append(node.gc_pauses)     # ~/diagnostics gc.*: pauses stay below 0.2 ms
     try:
+        if node.looping:
+            run_loop(node, executor)
+            return
         # spin_once with a timeout, not spin(): rclpy 9's EventsExecutor.spin() does not
         # return when the context shuts down; run_node's signal handler sets stop_requested
         while node.context.ok() and not node.stop_requested.is_set():

@@ -162,9 +162,12 @@ def _estimator_params() -> tuple[ParamSpec, ...]:
         ParamSpec('max_merge_ticks', 10, 'When behind, one tick may merge at most this many '
                   'grid ticks (a longer step); the rest follow in later ticks.', 'int', lo=1,
                   hi=1000),
-        ParamSpec('executor', 'auto', 'rclpy executor: auto (= single, the '
-                  'SingleThreadedExecutor; measured faster here), single, or events (rclpy\'s '
-                  'EventsExecutor: Kilted, recent Jazzy; not Humble).', 'string'),
+        ParamSpec('executor', 'auto', 'How the node runs: auto (= loop: a tick loop on the '
+                  'main thread polls the sensor topics and /clock, rclpy\'s '
+                  'SingleThreadedExecutor serves the rest every few ms; every distro), single '
+                  '(a callback per message under the SingleThreadedExecutor) or events '
+                  '(the same under rclpy\'s EventsExecutor: Kilted, recent Jazzy; not '
+                  'Humble).', 'string'),
         ParamSpec('markers_rate', 30.0, 'Rate of ~/markers (visualization_msgs/MarkerArray '
                   'of the estimated mechanism, for RViz/Foxglove), Hz, on the steady clock; '
                   '0 turns them off. Nothing is built while no one subscribes.', lo=0.0,
@@ -361,9 +364,9 @@ def parse_estimator(values: Mapping[str, Any], where: str = 'estimator_node',
     if require_mechanism and not v['mechanism'] and not v['robot_description'].strip():
         raise ParameterError(f"{where}: parameter 'mechanism' (path of the mechanism YAML or "
                              "URDF) or 'robot_description' (URDF text) is required")
-    if v['executor'] not in ('auto', 'events', 'single'):
-        raise ParameterError(f"{where}: parameter 'executor': expected auto, events or single, "
-                             f"got {v['executor']!r}")
+    if v['executor'] not in ('auto', 'loop', 'events', 'single'):
+        raise ParameterError(f"{where}: parameter 'executor': expected auto, loop, events or "
+                             f"single, got {v['executor']!r}")
     fields = {f.name for f in dataclasses.fields(EstimatorConfig)}
     kwargs = {p.name: v[p.name] for p in ESTIMATOR_PARAMS if p.config and p.name in fields}
     if 'command_joints' in kwargs:

@@ -292,6 +292,10 @@ class SpatialDynamics:
         """M(q) (seed 004 §7): ``M[j,k] = s_jᵀ (Σ_i K[i,j] K[i,k] I_i) s_k``."""
         return self._mass(self.state(q, np.zeros(self.n)))
 
+    def mass_matrix_inverse(self, q: np.ndarray) -> np.ndarray:
+        """M(q)⁻¹ (Pinocchio's backend has it from one ABA pass; here by inversion)."""
+        return np.linalg.inv(self.mass_matrix(q))
+
     def _mass(self, st: TreeState) -> np.ndarray:
         Is = (st.Iw @ st.s.T) * self._Kcol                     # (nb, 6, n)
         F = (self._KT @ Is.reshape(self.nb, -1)).reshape(self.n, 6, self.n)

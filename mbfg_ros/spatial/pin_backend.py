@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from .dynamics import FDResult, IDResult
+from .sensors import ImuReading
 from .model import SpatialModel
 
 __all__ = ['PinocchioDynamics', 'available']
@@ -104,6 +105,12 @@ class PinocchioDynamics:
         """M(q) (``pin.crba``, symmetrised)."""
         return self._sym(self._pin.crba(self.pmodel, self.pdata, np.asarray(q, float)))
 
+    def mass_matrix_inverse(self, q: np.ndarray) -> np.ndarray:
+        """M(q)⁻¹ (``pin.computeMinverse``: one pass of the articulated-body algorithm,
+        symmetrised)."""
+        return self._sym(self._pin.computeMinverse(self.pmodel, self.pdata,
+                                                   np.asarray(q, float)))
+
     def bias(self, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
         """h(q, q̇) = ID(q, q̇, 0) (``pin.nonLinearEffects``)."""
         return np.array(self._pin.nonLinearEffects(self.pmodel, self.pdata,
@@ -149,12 +156,11 @@ class PinocchioImu:
         self.g = np.asarray(model.gravity, float)
 
     def measure(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray,
-                jacobians: bool = False):
-        from .dynamics import cross3
-        from ..core.angles import skew
-        from .sensors import ImuReading
+                jacobians: bool = False) -> ImuReading:
+        """The readings at (q, q̇, q̈) and, with ``jacobians``, ∂/∂[q, q̇, q̈] (class
+        docstring). The accelerometer's Jacobian in one product: ``[∂a/∂q, ∂a/∂q̇] +
+        [ω×, −v×, −(Rᵀg)×] [∂v/∂q, J; J_ω, 0]`` (the ∂(ω × v) and ∂(−Rᵀg) terms)."""
         pin, pm, pd, f = self._pin, self.pmodel, self.pdata, self.fid
-        q, qd, qdd = (np.asarray(x, float) for x in (q, qd, qdd))
         n = self.n
         if jacobians:
             pin.computeForwardKinematicsDerivatives(pm, pd, q, qd, qdd)
@@ -162,28 +168,30 @@ class PinocchioImu:
             pin.forwardKinematics(pm, pd, q, qd, qdd)
         pin.updateFramePlacement(pm, pd, f)
         R = np.array(pd.oMf[f].rotation)
-        vel = pin.getFrameVelocity(pm, pd, f, pin.LOCAL)
-        acc = pin.getFrameAcceleration(pm, pd, f, pin.LOCAL)
-        v, w = np.array(vel.linear), np.array(vel.angular)
-        gs = R.T @ self.g
-        gyro = w
-        accel = np.array(acc.linear) + cross3(w, v) - gs
+        vel = pin.getFrameVelocity(pm, pd, f, pin.LOCAL).vector      # [v; ω]
+        acc = pin.getFrameAcceleration(pm, pd, f, pin.LOCAL).vector
+        vx, vy, vz, wx, wy, wz = vel.tolist()
+        gx, gy, gz = (self.g @ R).tolist()                           # Rᵀ g
+        gyro = vel[3:].copy()
+        accel = acc[:3] + np.array([wy * vz - wz * vy - gx, wz * vx - wx * vz - gy,
+                                    wx * vy - wy * vx - gz])
         if not jacobians:
             return ImuReading(gyro=gyro, accel=accel, R=R)
-        dv_dq, da_dq, da_dv, da_da = pin.getFrameAccelerationDerivatives(pm, pd, f, pin.LOCAL)
-        dv_dq = np.asarray(dv_dq)
-        J = np.asarray(da_da)                     # the frame Jacobian (LOCAL) = ∂v/∂q̇
-        Jw = J[3:]
-        Wx, Vx = skew(w), skew(v)
-        H_gyro = np.zeros((3, 3 * n))
-        H_gyro[:, :n] = dv_dq[3:]
-        H_gyro[:, n:2 * n] = Jw
-        H_accel = np.zeros((3, 3 * n))
-        H_accel[:, :n] = np.asarray(da_dq)[:3] + Wx @ dv_dq[:3] - Vx @ dv_dq[3:] \
-            - skew(gs) @ Jw
-        H_accel[:, n:2 * n] = np.asarray(da_dv)[:3] + Wx @ J[:3] - Vx @ Jw
-        H_accel[:, 2 * n:] = J[:3]
-        H_rot = np.zeros((3, 3 * n))
-        H_rot[:, :n] = Jw
-        return ImuReading(gyro=gyro, accel=accel, R=R, H_gyro=H_gyro, H_accel=H_accel,
-                          H_rot=H_rot)
+        dv_dq, da_dq, da_dv, J = pin.getFrameAccelerationDerivatives(pm, pd, f, pin.LOCAL)
+        H = np.zeros((9, 3 * n))                      # rows: gyro, accel, orientation
+        H[0:3, :n] = dv_dq[3:]
+        H[0:3, n:2 * n] = J[3:]
+        H[6:9, :n] = J[3:]
+        H[3:6, 2 * n:] = J[:3]
+        L = np.zeros((9, 2 * n))
+        L[:6, :n] = dv_dq
+        L[6:, :n] = J[3:]
+        L[:6, n:] = J
+        K = np.array([[0.0, -wz, wy, 0.0, vz, -vy, 0.0, gz, -gy],
+                      [wz, 0.0, -wx, -vz, 0.0, vx, -gz, 0.0, gx],
+                      [-wy, wx, 0.0, vy, -vx, 0.0, gy, -gx, 0.0]])
+        H[3:6, :n] = da_dq[:3]
+        H[3:6, n:2 * n] = da_dv[:3]
+        H[3:6, :2 * n] += K @ L
+        return ImuReading(gyro=gyro, accel=accel, R=R, H_gyro=H[0:3], H_accel=H[3:6],
+                          H_rot=H[6:9])

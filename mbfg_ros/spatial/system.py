@@ -127,6 +127,21 @@ class SpatialSystem:
             Jv[:, k] = (self.forward(q, qd + e, tau) - qdd) / h
         return qdd, Jq, Jv
 
+    def acceleration_gain(self, q: np.ndarray) -> np.ndarray:
+        """∂q̈/∂τ (n, na) at ``q``: q̈ is affine in the actuator torques (seed 003's forward
+        dynamics, ``M q̈ = B τ − h − F(q̇)``), so one factorisation gives every actuator's
+        column: ``M⁻¹ B`` on a tree (Pinocchio's ``computeMinverse``; with rotors
+        ``(M + M_r)⁻¹ B``), ``N (NᵀMN)⁻¹ Nᵀ B`` with loops (:meth:`forward`'s null-space
+        solution)."""
+        q = np.asarray(q, float)
+        if not self.loops.m:
+            if self.drives is not None and self.drives.has_rotor:
+                return np.linalg.solve(self.mass_matrix(q), self.B)
+            return self.dyn.mass_matrix_inverse(q) @ self.B
+        N = self.null_space(q)[0]
+        M = self.mass_matrix(q)
+        return N @ np.linalg.solve(N.T @ M @ N, N.T @ self.B)
+
     def _tree_accelerations(self, q: np.ndarray, qd: np.ndarray, Btau: np.ndarray
                             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """q̈, ∂q̈/∂q, ∂q̈/∂q̇ of the tree (no loops), exact. Friction only: ABA of

@@ -182,3 +182,36 @@ def test_a_linear_factor_is_gtsams_own_linearisation_of_the_custom_factor(sys):
             np.testing.assert_allclose(A1, A0, err_msg=name)
             np.testing.assert_allclose(b1, b0 - A0 @ np.concatenate(delta), rtol=1e-9,
                                        atol=1e-9, err_msg=name)
+
+
+@pytest.mark.parametrize('sys', SYSTEMS[:2], ids=['fourbar', 'pick-and-place'])
+def test_a_stacked_linear_factor_is_the_custom_factors_rows_stacked(sys):
+    """Issue 24: stacked_linear_factor (the estimator's state, integrator and observation
+    rows of a tick as one JacobianFactor on (x_{k−1}, x_k)) holds exactly the rows GTSAM's
+    own linearisation of each CustomFactor gives, zero columns on the variable a factor
+    does not have, so the linear system is the same."""
+    rng = np.random.default_rng(5)
+    n = sys.n
+    xs = [rng.standard_normal(3 * n), rng.standard_normal(3 * n)]
+    keys = [gtsam.symbol('x', 0), gtsam.symbol('x', 1)]
+    values = gtsam.Values()
+    for k, x in zip(keys, xs):
+        values.insert(k, x)
+    tau = rng.standard_normal(len(sys.mech.actuators))
+    parts = [([1], functools.partial(F.stacked_state_error, sys, tau)),
+             ([0, 1], functools.partial(F.stacked_trapezoidal_jerk_error, n, 1e-3)),
+             ([0], functools.partial(F.stacked_state_error, sys, None))]
+    blocks, rows = [], []
+    for on, fn in parts:
+        e, J = fn([xs[i] for i in on], True)
+        sigma = rng.uniform(0.01, 2.0, len(e))
+        blocks.append((on, sigma, e, J))
+        A, b = F.custom_factor([keys[i] for i in on], gtsam.noiseModel.Diagonal.Sigmas(sigma),
+                               fn).linearize(values).jacobian()
+        full = np.zeros((len(e), 6 * n))
+        for j, i in enumerate(on):
+            full[:, 3 * n * i:3 * n * (i + 1)] = A[:, 3 * n * j:3 * n * (j + 1)]
+        rows.append((full, b))
+    A, b = F.stacked_linear_factor(keys, xs, blocks).linearize(values).jacobian()
+    np.testing.assert_array_equal(A, np.vstack([r[0] for r in rows]))
+    np.testing.assert_array_equal(b, np.concatenate([r[1] for r in rows]))

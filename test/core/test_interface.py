@@ -117,3 +117,40 @@ def test_the_factor_graph_forward_dynamics_takes_a_urdf_robot():
     assert np.abs(c.q - d.q).max() < 1e-5                        # projection vs tight factors
     with pytest.raises(Exception, match='independent coordinates are planar only'):
         simulate(arm, 0.01, ForwardConfig(dt=1e-3, coordinates='independent'))
+
+
+_ROTOR = {'joints': {'shoulder_lift_joint': {'Ir': 3e-5, 'gr': -101.0,
+                                             'friction': {'b': 1.1}},
+                     'wrist_1_joint': {'Ir': 1e-5, 'gr': 80.0}}}
+
+
+@pytest.mark.parametrize('which', ['planar', 'spatial_loops', 'ur5_pinocchio', 'ur5_numpy',
+                                   'ur5_rotors', 'panda_like'])
+def test_acceleration_gain_is_the_change_of_the_forward_dynamics_per_torque(both, which):
+    """∂q̈/∂τ of the one-factorisation formula (M⁻¹B, the augmented inverse, the null-space
+    solution) against a forward dynamics per actuator with each torque pushed: q̈ is affine
+    in τ, so the differences are exact up to rounding (issue 24: the estimator's dynamics σ
+    for unknown efforts)."""
+    systems = {'planar': lambda: both[0], 'spatial_loops': lambda: both[1],
+               'ur5_pinocchio': lambda: build_spatial_system(URDF / 'ur5.urdf', None,
+                                                             'pinocchio'),
+               'ur5_numpy': lambda: build_spatial_system(URDF / 'ur5.urdf', None, 'numpy'),
+               'ur5_rotors': lambda: build_spatial_system(URDF / 'ur5.urdf', _ROTOR),
+               'panda_like': lambda: build_spatial_system(URDF / 'panda_like.urdf')}
+    system = systems[which]()
+    rng = np.random.default_rng(11)
+    q = np.asarray(system.q0, float)
+    if which not in ('planar', 'spatial_loops'):
+        q = q + rng.uniform(-1.0, 1.0, system.n)          # a tree: any pose is assembled
+    qd = rng.normal(size=system.n) * (0.0 if which in ('planar', 'spatial_loops') else 1.0)
+    na = system.actuator_matrix(q).shape[1]
+    assert na >= 1
+    tau = rng.normal(size=na)
+    base = system.accelerations(q, qd, tau)
+    G = system.acceleration_gain(q)
+    assert G.shape == (system.n, na)
+    for a in range(na):
+        pushed = tau.copy()
+        pushed[a] += 10.0
+        col = (system.accelerations(q, qd, pushed) - base) / 10.0
+        assert np.abs(G[:, a] - col).max() <= 1e-8 * max(1.0, np.abs(col).max())
