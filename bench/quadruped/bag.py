@@ -77,17 +77,11 @@ def write_bag(run: Run, path: str | Path, storage: str = 'mcap', compress: str =
         'message' with sqlite3 only); rosbags and ``ros2 bag`` read both.
     :returns: the number of messages written.
     """
-    from rosbags.rosbag2.enums import CompressionFormat, CompressionMode
-
     store = typestore()
     kit = cv.rosbags_kit(store)
     zero3 = np.zeros(3)
     with atomic_dir(path, 'bag') as tmp:
-        w = BagWriter(tmp, storage, store)
-        if compress:
-            # rosbags' own writer option; BagWriter keeps the writer it opens in _writer
-            w._writer.set_compression(CompressionMode[compress.upper()],
-                                      CompressionFormat.ZSTD)
+        w = BagWriter(tmp, storage, store, compress)
         with w:
             _write_rows(run, w, kit, zero3, gyro_var, accel_var)
         return w.count

@@ -48,8 +48,12 @@ class BagWriter:
     swap (issue 26: the old ``overwrite=True`` removed any directory recursively).
     """
 
-    def __init__(self, path: str | Path, storage: str = 'mcap', store: Any = None) -> None:
+    def __init__(self, path: str | Path, storage: str = 'mcap', store: Any = None,
+                 compress: str = '') -> None:
+        """``compress``: '' (none), 'file' or 'message': rosbag2's zstd compression modes
+        ('message' with sqlite3 only); rosbags and ``ros2 bag`` read both."""
         from rosbags.rosbag2 import StoragePlugin, Writer
+        from rosbags.rosbag2.enums import CompressionFormat, CompressionMode
 
         self.path = Path(path)
         if storage not in ('mcap', 'sqlite3'):
@@ -59,6 +63,12 @@ class BagWriter:
         self.store = store if store is not None else typestore()
         plugin = StoragePlugin.MCAP if storage == 'mcap' else StoragePlugin.SQLITE3
         self._writer = Writer(self.path, version=8, storage_plugin=plugin)
+        if compress:
+            if compress not in ('file', 'message'):
+                raise BagError(f'{self.path}: unknown compression {compress!r} (file or '
+                               'message)')
+            self._writer.set_compression(CompressionMode[compress.upper()],
+                                         CompressionFormat.ZSTD)
         self._conns: dict[str, Any] = {}
         self.count = 0
 

@@ -87,6 +87,13 @@ class CommandLaw:
                                   for j in self._act_joint], dtype=bool)
         self._zeros = np.zeros(sys.n)
         self._zeros_act = np.zeros(self.n_act)
+        # a fully actuated tree whose encoders read their own coordinates: s = q[idx],
+        # J_s a permutation, no constraint rows, so the acceleration problem of
+        # :meth:`track` is q̈[idx] = s̈* (no least squares per command; issue 24)
+        coords = [j for j in self._act_joint if j is not None]
+        self._direct = (np.array(coords, dtype=int) if (
+            self.sm.direct_encoders is not None and sys.m == 0
+            and len(coords) == self.n_act == sys.n and len(set(coords)) == sys.n) else None)
         # limits of each actuator's joint; an actuator of a coordinate has no joint limits:
         # the sanity bound of the planar defaults caps its commands
         joints = {j.name: j.limits for j in sys.description.joints}
@@ -186,10 +193,18 @@ class CommandLaw:
               sdd_ref: np.ndarray) -> np.ndarray:
         """Computed torque towards the reference (actuator order in, command order out)."""
         sys = self.sys
-        s, sd, J, Jdqd = self.actuated(q, qd)
+        idx = self._direct
+        if idx is not None:
+            s, sd = q[idx], qd[idx]
+        else:
+            s, sd, J, Jdqd = self.actuated(q, qd)
         err = s_ref - s
         err = np.where(self._angular, wrap_angle(err), err)
         sdd = sdd_ref + self.kp * err + self.kd * (sd_ref - sd)
+        if idx is not None:
+            qdd = np.empty(sys.n)
+            qdd[idx] = sdd
+            return sys.torques(q, qd, qdd)[self.order]
         _, Jq, gamma = sys.constraint_terms(q, qd)
         A = np.vstack((Jq, J))
         qdd = np.linalg.lstsq(A, np.concatenate((-gamma, sdd - Jdqd)), rcond=None)[0]

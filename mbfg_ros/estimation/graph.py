@@ -247,7 +247,8 @@ class GraphMixin:
                 keep = keep[len(cur):]
             if late:
                 late = [p for p, ok in zip(late, keep.tolist()) if ok]
-        newest = max(p.t for p in current.items) if current is not None else -math.inf
+        newest = max((p.t for p in current.items), default=-math.inf) if current is not None \
+            else -math.inf
         horizon = t - self.config.lag_duration          # keys at or before: marginalised now
         for p in late:
             if p.t > t_prev + eps:                      # the current interval (t_{k-1}, t_k]

@@ -10,9 +10,9 @@ from mbfg_ros.ros import conversions as cv
 JS = cv.TYPES['JointState']
 
 
-def write_joint_states(path, storage, count=50):
+def write_joint_states(path, storage, count=50, compress=''):
     kit = cv.rosbags_kit(typestore())
-    with BagWriter(path, storage) as w:
+    with BagWriter(path, storage, compress=compress) as w:
         for k in range(count):
             t = 10**9 + k * 10**7
             w.write('/joint_states', JS, t, cv.joint_state_msg(kit, t, ['crank'], [0.01 * k]))
@@ -26,6 +26,24 @@ def test_messages_come_back_in_order_with_their_values(tmp_path, storage):
     assert [m.log_ns for m in got] == [10**9 + k * 10**7 for k in range(50)]
     assert [float(m.msg.position[0]) for m in got] == pytest.approx(
         list(np.arange(50) * 0.01))
+
+
+@pytest.mark.parametrize('storage, compress', [('mcap', 'file'), ('sqlite3', 'file'),
+                                               ('sqlite3', 'message')])
+def test_a_compressed_bag_reads_back_the_same_messages(tmp_path, storage, compress):
+    write_joint_states(tmp_path / 'plain', storage)
+    write_joint_states(tmp_path / 'zstd', storage, compress=compress)
+    meta = (tmp_path / 'zstd' / 'metadata.yaml').read_text()
+    assert f'compression_mode: {compress}' in meta and 'compression_format: zstd' in meta
+    plain = list(read_messages(tmp_path / 'plain', {'/joint_states': JS}))
+    zstd = list(read_messages(tmp_path / 'zstd', {'/joint_states': JS}))
+    assert [(m.log_ns, list(m.msg.position)) for m in zstd] == \
+        [(m.log_ns, list(m.msg.position)) for m in plain]
+
+
+def test_an_unknown_compression_is_refused_naming_the_bag(tmp_path):
+    with pytest.raises(BagError, match=r"b: unknown compression 'lz4' \(file or message\)"):
+        BagWriter(tmp_path / 'b', 'mcap', compress='lz4')
 
 
 def test_a_missing_bag_is_named(tmp_path):
