@@ -17,7 +17,9 @@ reports) does not reach into either one's internals:
 * ``accelerations(q, qd, tau, jacobians=False)``: q̈ (forward dynamics), with
   ``jacobians`` the tuple (q̈, ∂q̈/∂q, ∂q̈/∂q̇) a dynamics factor needs (seed 000 Eq. 28);
   ``torques(q, qd, qdd)``: the actuator efforts (inverse dynamics, least squares in the
-  constraint forces).
+  constraint forces); ``torque_jacobians(q, qd, qdd)``: (τ, ∂τ/∂q, ∂τ/∂q̇, ∂τ/∂q̈), each
+  (n_act, n), analytic where the formulation has them (the σ of the external torques,
+  issue 27 item 4).
 
 What the estimator (and the ROS edge) need besides:
 
@@ -235,6 +237,9 @@ class MultibodySystem(Protocol):
                       jacobians: bool = False): ...
 
     def torques(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray: ...
+
+    def torque_jacobians(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray
+                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]: ...
 
     def acceleration_gain(self, q: np.ndarray) -> np.ndarray:
         """∂q̈/∂τ (n, number of actuators) at ``q``: q̈ is affine in τ (one factorisation,

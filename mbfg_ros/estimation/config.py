@@ -47,6 +47,11 @@ class EstimatorConfig:
     #                                     the mismatch q̈ − q̈(q, q̇, τ) instead of q̈ (implies
     #                                     jerk_process): a motor torque step moves q̈ with the
     #                                     model, only contacts show (estimation.disturbance)
+    contact_effort_fraction: float = 0.2   # the innovation gate's room for a contact when
+    #                                     efforts are measured: an external torque of this
+    #                                     fraction of each actuated joint's effort limit (σ),
+    #                                     its effect on q̈ in the gate's variance; 0: none
+    #                                     (innovation_gate.contact_sigmas)
     constraint_sigma: float = 1.0e-6    # Φ (m) and Φq q̇ (m/s)
     integrator_sigma: float = 1.0e-6    # trapezoidal residuals at dt -> 0
     integrator_jerk: float = 1000.0     # bound on |q⃛| for the truncation error dt³/12·|q⃛|
@@ -90,7 +95,8 @@ class EstimatorConfig:
                 raise ValueError(f'EstimatorConfig.{name} must be >= 0 (0: no gate), '
                                  f'got {value!r}')
         for name in ('dynamics_sigma_length', 'dynamics_sigma_angle', 'integrator_jerk_length',
-                     'integrator_jerk_angle', 'unknown_effort_sigma'):
+                     'integrator_jerk_angle', 'unknown_effort_sigma',
+                     'contact_effort_fraction'):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
                 raise ValueError(f'EstimatorConfig.{name} must be >= 0 (0: the common value), '

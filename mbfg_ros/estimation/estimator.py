@@ -46,7 +46,7 @@ from ..core.interface import MultibodySystem as System
 from ..core.measurements import Estimate, ImuMeasurement, JointMeasurement
 from .config import LIVE_FIELDS, EstimatorConfig, coordinate_sigmas
 from .graph import MARGINALISE_EVERY, GraphMixin
-from .innovation_gate import GateMixin
+from .innovation_gate import GateMixin, contact_sigmas
 from .intake import IntakeMixin
 from .lifecycle import RESET_REASONS, LifecycleMixin
 from .output import OutputMixin
@@ -96,6 +96,7 @@ class Estimator(IntakeMixin, GateMixin, GraphMixin, LifecycleMixin, OutputMixin)
         self._act_of_joint = {j: k for k, j in enumerate(sys.actuator_joints)
                               if j is not None}
         self._n_act = len(sys.actuator_joints)
+        self._contact_sigma = contact_sigmas(sys, cfg.contact_effort_fraction)
         self._set_dynamics_noise(cfg)
         self._integ_sigma = self._integrator_sigma(self._dt)
         self._angular_pos = np.array([self.sm.joint_is_angular(j)

@@ -13,8 +13,8 @@ since ``M q̈ + h = B (τ_m + τ_ext)``. Only the formulation seam is used
 
 σ (first-order propagation of the estimate's covariance): with Σ the (3n, 3n) marginal
 covariance of x = [q, q̇, q̈] at the tick (:attr:`Estimate.covariance`) and
-J = ∂τ_model/∂x (one-sided differences of ``torques``, step ``fd_step``; exact in q̈,
-where τ is linear)::
+J = ∂τ_model/∂x (``MultibodySystem.torque_jacobians``: analytic, one inverse dynamics with
+derivatives)::
 
     σ_i² = (J Σ Jᵀ)_ii + effort_sigma²
 
@@ -54,20 +54,17 @@ class ExternalConfig:
     """Parameters of the external torques (the node's ``contact_*``/``external_*``)."""
 
     threshold: float = 3.0          # k: a joint is above when |τ_ext| > k σ
-    min_duration: float = 0.004     # s above before the contact flag rises
+    min_duration: float = 0.0       # s above before the contact flag rises (0: the first tick)
     effort_sigma: float = 0.0       # N·m (N): noise of the measured efforts, added to σ
     wrench_link: str = ''           # link of the wrench ('' = no wrench)
     wrench_damping: float = 1e-3    # λ of the damped least squares
-    fd_step: float = 1e-6           # step of the differences of τ_model in q and q̇
 
     def __post_init__(self) -> None:
-        for name in ('threshold', 'min_duration', 'effort_sigma', 'wrench_damping', 'fd_step'):
+        for name in ('threshold', 'min_duration', 'effort_sigma', 'wrench_damping'):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
                 raise ValueError(f'ExternalConfig.{name} must be a finite number >= 0, '
                                  f'got {v!r}')
-        if self.fd_step <= 0:
-            raise ValueError('ExternalConfig.fd_step must be > 0')
 
 
 @dataclass
@@ -101,7 +98,6 @@ class ExternalTorques:
         self._var = np.zeros(self.na)
         self._J = np.zeros((self.na, 3 * n))
         self._JS = np.zeros((self.na, 3 * n))
-        self._x = np.zeros(3 * n)
         self._wrench = np.full(6, np.nan) if cfg.wrench_link else None
         self._eye6 = (cfg.wrench_damping ** 2) * np.eye(6)
         self._cov: np.ndarray | None = None
@@ -115,17 +111,10 @@ class ExternalTorques:
         self._sigma[:] = np.nan
 
     def _refresh_sigma(self, est: Estimate) -> None:
-        """J = ∂τ_model/∂[q, q̇, q̈] by one-sided differences and σ² = diag(J Σ Jᵀ) + σ_e²."""
-        n, h, x, J = self.n, self.config.fd_step, self._x, self._J
-        x[:n], x[n:2 * n], x[2 * n:] = est.q, est.qd, est.qdd
-        tau0 = np.asarray(est.tau, float)
-        for k in range(3 * n):
-            keep = x[k]
-            x[k] = keep + h
-            J[:, k] = self.sys.torques(x[:n], x[n:2 * n], x[2 * n:])
-            x[k] = keep
-        J -= tau0[:, None]
-        J /= h
+        """J = ∂τ_model/∂[q, q̇, q̈] (``torque_jacobians``) and σ² = diag(J Σ Jᵀ) + σ_e²."""
+        n, J = self.n, self._J
+        _, J[:, :n], J[:, n:2 * n], J[:, 2 * n:] = self.sys.torque_jacobians(est.q, est.qd,
+                                                                             est.qdd)
         np.matmul(J, est.covariance, out=self._JS)
         np.einsum('ij,ij->i', self._JS, J, out=self._var)
         self._var += self.config.effort_sigma ** 2
@@ -140,7 +129,7 @@ class ExternalTorques:
         if est.covariance is None:
             self.counters['no_covariance'] += 1
         elif valid and est.covariance is not self._cov:
-            self._refresh_sigma(est)        # 3n inverse dynamics: only when σ is used
+            self._refresh_sigma(est)        # only when σ is used
         if not valid:
             self.counters['no_effort'] += 1
             self._since, self.contact = None, False

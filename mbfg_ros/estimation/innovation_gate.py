@@ -18,6 +18,19 @@ contribution clipped to 4 S so one outlier moves it little. A model a few percen
 facing a precise encoder leaves the estimate a steady few σ from the readings; ``s_m``
 takes that in and the readings keep being used, where a fixed gate rejected them, let
 the estimate run on the model alone, and reset again and again.
+With the motor efforts measured (issue 27 item 4), the dynamics' σ in Q(τ) gains the
+external torques' share, so a contact is a disturbance, not an outlier: the mismatch
+``d = q̈ − q̈(q, q̇, τ_m)`` the last estimate shows (``M d = B τ_ext``: a contact under way,
+which may stop or grow by as much again) and the effect ``∂q̈/∂τ σ_c`` of a contact not yet
+seen, ``σ_c`` = ``contact_effort_fraction`` of each actuated joint's effort limit
+(:func:`contact_sigmas`). Without it, the model with the measured efforts predicts none
+of a push, the encoders' first readings of it are 10-80 σ off and a contact reset the
+estimate (``diverged``) unless the gate was opened for every reading. The room for a
+contact not yet seen widens the encoders' gate only: there a contact's first sign is a
+small deviation (½ dt² ∂q̈/∂τ σ_c per tick, ~1e-4 rad on a UR5 at 500 Hz), far below an
+encoder glitch, while an accelerometer sees the whole q̈ step of a contact at once, so room
+for one there would be room for any spike of that size; an IMU's gate widens by the
+contact the estimate shows (d²), once the encoders have shown it.
 A sensor whose readings are all rejected for ``outlier_reset_time`` (the gate widened
 by ``s_m`` meanwhile, up to ~55x in σ) means the estimate, not the sensor, is lost:
 the smoother re-initialises from the newest readings (reset ``diverged``, the sensor
@@ -46,9 +59,23 @@ import math
 import numpy as np
 
 from ..core.angles import wrap_angle
+from ..core.interface import MultibodySystem
 from ..core.observation import Observation
 from .intake import _Pending
 from .observations import residuals
+
+
+def contact_sigmas(sys: MultibodySystem, fraction: float) -> np.ndarray:
+    """σ_c per actuator (N·m or N): ``fraction`` of the effort limit of the joint it
+    drives; 0 for an actuator without a joint or without a finite effort limit."""
+    limits = {j.name: j.limits for j in sys.description.joints}
+    out = np.zeros(len(sys.actuator_joints))
+    for a, name in enumerate(sys.actuator_joints):
+        lim = limits.get(name) if name is not None else None
+        effort = abs(float(lim.effort)) if lim is not None else math.inf
+        if fraction > 0 and math.isfinite(effort):
+            out[a] = fraction * effort
+    return out
 
 
 class _Diverged(Exception):
@@ -116,7 +143,8 @@ class GateMixin:
         N = len(items)
         n = self.n
         var_s = self._var_last if self._var_last is not None else np.zeros(3 * n)
-        sd2, sj2 = self._tick_dyn_sigma ** 2, self._jerk ** 2
+        shown, unseen = self._external_var()
+        sd2, sj2 = self._tick_dyn_sigma ** 2 + shown, self._jerk ** 2
         obs = [p.ob for p in items]
         sig = np.concatenate([ob.sigma for ob in obs])
         keys = [(ob.kind, ob.index) for ob in obs]
@@ -146,6 +174,14 @@ class GateMixin:
             Cj = np.stack((a4 * a2 / 36.0, 0.25 * a4, a2), axis=1)
             Q = (Cd[:, :, None] * sd2 + Cj[:, :, None] * sj2).reshape(len(E), 3 * n)
             var_p = np.einsum('ij,ij->i', HH, Q)        # H Q(τ) Hᵀ, Q(τ) per row
+        if np.any(unseen):
+            # a contact not yet seen (module docstring): the encoders' rows only
+            enc = np.array([kk[0] in ('joint_pos', 'joint_vel') for kk in keys])[row_of]
+            if enc.any():
+                a2 = tau * tau
+                C = np.stack((0.25 * a2 * a2, a2, np.ones_like(a2)), axis=1)  # q, q̇, q̈
+                var_c = np.einsum('rk,rk->r', HH.reshape(len(E), 3, n) @ unseen, C)
+                var_p = var_p + np.where(enc, var_c, 0.0)
         s2r = sig * sig
         s0 = s2r + var_x + var_p                        # the smoother's prediction
         rr = r * r
@@ -185,6 +221,29 @@ class GateMixin:
         if diverged:
             raise _Diverged([], diverged)
         return keep
+
+    def _external_var(self) -> tuple[np.ndarray | float, np.ndarray | float]:
+        """The external torques' share of the gate's q̈ variance (module docstring): with
+        every effort known, ``(d², Σ_a (∂q̈/∂τ_a σ_c,a)²)`` at the last estimate (the contact
+        the estimate shows, one not yet seen), else ``(0, 0)``.
+
+        ``d``: one forward dynamics per call; ``∂q̈/∂τ``
+        (:meth:`~mbfg_ros.core.interface.MultibodySystem.acceleration_gain`) moves with the
+        pose only and is refreshed every ``covariance_every`` ticks (held in between, as the
+        estimate's covariance).
+        """
+        if not self._n_act or not self._tau_live.all():
+            return 0.0, 0.0
+        n, x = self.n, self._x_last
+        q = x[:n]
+        d = x[2 * n:] - self.sys.accelerations(q, x[n:2 * n], self._tau_prev)
+        sc = self._contact_sigma
+        if not sc.any():
+            return d * d, 0.0
+        if self._contact_var is None or self._k - self._contact_k >= self.config.covariance_every:
+            G = self.sys.acceleration_gain(q)
+            self._contact_var, self._contact_k = (G * G) @ (sc * sc), self._k
+        return d * d, self._contact_var
 
     def _linear_model(self, obs: list[Observation], x: np.ndarray
                       ) -> tuple[np.ndarray, np.ndarray]:

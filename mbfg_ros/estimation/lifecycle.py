@@ -76,6 +76,8 @@ class LifecycleMixin:
         self._tau_t = np.full(self._n_act, -math.inf)
         self._tau_live = np.zeros(self._n_act, dtype=bool)
         self._tau_prev = np.zeros(self._n_act)       # the previous tick's state-factor τ
+        self._contact_var: np.ndarray | None = None  # the gate's contact term, held
+        self._contact_k = -1                         # tick index it was computed at
         self._reject_since: dict[tuple[str, int], float] = {}   # first of a rejected run
 
     def _count_reset(self, reason: str, detail: str = '') -> None:

@@ -54,7 +54,8 @@ from .mechanism_yaml import load_mechanism
 from .model import Mechanism
 
 __all__ = ['System', 'build_system', 'load_system', 'Accel', 'forward_accel', 'actuator_efforts',
-           'accel_independent_eq15', 'assembly_warning', 'ASSEMBLY_TOLERANCE']
+           'actuator_effort_jacobians', 'accel_independent_eq15', 'assembly_warning',
+           'ASSEMBLY_TOLERANCE']
 
 
 @dataclass(frozen=True, eq=False)
@@ -139,6 +140,12 @@ class System:
     def torques(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray:
         """Actuator efforts for (q, q̇, q̈) (:func:`actuator_efforts`)."""
         return actuator_efforts(self, q, qd, qdd)
+
+    def torque_jacobians(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray
+                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(τ, ∂τ/∂q, ∂τ/∂q̇, ∂τ/∂q̈) of the inverse dynamics, analytic
+        (:func:`actuator_effort_jacobians`)."""
+        return actuator_effort_jacobians(self, q, qd, qdd)
 
     def state_terms(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray | None,
                     jacobians: bool = True) -> StateTerms:
@@ -392,6 +399,76 @@ def actuator_efforts(sys: System, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray
     except np.linalg.LinAlgError:
         sol = np.linalg.lstsq(A, b, rcond=None)[0]
     return sol[:n_act]
+
+
+def actuator_effort_jacobians(sys: System, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray
+                              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(τ, ∂τ/∂q, ∂τ/∂q̇, ∂τ/∂q̈) of :func:`actuator_efforts`, analytic.
+
+    x = [τ; λ] solves ``Aᵀ (A x − b) = 0`` with A = [B_act(q), Φqᵀ] (the independent rows)
+    and b = M q̈ − Q₀(q, q̇) (Q₀ without the actuators; M constant, seed 000 Eq. 3).
+    Differentiating the normal equations, with r = A x − b and P = (AᵀA)⁻¹::
+
+        ∂x/∂q̈ = P Aᵀ M,   ∂x/∂q̇ = −P Aᵀ Q_q̇,   ∂x/∂q = −P (Aᵀ (Q_q(τ) + Σ λ_k Φqq^k) + G)
+
+    where Q_q(τ) is the generalized forces' Jacobian with the actuators at τ (seed 000
+    Eq. 28's force Jacobians), Σ λ_k Φqq^k = ∂(Φqᵀλ)/∂q (Eq. 47's term) and G = ∂(Aᵀ r)/∂q
+    at fixed r: ``[rᵀ ∂B_act/∂q; Φqq r]``, zero when the system is solved exactly (as
+    many actuators and independent constraints as coordinates). Where A is rank deficient
+    (more actuators than degrees of freedom: :func:`actuator_efforts` takes a least-squares
+    solution there) by one-sided differences of :func:`actuator_efforts` instead.
+    """
+    n, n_act = sys.n, len(sys.mech.actuators)
+    q, qd, qdd = (np.asarray(v, float) for v in (q, qd, qdd))
+    if not n_act:
+        z = np.zeros((0, n))
+        return np.zeros(0), z, z.copy(), z.copy()
+    forces, cons, rows = sys.forces, sys.constraints, sys.rows
+    B = forces.actuator_matrix(q)
+    A = np.hstack((B, cons.phi_q(q)[rows].T))
+    M = sys.mass_matrix(q)
+    base = forces.evaluate(q, qd, None, jacobians=True)
+    b = M @ qdd - base.Q
+    sv = np.linalg.svd(A, compute_uv=False)
+    if A.shape[1] > A.shape[0] or sv[-1] <= 1e-9 * sv[0]:
+        return _effort_jacobians_fd(sys, q, qd, qdd)
+    P = np.linalg.inv(A.T @ A)
+    x = P @ (A.T @ b)
+    tau, lam = x[:n_act], x[n_act:]
+    r = A @ x - b
+    ft = forces.evaluate(q, qd, tau, jacobians=True)
+    lam_full = np.zeros(sys.m)
+    lam_full[rows] = lam
+    Fq = ft.Q_q + cons.hess_weighted(q, lam_full)
+    G = np.zeros((len(x), n))
+    if np.any(r):
+        G[n_act:] = cons.hess_vec(q, r)[rows]
+        unit = np.zeros(n_act)
+        for a in range(n_act):
+            unit[a] = 1.0
+            G[a] = r @ (forces.evaluate(q, qd, unit, jacobians=True).Q_q - base.Q_q)
+            unit[a] = 0.0
+    PA = P @ A.T
+    x_q = -(PA @ Fq + P @ G)
+    x_qd = -(PA @ ft.Q_qd)
+    x_qdd = PA @ M
+    return tau, x_q[:n_act], x_qd[:n_act], x_qdd[:n_act]
+
+
+def _effort_jacobians_fd(sys: System, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray
+                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(τ, ∂τ/∂q, ∂τ/∂q̇, ∂τ/∂q̈) by one-sided differences (step √ε) of
+    :func:`actuator_efforts`: the rank-deficient case of :func:`actuator_effort_jacobians`."""
+    tau = actuator_efforts(sys, q, qd, qdd)
+    n, h = sys.n, 1.5e-8
+    J = np.zeros((3, len(tau), n))
+    for k in range(n):
+        e = np.zeros(n)
+        e[k] = h
+        J[0, :, k] = (actuator_efforts(sys, q + e, qd, qdd) - tau) / h
+        J[1, :, k] = (actuator_efforts(sys, q, qd + e, qdd) - tau) / h
+        J[2, :, k] = (actuator_efforts(sys, q, qd, qdd + e) - tau) / h
+    return tau, J[0], J[1], J[2]
 
 
 def accel_independent_eq15(sys: System, q: np.ndarray, qd: np.ndarray,

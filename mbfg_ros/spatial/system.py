@@ -168,6 +168,39 @@ class SpatialSystem:
         """Actuator torques for (q, q̇, q̈) (:meth:`inverse`)."""
         return self.inverse(q, qd, qdd)
 
+    def torque_jacobians(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray
+                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(τ, ∂τ/∂q, ∂τ/∂q̇, ∂τ/∂q̈) of :meth:`inverse`: on trees exact, from the tree's
+        inverse-dynamics derivatives (``dyn.inverse(…, derivatives=True)``: Pinocchio's
+        ``computeRNEADerivatives`` or the package's forward-mode RNEA, seed 004 §7) plus the
+        drives' ``M_r`` in ∂τ/∂q̈ and ``dF/dq̇`` in ∂τ/∂q̇, mapped by B⁺ when not every joint
+        is actuated; with loops by one-sided differences (the null-space least squares has
+        no closed-form derivative here; ∂τ/∂q̈ is exact, τ being linear in q̈)."""
+        q, qd, qdd = (np.asarray(v, float) for v in (q, qd, qdd))
+        n = self.n
+        if self.loops.m:
+            tau = self.inverse(q, qd, qdd)
+            J = np.zeros((3, len(tau), n))
+            for k in range(n):
+                e = np.zeros(n)
+                e[k] = _FD_STEP
+                J[0, :, k] = (self.inverse(q + e, qd, qdd) - tau) / _FD_STEP
+                J[1, :, k] = (self.inverse(q, qd + e, qdd) - tau) / _FD_STEP
+                e[k] = 1.0
+                J[2, :, k] = self.inverse(q, qd, qdd + e) - tau
+            return tau, J[0], J[1], J[2]
+        r = self.dyn.inverse(q, qd, qdd, derivatives=True)
+        tau, Jq, Jv, Ja = r.tau, r.dtau_dq, r.dtau_dqd, r.M
+        d, fr = self.drives, self._friction(qd)
+        if d is not None and d.has_rotor:
+            tau, Ja = tau + d.M @ qdd, Ja + d.M
+        if fr is not None:
+            tau, Jv = tau + fr[0], Jv + np.diag(fr[1])
+        if self.B.shape[1] == n:
+            return tau, Jq, Jv, Ja
+        Bp = np.linalg.pinv(self.B)
+        return Bp @ tau, Bp @ Jq, Bp @ Jv, Bp @ Ja
+
     def link_jacobian(self, q: np.ndarray, link: str) -> np.ndarray:
         """(6, n) Jacobian of link ``link``'s twist ``[ω; v]`` in its own frame, at its
         origin (Pinocchio's ``LOCAL``), so that a wrench ``w = [n; f]`` there (link frame)

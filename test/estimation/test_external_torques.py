@@ -127,29 +127,19 @@ def _smooth_reference(sys_, duration: float) -> Reference:
 
 
 @pytest.fixture(scope='module')
-def pushed_run(ur5):
+def pushed_run(ur5, pushed_records):
     """The estimator's external torques on a simulated run with a push of PUSH N·m."""
-    ref = _smooth_reference(ur5, 3.0)
-    ext = np.zeros((len(ref.t), ur5.n))
-    ext[(ref.t >= PUSH_START) & (ref.t < PUSH_END)] = PUSH
-    tr = track_reference(ur5, ref, external=ext)
-    recs = simulate_spatial_measurements(
-        ur5, tr.t, tr.q, tr.qd, tr.qdd, tr.tau,
-        SpatialSensorConfig(encoder_rate=RATE, encoder_sigma=ENC, effort_sigma=0.0,
-                            imu_rate=0.0), np.random.default_rng(7))
-    return _external_run(ur5, recs, disturbance=True)
+    return _external_run(ur5, pushed_records, disturbance=True)
 
 
-def _external_run(sys_, recs, disturbance: bool):
+def _external_run(sys_, recs, disturbance: bool, resets: int = 0, **config):
     """(t, τ_ext, σ, flag) of the estimator and :class:`ExternalTorques` on ``recs``, with
-    the jerk rows on q̈ − q̈(q, q̇, τ) (``disturbance``) or on q̈ (``jerk_process`` alone)."""
-    # the innovation gate on (issue 25's), wide: a contact is a model error it predicts
-    # nothing of; PUSH steps q̈ of joint 3 by 88 rad/s², and the gate at 30 rejected it
-    # until a reset (docs/external-torques.md)
-    est = Estimator(sys_, EstimatorConfig(frequency=RATE, lag_duration=0.1, encoder_sigma=ENC,
-                                          dynamics_sigma=5.0, jerk_process=True,
-                                          disturbance_process=disturbance,
-                                          integrator_jerk=100.0, joint_rejection_threshold=100.0))
+    the jerk rows on q̈ − q̈(q, q̇, τ) (``disturbance``) or on q̈ (``jerk_process`` alone);
+    the innovation gate at its defaults (``config`` overrides EstimatorConfig fields); the
+    run must end with ``resets`` resets."""
+    est = Estimator(sys_, EstimatorConfig(**{**dict(
+        frequency=RATE, lag_duration=0.1, encoder_sigma=ENC, dynamics_sigma=5.0,
+        jerk_process=True, disturbance_process=disturbance, integrator_jerk=100.0), **config}))
     xt = ExternalTorques(sys_, ExternalConfig(threshold=3.0, min_duration=0.004))
     buf = np.zeros(sys_.n)
     t, tau, sigma, flag = [], [], [], []
@@ -162,8 +152,36 @@ def _external_run(sys_, recs, disturbance: bool):
             tau.append(o.tau.copy())
             sigma.append(o.sigma.copy())
             flag.append(o.contact)
-    assert est.counters['resets'] == 0
+    assert est.counters['resets'] == resets, est.last_reset_reason
     return np.array(t), np.array(tau), np.array(sigma), np.array(flag)
+
+
+@pytest.fixture(scope='module')
+def pushed_records(ur5):
+    """Encoder and effort readings of a run with a push of PUSH N·m from PUSH_START."""
+    ref = _smooth_reference(ur5, 3.0)
+    ext = np.zeros((len(ref.t), ur5.n))
+    ext[(ref.t >= PUSH_START) & (ref.t < PUSH_END)] = PUSH
+    tr = track_reference(ur5, ref, external=ext)
+    return simulate_spatial_measurements(
+        ur5, tr.t, tr.q, tr.qd, tr.qdd, tr.tau,
+        SpatialSensorConfig(encoder_rate=RATE, encoder_sigma=ENC, effort_sigma=0.0,
+                            imu_rate=0.0), np.random.default_rng(7))
+
+
+def test_a_push_at_the_default_gate_is_a_disturbance_not_an_outlier(ur5, pushed_records):
+    """Issue 27 item 4: the innovation gate at its default threshold takes the encoders
+    through a push (its variance has the external torques' share when efforts are
+    measured): no reset, the flag up within 20 ms. Without that share
+    (``contact_effort_fraction`` 0) the model with the motor efforts predicts none of
+    the push, its readings are rejected and the estimate resets (``diverged``)."""
+    assert EstimatorConfig().joint_rejection_threshold == 10.0
+    assert EstimatorConfig().contact_effort_fraction > 0
+    t, _, _, flag = _external_run(ur5, pushed_records, disturbance=True)
+    first = t[(t >= PUSH_START) & flag][0]
+    assert first - PUSH_START <= 0.020 + 1e-9
+    _external_run(ur5, pushed_records, disturbance=True, resets=1,
+                  contact_effort_fraction=0.0)
 
 
 def test_no_contact_flag_in_free_motion(pushed_run):
