@@ -193,9 +193,14 @@ def _estimator_params() -> tuple[ParamSpec, ...]:
         ParamSpec('contact_threshold', 3.0,
                   'k of the contact flag (~/contact): a joint whose |external torque| exceeds '
                   'k times its sigma.', lo=0.0, hi=1e6),
-        ParamSpec('contact_min_duration', 0.004,
+        ParamSpec('contact_min_duration', 0.0,
                   'Seconds some joint must stay above contact_threshold before ~/contact '
-                  'rises.', lo=0.0, hi=3600.0),
+                  'rises (0: the first tick above).', lo=0.0, hi=3600.0),
+        ParamSpec('contact_effort_fraction', _cfg('contact_effort_fraction'),
+                  'With measured efforts, the innovation gate allows an unseen contact torque '
+                  'of this fraction of each joint effort limit on the encoders, so a push is '
+                  'a disturbance, not an outlier (0: no such room).', lo=0.0, hi=10.0,
+                  config=True),
         ParamSpec('external_effort_sigma', 0.0,
                   'Noise of the measured efforts (JointState.effort), N·m or N, added to the '
                   'sigma of ~/external_torques.', lo=0.0, hi=big),

@@ -65,3 +65,18 @@ def test_a_node_with_default_parameters_builds_the_default_estimator_config():
     fields = {f.name: f.default for f in dataclasses.fields(EstimatorConfig)}
     for name, field in RENAMED.items():
         assert settings.values[name] == fields[field], name
+
+
+EXTERNAL = {'contact_threshold': 'threshold', 'contact_min_duration': 'min_duration',
+            'external_effort_sigma': 'effort_sigma', 'external_wrench_link': 'wrench_link',
+            'external_wrench_damping': 'wrench_damping'}
+"""The node's external-torque parameters -> the ``ExternalConfig`` fields they set."""
+
+
+def test_the_external_torque_parameters_default_to_external_config():
+    """The node once said contact_min_duration 0.004 where ExternalConfig said 0 (issue 27's
+    measured choice): both sources agree now."""
+    from mbfg_ros.estimation.external import ExternalConfig
+    fields = {f.name: f.default for f in dataclasses.fields(ExternalConfig)}
+    defaults = {p.name: p.default for p in ESTIMATOR_PARAMS}
+    assert {k: defaults[k] for k in EXTERNAL} == {k: fields[f] for k, f in EXTERNAL.items()}
