@@ -73,16 +73,20 @@ def interpolation_weights(s: np.ndarray | float, dt: float) -> tuple[np.ndarray,
 
 def residuals(sm: SensorModel, obs: Sequence[Observation], states, want: bool):
     """Residuals and model Jacobians (rows, 3, n) of ``obs``; ``states[i]`` is the
-    (q, q̇, q̈) of reading i. Readings of one sensor are evaluated together, vectorised
-    over their states (``sm.joint_batch``; ``sm.imu_errors``, which owns the IMU's
-    residual: 1-axis/2-axis/yaw on a plane, 3-axis and SO(3) in space); prismatic
-    joints use the scalar model per state. A reading has as many rows as its σ."""
+    (q, q̇, q̈) of reading i, or ``states`` is an array (len(obs), 3, n) of them (the
+    interval's interpolated states: no per-reading tuple). Readings of one sensor are
+    evaluated together, vectorised over their states (``sm.joint_batch``;
+    ``sm.imu_errors``, which owns the IMU's residual: 1-axis/2-axis/yaw on a plane,
+    3-axis and SO(3) in space); prismatic joints use the scalar model per state. A
+    reading has as many rows as its σ."""
     n = sm.n
     sizes = [ob.sigma.size for ob in obs]                   # rows of each reading
     start = np.cumsum([0] + sizes[:-1]).tolist()
     e = np.empty(sum(sizes))
     H = np.empty((e.size, 3, n)) if want else None
-    one = states[0] if all(st is states[0] for st in states) else None
+    Xs = states if isinstance(states, np.ndarray) else None
+    one = None if Xs is not None else \
+        (states[0] if all(st is states[0] for st in states) else None)
     X1 = np.stack(one) if one is not None else None       # (3, n): the one state of all
     cache: dict[int, np.ndarray] = {}
 
@@ -95,6 +99,8 @@ def residuals(sm: SensorModel, obs: Sequence[Observation], states, want: bool):
     def at(ids: list[int]) -> np.ndarray:   # (N, 3, n): the states of readings ids
         if X1 is not None:
             return np.broadcast_to(X1, (len(ids),) + X1.shape)
+        if Xs is not None:
+            return Xs[ids]
         return np.array([stacked(states[i]) for i in ids])
 
     direct = sm.direct_encoders              # encoders read q_j, q̇_j directly (or None)
@@ -116,7 +122,7 @@ def residuals(sm: SensorModel, obs: Sequence[Observation], states, want: bool):
         if X1 is not None:
             r = X1[lvl, idx] - z
         else:
-            X = np.array([stacked(states[i]) for i in jids])
+            X = at(jids)
             r = X[np.arange(len(jids)), lvl, idx] - z
         wrap = (lvl == 0) & direct[idx]
         if wrap.any():
@@ -133,7 +139,7 @@ def residuals(sm: SensorModel, obs: Sequence[Observation], states, want: bool):
             if batch is None:                                     # prismatic: scalar model
                 for i in ids:
                     ob = obs[i]
-                    q, qd, _ = states[i]
+                    q, qd, _ = states[i] if Xs is None else Xs[i]
                     pos, vel = sm.joint(index, q, qd, want)
                     m = pos if ob.kind == 'joint_pos' else vel
                     e[start[i]] = m.h[0] - ob.z[0]
@@ -190,15 +196,7 @@ def interval_rows(sm: SensorModel, obs: Sequence[Observation], a: np.ndarray, b:
     n = sm.n
     X0, X1 = xs[0].reshape(3, n), xs[1].reshape(3, n)
     Xm = a @ X0 + b @ X1                         # (N, 3, n): state at each reading
-    states: list = []
-    last = None
-    for i, ob in enumerate(obs):                 # readings of one stamp share one state
-        if last is None or ob.s != obs[last].s:
-            last = i
-            states.append(tuple(Xm[i]))
-        else:
-            states.append(states[-1])
-    e, H = residuals(sm, obs, states, want)
+    e, H = residuals(sm, obs, Xm, want)
     if not want:
         return e, None, None, None
     rows = np.repeat(np.arange(len(obs)), [np.size(ob.sigma) for ob in obs])
