@@ -296,25 +296,28 @@ class GraphMixin:
         Jacobian (:mod:`.innovation_gate`)."""
         n = self.n
         t_prev = self._t_last
-        span = [min(1.0, (p.t - t_prev) / dt) for p in items]
-        if min(span) > 1.0 - 1e-9:
+        stamps = np.array([p.t for p in items])
+        span = np.minimum((stamps - t_prev) / dt, 1.0)       # one array op, not per reading
+        if span.min() > 1.0 - 1e-9:
             obs = [p.ob for p in items]
             state = (guess[:n], guess[n:2 * n], guess[2 * n:])
             e, H = residuals(self.sm, obs, [state] * len(obs), True)
             H = H.reshape(len(e), 3 * n)
             keys, xs, J, gate_e = (k,), (guess,), (H,), e
         else:
-            order = sorted(range(len(items)), key=span.__getitem__)
-            items = [items[i] for i in order]
-            obs = [p.ob._replace(s=min(1.0, span[j])) for p, j in zip(items, order)]
-            a, b = interpolation_weights([o.s for o in obs], dt)
+            order = np.argsort(span, kind='stable')
+            span, stamps = span[order], stamps[order]
+            items = [items[i] for i in order.tolist()]
+            obs = [Observation(ob.kind, ob.index, ob.z, ob.sigma, s)    # not _replace: µs each
+                   for ob, s in zip([p.ob for p in items], span.tolist())]
+            a, b = interpolation_weights(span, dt)
             x0 = self._theta[self._k]
             e, H, J0, J1 = interval_rows(self.sm, obs, a, b, [x0, guess])
             keys, xs, J = (k - 1, k), (x0, guess), (J0, J1)
             gate_e = e + J0 @ (self._x_last - x0)
         sizes = [ob.sigma.size for ob in obs]
         row_of = np.repeat(np.arange(len(obs)), sizes)
-        tau = np.repeat(np.array([p.t for p in items]) - t_prev, sizes)
+        tau = np.repeat(stamps - t_prev, sizes)
         return _Current(items, obs, keys, xs, e, H, J, gate_e, tau, row_of)
 
     def _update(self, graph: gtsam.NonlinearFactorGraph, values: gtsam.Values, key: int,
