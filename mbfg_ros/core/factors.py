@@ -134,17 +134,23 @@ def linear_factor(keys: Sequence[int], noise: gtsam.noiseModel.Base | np.ndarray
     """
     e, J = fn(xs, True) if evaluated is None else evaluated
     inv = 1.0 / (noise if isinstance(noise, np.ndarray) else noise.sigmas())
-    b = -e * inv
     # Σ^-½ J row by row, built transposed so that the result is column-major (Eigen's
     # layout: pybind11 then passes it without a copy)
-    A = [(np.asarray(Ji).T * inv).T for Ji in J]
-    point = gtsam.Values()
+    return _container(keys, xs, [(np.asarray(Ji).T * inv).T for Ji in J], -e * inv,
+                      'linear_factor')
+
+
+def _container(keys: Sequence[int], xs: Sequence[np.ndarray], A: Sequence[np.ndarray],
+               b: np.ndarray, who: str) -> gtsam.LinearContainerFactor:
+    """The JacobianFactor ``A δ = b`` on 1 or 2 ``keys`` in a LinearContainerFactor at
+    their values ``xs`` (its linearisation point)."""
     if len(keys) == 1:
         jf = gtsam.JacobianFactor(keys[0], A[0], b, None)
     elif len(keys) == 2:
         jf = gtsam.JacobianFactor(keys[0], A[0], keys[1], A[1], b, None)
     else:
-        raise ValueError(f'linear_factor: 1 or 2 keys, got {len(keys)}')
+        raise ValueError(f'{who}: 1 or 2 keys, got {len(keys)}')
+    point = gtsam.Values()
     for k, x in zip(keys, xs):
         point.insert(k, x)
     return gtsam.LinearContainerFactor(jf, point)
@@ -175,16 +181,7 @@ def stacked_linear_factor(keys: Sequence[int], xs: Sequence[np.ndarray],
         for pos, Ji in zip(on, J):
             A[pos][r:r + m] = (np.asarray(Ji).T * inv).T
         r += m
-    point = gtsam.Values()
-    if len(keys) == 1:
-        jf = gtsam.JacobianFactor(keys[0], A[0], b, None)
-    elif len(keys) == 2:
-        jf = gtsam.JacobianFactor(keys[0], A[0], keys[1], A[1], b, None)
-    else:
-        raise ValueError(f'stacked_linear_factor: 1 or 2 keys, got {len(keys)}')
-    for k, x in zip(keys, xs):
-        point.insert(k, x)
-    return gtsam.LinearContainerFactor(jf, point)
+    return _container(keys, xs, A, b, 'stacked_linear_factor')
 
 
 def sigmas(*blocks: tuple[int, float]) -> gtsam.noiseModel.Diagonal:

@@ -30,7 +30,7 @@ factors (Eq. 4) as ``CustomFactor``s for a Levenberg-Marquardt solve of the same
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import gtsam
 import numpy as np
@@ -63,6 +63,22 @@ class GraphSolution:
     W: np.ndarray            # (n_loops, 6) loop wrenches on the loop child links
 
 
+def tree_constants(graph: Any, model: SpatialModel) -> None:
+    """The constants seed 002's graph of a tree needs, set once on ``graph``: ``model``,
+    ``n``, ``nb``, the screw axes ``S``, the home poses ``T_home`` and their inverses, the
+    spatial inertias ``G``, gravity ``g`` and the joints below each link (``children``)."""
+    graph.model = model
+    graph.n, graph.nb = model.n, model.nb
+    graph.S = model.screw
+    graph.T_home = np.asarray(model.T_home, float)
+    graph.T_home_inv = np.linalg.inv(graph.T_home)
+    graph.G = model.spatial_inertia()
+    graph.g = np.asarray(model.gravity, float)
+    graph.children = [[] for _ in range(graph.nb)]         # joints below a link
+    for j, p in enumerate(model.parent):
+        graph.children[int(p)].append(j)
+
+
 class DynamicsGraph:
     """Builds and solves seed 002's graph for one ``SpatialModel`` (immutable constants)."""
 
@@ -70,16 +86,7 @@ class DynamicsGraph:
         if model.floating:
             raise ValueError(f'{model.source}: a floating base: use '
                              'mbfg_ros.spatial.floating_graph.FloatingDynamicsGraph')
-        self.model = model
-        self.n, self.nb = model.n, model.nb
-        self.S = model.screw
-        self.T_home = np.asarray(model.T_home, float)
-        self.T_home_inv = np.linalg.inv(self.T_home)
-        self.G = model.spatial_inertia()
-        self.g = np.asarray(model.gravity, float)
-        self.children: list[list[int]] = [[] for _ in range(self.nb)]   # joints below a link
-        for j, p in enumerate(model.parent):
-            self.children[int(p)].append(j)
+        tree_constants(self, model)
         self.loops = model.loops
 
     # -- kinematics (known part) ------------------------------------------------------------

@@ -36,7 +36,7 @@ import numpy as np
 
 from . import contact_factors as cf
 from . import graph_factors as gf
-from .dynamics_graph import _hard_noise, _jf, key
+from .dynamics_graph import _hard_noise, _jf, key, tree_constants
 from .floating import _check_floating
 from .model import SpatialModel
 
@@ -61,16 +61,7 @@ class FloatingDynamicsGraph:
 
     def __init__(self, model: SpatialModel) -> None:
         _check_floating(model, 'FloatingDynamicsGraph')
-        self.model = model
-        self.n, self.nb = model.n, model.nb
-        self.S = model.screw
-        self.T_home = np.asarray(model.T_home, float)
-        self.T_home_inv = np.linalg.inv(self.T_home)
-        self.G = model.spatial_inertia()
-        self.g = np.asarray(model.gravity, float)
-        self.children: list[list[int]] = [[] for _ in range(self.nb)]
-        for j, p in enumerate(model.parent):
-            self.children[int(p)].append(j)
+        tree_constants(self, model)
         self.contact = {c.name: (i, c.link, np.asarray(c.position, float))
                         for i, c in enumerate(model.contacts)}
 
