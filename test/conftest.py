@@ -5,6 +5,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 from support.progress import group_summary
 
 REPO = Path(__file__).resolve().parents[1]
@@ -41,3 +42,18 @@ def pytest_terminal_summary(terminalreporter) -> None:
         terminalreporter.write_sep('-', 'per folder (summed test time)')
         for line in lines:
             terminalreporter.write_line(line)
+
+
+@pytest.fixture(scope='session')
+def small_bag(tmp_path_factory):
+    """A 0.2 s rosbag2 of the simulated four-bar (encoders, IMU, truth), as the demo writes
+    it: the input of the replay tests (test/cli). Tests must not change it."""
+    from dataclasses import replace
+
+    from support.ros_data import T0, fourbar_data
+
+    from mbfg_ros.cli.demo import write_simulation_bag
+    system, traj, recs = fourbar_data(duration=0.2)
+    bag = tmp_path_factory.mktemp('bag') / 'b'
+    write_simulation_bag(bag, system, traj, [replace(r, t=r.t - T0) for r in recs])
+    return bag

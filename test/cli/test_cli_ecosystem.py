@@ -79,19 +79,6 @@ def test_csv_headers_name_the_coordinates(tmp_path):
     assert not any(re.fullmatch(r'q\d+', h) for h in header)
 
 
-@pytest.fixture(scope='module')
-def small_bag(tmp_path_factory):
-    from dataclasses import replace
-
-    from support.ros_data import T0, fourbar_data
-
-    from mbfg_ros.cli.demo import write_simulation_bag
-    system, traj, recs = fourbar_data(duration=0.2)
-    bag = tmp_path_factory.mktemp('bag') / 'b'
-    write_simulation_bag(bag, system, traj, [replace(r, t=r.t - T0) for r in recs])
-    return bag
-
-
 def test_replay_takes_the_mechanism_first_like_the_other_tools(small_bag, tmp_path, capsys):
     assert replay_main([str(fourbar_path()), str(small_bag), '--output',
                         str(tmp_path / 'new'), '--quiet']) == 0

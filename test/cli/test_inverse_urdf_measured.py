@@ -10,11 +10,10 @@ import numpy as np
 import pytest
 from conftest import CONFIG
 from support.dfki_reference import DFKI, dfki_tau
+from support.ros_data import write_joint_state_bag
 
 from mbfg_ros.cli.inverse import main as inverse_main
-from mbfg_ros.core.bag import BagWriter, typestore
 from mbfg_ros.core.trajectory import derivatives
-from mbfg_ros.ros import conversions as cv
 
 URDF = CONFIG / 'urdf' / 'double_pendulum.urdf'
 OVERLAY = CONFIG / 'urdf' / 'double_pendulum_dfki.yaml'
@@ -77,12 +76,8 @@ def test_bag_joint_states_with_efforts_equal_the_csv(tmp_path, capsys):
     t = np.arange(1000) / 500.0
     q, qd, _ = motion(t)
     tau = ref_tau(t)
-    kit = cv.rosbags_kit(typestore())
-    with BagWriter(tmp_path / 'bag', 'mcap') as w:
-        for k in range(len(t)):
-            ns = 10 ** 9 + int(round(t[k] * 1e9))
-            w.write('/joint_states', cv.TYPES['JointState'], ns, cv.joint_state_msg(
-                kit, ns, ['elbow', 'shoulder'], *(list(x[k, ::-1]) for x in (q, qd, tau))))
+    write_joint_state_bag(tmp_path / 'bag', t, ['elbow', 'shoulder'],
+                          *(x[:, ::-1] for x in (q, qd, tau)))
     write_csv(tmp_path / 'm.csv', t)
     common = [str(URDF), '--overlay', str(OVERLAY)]
     assert inverse_main([*common, '--bag', str(tmp_path / 'bag'),

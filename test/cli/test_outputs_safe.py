@@ -13,13 +13,11 @@ import signal
 import subprocess
 import sys
 import textwrap
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from support.ros_data import REPO, T0, fourbar_data, fourbar_path
+from support.ros_data import REPO, fourbar_path
 
-from mbfg_ros.cli.demo import write_simulation_bag
 from mbfg_ros.cli.identify import main as identify_main
 from mbfg_ros.cli.inverse import main as inverse_main
 from mbfg_ros.cli.replay import main as replay_main
@@ -41,14 +39,6 @@ def _one_error_line(err: str, *fragments: str) -> None:
     assert len(lines) == 1, err
     for f in fragments:
         assert f in lines[0], (f, lines[0])
-
-
-@pytest.fixture(scope='module')
-def small_bag(tmp_path_factory):
-    system, traj, recs = fourbar_data(duration=0.2)
-    bag = tmp_path_factory.mktemp('bag') / 'b'
-    write_simulation_bag(bag, system, traj, [replace(r, t=r.t - T0) for r in recs])
-    return bag
 
 
 def _simulate(out: Path, *extra: str) -> list[str]:

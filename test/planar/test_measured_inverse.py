@@ -10,10 +10,12 @@ import numpy as np
 import pytest
 from conftest import CONFIG, DATA
 from support.dfki_reference import DFKI, dfki_tau
+from support.ros_data import write_joint_state_bag
 
-from mbfg_ros.core.bag import BagWriter, typestore
 from mbfg_ros.cli.inverse import main as inverse_main
 from mbfg_ros.core.errors import MbfgError, TrajectoryError
+from mbfg_ros.planar.dynamics import build_system, load_system
+from mbfg_ros.planar.mechanism_yaml import parse_mechanism
 from mbfg_ros.planar.problems.measured import (
     DerivativeOptions,
     load_joint_bag,
@@ -21,9 +23,6 @@ from mbfg_ros.planar.problems.measured import (
     measured_inverse,
     torque_fit,
 )
-from mbfg_ros.planar.dynamics import build_system, load_system
-from mbfg_ros.planar.mechanism_yaml import parse_mechanism
-from mbfg_ros.ros import conversions as cv
 
 YAML = CONFIG / 'dfki_double_pendulum.yaml'
 RUN = {k: DATA / 'dfki' / f'design_A.0_20220815_sys_id_trajectory_{k}.csv' for k in ('01', '04')}
@@ -86,12 +85,8 @@ def _at(tk):
 
 def test_bag_joint_states_give_the_same_torques_as_the_csv(tmp_path):
     t, q, qd, tau = known_motion(duration=2.0)
-    kit = cv.rosbags_kit(typestore())
-    with BagWriter(tmp_path / 'bag', 'mcap') as w:
-        for k in range(len(t)):
-            ns = 10 ** 9 + int(round(t[k] * 1e9))
-            w.write('/joint_states', cv.TYPES['JointState'], ns, cv.joint_state_msg(
-                kit, ns, ['elbow', 'shoulder'], *(list(x[k, ::-1]) for x in (q, qd, tau))))
+    write_joint_state_bag(tmp_path / 'bag', t, ['elbow', 'shoulder'],
+                          *(x[:, ::-1] for x in (q, qd, tau)))
     write_csv(tmp_path / 'm.csv', t, q, qd, tau)
     sys_ = load_system(YAML)
     a = measured_inverse(sys_, load_joint_bag(tmp_path / 'bag', ['shoulder', 'elbow']))

@@ -33,8 +33,8 @@ def fourbar_data(duration: float = 1.0, rate: float = 200.0, seed: int = 3):
     """
     from dataclasses import replace
 
-    from mbfg_ros.simulation.forward import ForwardConfig, simulate
     from mbfg_ros.planar.sensors import SensorConfig, simulate_measurements
+    from mbfg_ros.simulation.forward import ForwardConfig, simulate
 
     system = fourbar_system()
     traj = simulate(system, duration, ForwardConfig(dt=1e-3))
@@ -63,3 +63,18 @@ def ros_env(domain: int) -> dict:
 def unique_domain(offset: int = 0) -> int:
     """A domain id private to this test process (0..101 are valid everywhere)."""
     return 10 + (os.getpid() * 7 + offset) % 90
+
+
+def write_joint_state_bag(path: Path, t: np.ndarray, names: list[str], *columns: np.ndarray,
+                          topic: str = '/joint_states') -> None:
+    """An MCAP rosbag2 of one JointState per sample ``t`` (s, stamped from 1 s), with
+    ``names`` and the per-joint ``columns`` (positions, then velocities and efforts as
+    given), each an array (samples, joints) in ``names``' order."""
+    from mbfg_ros.core.bag import BagWriter, typestore
+    from mbfg_ros.ros import conversions as cv
+    kit = cv.rosbags_kit(typestore())
+    with BagWriter(path, 'mcap') as w:
+        for k in range(len(t)):
+            ns = 10 ** 9 + int(round(t[k] * 1e9))
+            w.write(topic, cv.TYPES['JointState'], ns, cv.joint_state_msg(
+                kit, ns, names, *(list(x[k]) for x in columns)))
