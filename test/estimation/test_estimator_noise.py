@@ -7,8 +7,7 @@ import math
 import numpy as np
 import pytest
 from conftest import CONFIG, DATA
-from support.dfki_reference import DFKI, dfki_terms
-from scipy.integrate import solve_ivp
+from support.dfki_reference import DFKI, simulate_dfki
 
 from mbfg_ros.estimation.estimator import Estimator, EstimatorConfig, coordinate_sigmas
 from mbfg_ros.core.measurements import JointMeasurement
@@ -69,11 +68,7 @@ def test_fine_encoders_with_physical_sigmas_beat_finite_differences_on_the_full_
     def u(tk):
         return np.array([0.3 * math.sin(3 * tk), 0.2 * math.cos(5 * tk)])
 
-    def rhs(tk, x):
-        M, C, G, F = dfki_terms(DFKI, x[:2], x[2:])
-        return np.concatenate((x[2:], np.linalg.solve(M, u(tk) - C @ x[2:] + G - F)))
-    sol = solve_ivp(rhs, (0, T), [0.0, 0.0, 0.0, 0.0], method='DOP853', rtol=1e-11,
-                    atol=1e-12, t_eval=t, max_step=1e-3)
+    sol = simulate_dfki(DFKI, u, t, [0.0, 0.0, 0.0, 0.0], rtol=1e-11, max_step=1e-3)
     rng = np.random.default_rng(0)
     sigma = 3e-5
     meas = [JointMeasurement(tk, ('shoulder', 'elbow'),

@@ -19,9 +19,8 @@ import math
 import numpy as np
 import pytest
 from conftest import CONFIG, DATA
-from scipy.integrate import solve_ivp
 from scipy.signal import savgol_coeffs, savgol_filter
-from support.dfki_reference import DFKI, dfki_tau, dfki_terms
+from support.dfki_reference import DFKI, dfki_tau, dfki_terms, simulate_dfki
 
 from mbfg_ros.core.measurements import JointMeasurement
 from mbfg_ros.estimation.estimator import Estimator, EstimatorConfig
@@ -295,11 +294,7 @@ def _simulated_heavier_plant(seconds: float = 3.0, rate: float = 500.0):
     def u(tk):
         return np.array([0.6 * math.sin(3 * tk), 0.3 * math.cos(5 * tk)])
 
-    def rhs(tk, x):
-        M, C, G, F = dfki_terms(plant, x[:2], x[2:])
-        return np.concatenate((x[2:], np.linalg.solve(M, u(tk) - C @ x[2:] + G - F)))
-    sol = solve_ivp(rhs, (0, seconds), [1.5, -0.8, 0.0, 0.0], method='DOP853', rtol=1e-10,
-                    atol=1e-12, t_eval=t, max_step=1e-3)
+    sol = simulate_dfki(plant, u, t, [1.5, -0.8, 0.0, 0.0], max_step=1e-3)
     return t, sol, u
 
 

@@ -10,7 +10,7 @@ import re
 import numpy as np
 import pytest
 from conftest import CONFIG, numerical_jacobian
-from support.dfki_reference import DFKI, dfki_tau, dfki_terms, natural_state
+from support.dfki_reference import DFKI, dfki_tau, dfki_terms, natural_state, simulate_dfki
 
 from mbfg_ros.planar.dynamics import actuator_efforts
 from mbfg_ros.core.errors import MechanismError
@@ -217,7 +217,6 @@ def dfki_yaml_at(q1, q2):
 def test_forward_simulation_with_friction_and_rotor_follows_dfki_ode():
     """The factor-graph integrator on the full model against DFKI's equations integrated
     by scipy (DOP853, rtol 1e-10), with a torque on both motors."""
-    from scipy.integrate import solve_ivp
 
     from mbfg_ros.simulation.forward import ForwardConfig, simulate
     sys = build_system(parse_mechanism(dfki_yaml_at(1.0, 0.5)))
@@ -225,12 +224,8 @@ def test_forward_simulation_with_friction_and_rotor_follows_dfki_ode():
     def u(t):
         return np.array([0.3 * math.sin(3 * t), 0.2 * math.cos(5 * t)])
 
-    def rhs(t, x):
-        M, C, G, F = dfki_terms(DFKI, x[:2], x[2:])
-        return np.concatenate((x[2:], np.linalg.solve(M, u(t) - C @ x[2:] + G - F)))
     traj = simulate(sys, 1.0, ForwardConfig(dt=5e-4), tau_fn=lambda t, q, qd: u(t + 2.5e-4))
-    ref = solve_ivp(rhs, (0, 1.0), [1.0, 0.5, 0, 0], method='DOP853', rtol=1e-10, atol=1e-12,
-                    t_eval=traj.t)
+    ref = simulate_dfki(DFKI, u, traj.t, [1.0, 0.5, 0, 0])
     err = np.abs(traj.q[:, 4] + math.pi / 2 - ref.y[0]).max()
     err2 = np.abs(traj.q[:, 5] - ref.y[1]).max()
     assert max(err, err2) < 5e-3

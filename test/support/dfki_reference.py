@@ -61,3 +61,16 @@ def natural_state(p, q, qd, qdd):
     Qd = np.concatenate((v1, v1 + v2, [w1, qd[1]]))
     Qdd = np.concatenate((c1, c1 + c2, [e1, qdd[1]]))
     return Q, Qd, Qdd
+
+
+def simulate_dfki(p, u, t_eval: np.ndarray, x0, rtol: float = 1e-10, max_step: float = np.inf):
+    """DFKI's plant ``p`` (their equations: M q̈ = u(t) − C q̇ + G − F) integrated by
+    scipy's DOP853 from x0 = [q, q̇] over ``t_eval`` under the torques ``u(t)``; the
+    ``solve_ivp`` solution (``.y[:2]`` the angles)."""
+    from scipy.integrate import solve_ivp
+
+    def rhs(tk, x):
+        M, C, G, F = dfki_terms(p, x[:2], x[2:])
+        return np.concatenate((x[2:], np.linalg.solve(M, u(tk) - C @ x[2:] + G - F)))
+    return solve_ivp(rhs, (0.0, float(t_eval[-1])), list(x0), method='DOP853', rtol=rtol,
+                     atol=1e-12, t_eval=t_eval, max_step=max_step)
