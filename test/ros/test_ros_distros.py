@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import rclpy
 import rclpy.executors
-from support.ros_nodes import (  # noqa: F401
+from support.ros_nodes import (
     SENSORS,
     STATE_AND_DIAGNOSTICS,
     Peer,

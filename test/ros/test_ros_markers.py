@@ -10,12 +10,10 @@ import time
 
 import numpy as np
 import pytest
-from support.ros_nodes import (  # noqa: F401
+from support.ros_nodes import (
     Peer,
-    _msg,
     _publish_in_real_time,
     _valid_messages,
-    _wait_for_node,
     start,
     stop,
 )

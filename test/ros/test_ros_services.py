@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from support.ros_nodes import (  # noqa: F401
+from support.ros_nodes import (
     SENSORS,
     STATE_AND_DIAGNOSTICS,
     Peer,
