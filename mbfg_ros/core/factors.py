@@ -30,6 +30,7 @@ by no module, now live with their test: ``test/support/seed_factors.py``).
 """
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import gtsam
@@ -218,13 +219,24 @@ def stacked_state_error(sys: MultibodySystem, tau: np.ndarray | None, xs: Sequen
     J[m:2 * m, n:2 * n] = t.phi_q
     J[2 * m:, :n] = a.qdd_q
     J[2 * m:, n:2 * n] = a.qdd_qd
-    J[2 * m:, 2 * n:] = -np.eye(n)
+    J[2 * m:, 2 * n:] = _neg_eye(n)
     return e, [J]
 
 
+@lru_cache(maxsize=8)
+def _neg_eye(n: int) -> np.ndarray:
+    """−I (n x n), read-only (a constant block of every state factor's Jacobian)."""
+    out = -np.eye(n)
+    out.flags.writeable = False
+    return out
+
+
+@lru_cache(maxsize=64)
 def stacked_integrator_jacobians(n: int, dt: float, trapezoidal: bool
                                  ) -> tuple[np.ndarray, np.ndarray]:
-    """A0, A1 with e = A0 x_{k-1} + A1 x_k for stacked x = [p, ṗ, p̈] (Eqs. 22/23)."""
+    """A0, A1 with e = A0 x_{k-1} + A1 x_k for stacked x = [p, ṗ, p̈] (Eqs. 22/23).
+
+    Constants of (n, dt): kept per value (a tick loop has a handful of dt's), read-only."""
     eye = np.eye(n)
     J0 = np.zeros((2 * n, 3 * n))
     J1 = np.zeros((2 * n, 3 * n))
@@ -238,6 +250,7 @@ def stacked_integrator_jacobians(n: int, dt: float, trapezoidal: bool
     if trapezoidal:
         J1[:n, n:2 * n] = -h * eye
         J1[n:, 2 * n:] = -h * eye
+    J0.flags.writeable = J1.flags.writeable = False
     return J0, J1
 
 

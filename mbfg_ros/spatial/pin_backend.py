@@ -117,15 +117,15 @@ class PinocchioDynamics:
                                                    np.asarray(q, float), np.asarray(qd, float)))
 
     def forward(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray,
-                derivatives: bool = False) -> FDResult:
-        """q̈ (``pin.aba``), optionally with ∂q̈/∂q, ∂q̈/∂q̇ and M⁻¹."""
+                derivatives: bool = False, minv: bool = True) -> FDResult:
+        """q̈ (``pin.aba``), optionally with ∂q̈/∂q, ∂q̈/∂q̇ and (``minv``) M⁻¹."""
         pin, pm, pd = self._pin, self.pmodel, self.pdata
         q, qd, tau = (np.asarray(x, float) for x in (q, qd, tau))
         if not derivatives:
             return FDResult(qdd=np.array(pin.aba(pm, pd, q, qd, tau)))
         dq, dv, Minv = pin.computeABADerivatives(pm, pd, q, qd, tau)
         return FDResult(qdd=np.array(pd.ddq), dqdd_dq=np.array(dq), dqdd_dqd=np.array(dv),
-                        dqdd_dtau=self._sym(Minv))
+                        dqdd_dtau=self._sym(Minv) if minv else None)
 
 
 class PinocchioImu:
