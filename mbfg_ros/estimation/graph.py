@@ -300,8 +300,7 @@ class GraphMixin:
         span = np.minimum((stamps - t_prev) / dt, 1.0)       # one array op, not per reading
         if span.min() > 1.0 - 1e-9:
             obs = [p.ob for p in items]
-            state = (guess[:n], guess[n:2 * n], guess[2 * n:])
-            e, H = residuals(self.sm, obs, [state] * len(obs), True)
+            e, H = residuals(self.sm, obs, guess.reshape(3, n), True)
             H = H.reshape(len(e), 3 * n)
             keys, xs, J, gate_e = (k,), (guess,), (H,), e
         else:

@@ -308,6 +308,5 @@ class GateMixin:
         (wrapped angles, SO(3) orientation) and Jacobians of readings ``obs`` at the
         stacked state ``x``, stacked in order."""
         n = self.n
-        state = (x[:n], x[n:2 * n], x[2 * n:])
-        e, H = residuals(self.sm, obs, [state] * len(obs), True)
+        e, H = residuals(self.sm, obs, np.reshape(x, (3, n)), True)
         return e, H.reshape(len(e), 3 * n)
