@@ -168,7 +168,8 @@ def stacked_linear_factor(keys: Sequence[int], xs: Sequence[np.ndarray],
     error e and Jacobians J, one per variable it has): the rows of each, stacked in order,
     are those :func:`linear_factor` gives it (A = Σ^-½ J, b = −Σ^-½ e; zero columns on
     the variables it does not have), so the linear system is the same as with one factor
-    each; GTSAM builds and indexes one object instead of several.
+    each; GTSAM builds and indexes one object instead of several. A block whose σ is None
+    is whitened already: its e and J are b and A.
     """
     dims = [x.size for x in xs]
     rows = sum(e.size for _, _, e, _ in blocks)
@@ -176,11 +177,16 @@ def stacked_linear_factor(keys: Sequence[int], xs: Sequence[np.ndarray],
     b = np.empty(rows)
     r = 0
     for on, sigma, e, J in blocks:
-        inv = 1.0 / sigma
         m = e.size
-        b[r:r + m] = -e * inv
-        for pos, Ji in zip(on, J):
-            A[pos][r:r + m] = (np.asarray(Ji).T * inv).T
+        if sigma is None:
+            b[r:r + m] = e
+            for pos, Ai in zip(on, J):
+                A[pos][r:r + m] = Ai
+        else:
+            inv = 1.0 / sigma
+            b[r:r + m] = -e * inv
+            for pos, Ji in zip(on, J):
+                A[pos][r:r + m] = (np.asarray(Ji).T * inv).T
         r += m
     return _container(keys, xs, A, b, 'stacked_linear_factor')
 

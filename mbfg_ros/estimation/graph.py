@@ -131,6 +131,7 @@ class GraphMixin:
 
     def _set_dynamics_noise(self, cfg: EstimatorConfig) -> None:
         self._dyn_sigma, self._jerk = coordinate_sigmas(self.sys, cfg)
+        self._integ_rows: dict[tuple, tuple] = {}     # the integrator's whitened rows per dt
         self._tick_dyn_sigma = self._dyn_sigma
         self._state_sigma = np.concatenate((np.full(2 * self.sys.m, cfg.constraint_sigma),
                                             self._dyn_sigma))
@@ -319,6 +320,25 @@ class GraphMixin:
         tau = np.repeat(stamps - t_prev, sizes)
         return _Current(items, obs, keys, xs, e, H, J, gate_e, tau, row_of)
 
+    def _integrator_rows(self, integ: functools.partial, sigma: np.ndarray, dt: float
+                         ) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]] | None:
+        """(Σ^-½, (Σ^-½ J_{k−1}, Σ^-½ J_k)) of the integrator ``integ`` over ``dt`` with σ
+        ``sigma``: constants of dt for the trapezoidal rows (Eq. 23) and their jerk rows,
+        kept per dt (a tick loop has a handful of dt's; cleared when the σ's change); None
+        for the disturbance rows (their Jacobians move with the state)."""
+        if integ.func not in (F.stacked_trapezoidal_error, F.stacked_trapezoidal_jerk_error):
+            return None
+        key = (integ.func, dt)
+        rows = self._integ_rows.get(key)
+        if rows is None:
+            if len(self._integ_rows) >= 64:
+                self._integ_rows.clear()
+            n = self.n
+            J = integ.func(n, dt, [np.zeros(3 * n)] * 2, True)[1]
+            inv = 1.0 / sigma
+            rows = self._integ_rows[key] = (inv, tuple((Ji.T * inv).T for Ji in J))
+        return rows
+
     def _update(self, graph: gtsam.NonlinearFactorGraph, values: gtsam.Values, key: int,
                 t: float) -> np.ndarray:
         """One smoother update; the new state's estimate, or an exception if not finite."""
@@ -368,8 +388,14 @@ class GraphMixin:
             # the tick's own factors (state, integrator, the new interval's readings) as
             # ONE linear factor on (x_{k−1}, x_k): the same rows, one GTSAM object
             e_s, J_s = state([guess], True)
-            e_i, J_i = integ([theta_prev, guess], True)
-            blocks = [((1,), state_sigma, e_s, J_s), ((0, 1), sigma, e_i, J_i)]
+            rows = self._integrator_rows(integ, sigma, dt)
+            if rows is None:
+                e_i, J_i = integ([theta_prev, guess], True)
+                blocks = [((1,), state_sigma, e_s, J_s), ((0, 1), sigma, e_i, J_i)]
+            else:               # its whitened Jacobians are constants of dt: kept
+                inv, A = rows
+                b_i = -integ([theta_prev, guess], False)[0] * inv
+                blocks = [((1,), state_sigma, e_s, J_s), ((0, 1), None, b_i, A)]
             if current is not None:
                 on = (1,) if len(current.keys) == 1 else (0, 1)
                 blocks.append((on, observation_sigmas(current.obs), current.e, current.J))
