@@ -91,17 +91,18 @@ class _Current:
     pending ``items`` and their observations ``obs`` (factor order), the factor's key
     indices and linearisation points ``xs``, residual ``e``, Jacobians ``J`` per key; for
     the gate, the model Jacobian ``H`` (rows, 3n), ``gate_e`` (the residual carried to the
-    last estimate), ``tau`` (how far from it) and ``row_of`` (the reading of each row)."""
+    last estimate), ``tau`` (how far from it) and ``row_of`` (the reading of each row);
+    ``sig`` the σ of each row (the factor's and the gate's)."""
 
-    __slots__ = ('items', 'obs', 'keys', 'xs', 'e', 'H', 'J', 'gate_e', 'tau', 'row_of')
+    __slots__ = ('items', 'obs', 'keys', 'xs', 'e', 'H', 'J', 'gate_e', 'tau', 'row_of', 'sig')
 
     def __init__(self, items: list[_Pending], obs: list[Observation], keys: tuple[int, ...],
                  xs: tuple[np.ndarray, ...], e: np.ndarray, H: np.ndarray | None,
                  J: tuple[np.ndarray, ...], gate_e: np.ndarray | None,
-                 tau: np.ndarray | None, row_of: np.ndarray) -> None:
+                 tau: np.ndarray | None, row_of: np.ndarray, sig: np.ndarray) -> None:
         self.items, self.obs, self.keys, self.xs = items, obs, keys, xs
         self.e, self.H, self.J = e, H, J
-        self.gate_e, self.tau, self.row_of = gate_e, tau, row_of
+        self.gate_e, self.tau, self.row_of, self.sig = gate_e, tau, row_of, sig
 
     def kept(self, keep: np.ndarray) -> _Current:
         """Only the readings flagged in ``keep`` (and their rows)."""
@@ -112,7 +113,7 @@ class _Current:
         return _Current([self.items[i] for i in ids], [self.obs[i] for i in ids], self.keys,
                         self.xs, self.e[rows], None, tuple(Ji[rows] for Ji in self.J), None,
                         None, np.repeat(np.arange(len(ids)), np.bincount(
-                            self.row_of, minlength=len(keep))[keep]))
+                            self.row_of, minlength=len(keep))[keep]), self.sig[rows])
 
 
 class GraphMixin:
@@ -230,7 +231,7 @@ class GraphMixin:
             parts = []
             if current is not None:
                 parts.append((current.items, current.gate_e, current.H, current.tau,
-                              current.row_of))
+                              current.row_of, current.sig))
             if late:
                 parts.append((late, *self._carried_rows(late)))
             if len(parts) == 1:
@@ -239,6 +240,7 @@ class GraphMixin:
                 items = current.items + late
                 rows = [np.concatenate((parts[0][j], parts[1][j])) for j in (1, 2, 3)]
                 rows.append(np.concatenate((parts[0][4], parts[1][4] + len(cur))))
+                rows.append(np.concatenate((parts[0][5], parts[1][5])))
             try:
                 keep = self._gate(items, *rows)
             except _Diverged as exc:
@@ -318,7 +320,8 @@ class GraphMixin:
         sizes = [ob.sigma.size for ob in obs]
         row_of = np.repeat(np.arange(len(obs)), sizes)
         tau = np.repeat(stamps - t_prev, sizes)
-        return _Current(items, obs, keys, xs, e, H, J, gate_e, tau, row_of)
+        return _Current(items, obs, keys, xs, e, H, J, gate_e, tau, row_of,
+                        observation_sigmas(obs))
 
     def _integrator_rows(self, integ: functools.partial, sigma: np.ndarray, dt: float
                          ) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]] | None:
@@ -398,7 +401,7 @@ class GraphMixin:
                 blocks = [((1,), state_sigma, e_s, J_s), ((0, 1), None, b_i, A)]
             if current is not None:
                 on = (1,) if len(current.keys) == 1 else (0, 1)
-                blocks.append((on, observation_sigmas(current.obs), current.e, current.J))
+                blocks.append((on, current.sig, current.e, current.J))
                 used += current.obs
             graph.add(F.stacked_linear_factor([prev, key], [theta_prev, guess], blocks))
         else:

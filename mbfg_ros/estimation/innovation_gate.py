@@ -95,8 +95,8 @@ class GateMixin:
                                         and cfg.imu_rejection_threshold <= 0)
 
     def _carried_rows(self, items: list[_Pending]
-                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(E, H, τ, reading of each row) of readings ``items`` predicted from the estimate
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(E, H, τ, reading of each row, σ of each row) of readings ``items`` predicted from the estimate
         of the newest tick at or before each stamp (the first in the window for older
         ones) carried forward by τ (q + τq̇ + ½τ²q̈, q̇ + τq̈), through the sensor model
         linearised once per base tick: ``E = h(x̂) ⊖ z + H (x̂(τ) − x̂)``."""
@@ -109,6 +109,7 @@ class GateMixin:
                 max(0, bisect.bisect_right(times, p.t + self._eps) - 1)
             groups.setdefault(base, []).append(i)
         Es, Hs, taus, rows = [], [], [], []
+        order = [i for ids in groups.values() for i in ids]         # the rows' readings
         for base, ids in groups.items():
             t_b, x = hist[base]
             obs = [items[i].ob for i in ids]
@@ -124,15 +125,15 @@ class GateMixin:
             taus.append(tau)
             rows.append(row_of)
         return (np.concatenate(Es), np.concatenate(Hs), np.concatenate(taus),
-                np.concatenate(rows))
+                np.concatenate(rows), np.concatenate([items[i].ob.sigma for i in order]))
 
     def _gate(self, items: list[_Pending], E: np.ndarray, H: np.ndarray, tau: np.ndarray,
-              row_of: np.ndarray) -> np.ndarray:
+              row_of: np.ndarray, sig: np.ndarray) -> np.ndarray:
         """Which of the readings ``items`` pass the innovation gate (module docstring).
 
         ``E`` (R,): each row's predicted residual ``h ⊖ z`` at the reading's stamp, ``H``
         (R, 3n) the model's Jacobian there, ``tau`` (R,) how far the prediction was carried
-        from the last estimate, ``row_of`` (R,) the reading of each row. Its variance adds
+        from the last estimate, ``row_of`` (R,) the reading of each row, ``sig`` (R,) its σ. Its variance adds
         to σ² and the estimate's (HPHᵀ) the dynamics' σ on the new q̈, the change of q̈
         over τ (``integrator_jerk`` · τ), and their effect on q̇ and q (HQHᵀ), and the
         model error s_m. A run of rejections of one sensor longer than
@@ -146,7 +147,6 @@ class GateMixin:
         shown, unseen = self._external_var()
         sd2, sj2 = self._tick_dyn_sigma ** 2 + shown, self._jerk ** 2
         obs = [p.ob for p in items]
-        sig = np.concatenate([ob.sigma for ob in obs])
         base = self._slot_base
         slot_list = [base[ob.kind] + ob.index for ob in obs]
         slots = np.array(slot_list)                     # the sensor of each reading
