@@ -216,6 +216,15 @@ def stacked_state_error(sys: MultibodySystem, tau: np.ndarray | None, xs: Sequen
     x = xs[0]
     q, qd, qdd = x[:n], x[n:2 * n], x[2 * n:]
     a = t = sys.state_terms(q, qd, tau, want)
+    if not m:                                   # a tree: the dynamics rows alone
+        e = a.qdd - qdd
+        if not want:
+            return e, None
+        J = np.zeros((n, 3 * n))
+        J[:, :n] = a.qdd_q
+        J[:, n:2 * n] = a.qdd_qd
+        J[:, 2 * n:] = _neg_eye(n)
+        return e, [J]
     e = np.concatenate((t.phi, t.phi_q @ qd, a.qdd - qdd))
     if not want:
         return e, None

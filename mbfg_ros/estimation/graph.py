@@ -224,8 +224,10 @@ class GraphMixin:
             else []
         eps, t_prev, times = self._eps, self._t_last, self._times
         fast = guess is not None and self._linear()
-        cur = [p for p in ready if p.t > t_prev + eps] if fast else []
-        late = [p for p in ready if p.t <= t_prev + eps] if cur else ready
+        edge = t_prev + eps
+        cur = [p for p in ready if p.t > edge] if fast else []
+        late = ready if not cur else [] if len(cur) == len(ready) else \
+            [p for p in ready if p.t <= edge]
         current = self._current_rows(k, t - t_prev, guess, cur) if cur else None
         if not self._gate_off():
             parts = []
