@@ -142,25 +142,28 @@ def linear_factor(keys: Sequence[int], noise: gtsam.noiseModel.Base | np.ndarray
 
 
 def _container(keys: Sequence[int], xs: Sequence[np.ndarray], A: Sequence[np.ndarray],
-               b: np.ndarray, who: str) -> gtsam.LinearContainerFactor:
+               b: np.ndarray, who: str, point: bool = True) -> gtsam.LinearContainerFactor:
     """The JacobianFactor ``A δ = b`` on 1 or 2 ``keys`` in a LinearContainerFactor at
-    their values ``xs`` (its linearisation point)."""
+    their values ``xs`` (its linearisation point; without ``point``, none: GTSAM then
+    takes the factor as it is wherever it linearises it)."""
     if len(keys) == 1:
         jf = gtsam.JacobianFactor(keys[0], A[0], b, None)
     elif len(keys) == 2:
         jf = gtsam.JacobianFactor(keys[0], A[0], keys[1], A[1], b, None)
     else:
         raise ValueError(f'{who}: 1 or 2 keys, got {len(keys)}')
-    point = gtsam.Values()
+    if not point:
+        return gtsam.LinearContainerFactor(jf)
+    values = gtsam.Values()
     for k, x in zip(keys, xs):
-        point.insert(k, x)
-    return gtsam.LinearContainerFactor(jf, point)
+        values.insert(k, x)
+    return gtsam.LinearContainerFactor(jf, values)
 
 
 def stacked_linear_factor(keys: Sequence[int], xs: Sequence[np.ndarray],
-                          blocks: Sequence[tuple[Sequence[int], np.ndarray, np.ndarray,
-                                                 Sequence[np.ndarray]]]
-                          ) -> gtsam.LinearContainerFactor:
+                          blocks: Sequence[tuple[Sequence[int], np.ndarray | None, np.ndarray,
+                                                 Sequence[np.ndarray]]],
+                          point: bool = True) -> gtsam.LinearContainerFactor:
     """Several factors linearised at ``xs`` (the values of ``keys``) as ONE whitened
     :class:`gtsam.JacobianFactor` in a :class:`gtsam.LinearContainerFactor` (issue 24).
 
@@ -170,6 +173,11 @@ def stacked_linear_factor(keys: Sequence[int], xs: Sequence[np.ndarray],
     the variables it does not have), so the linear system is the same as with one factor
     each; GTSAM builds and indexes one object instead of several. A block whose σ is None
     is whitened already: its e and J are b and A.
+
+    ``point`` False: the container holds no linearisation point, for a solver whose own
+    linearisation point of ``keys`` is ``xs`` and stays there (ISAM2 without
+    relinearisation, given ``xs`` as the new keys' values): GTSAM would move b by
+    −A δ with δ = 0 there, so the factor is the same without building ``gtsam.Values``.
     """
     dims = [x.size for x in xs]
     rows = sum(e.size for _, _, e, _ in blocks)
@@ -188,7 +196,7 @@ def stacked_linear_factor(keys: Sequence[int], xs: Sequence[np.ndarray],
             for pos, Ji in zip(on, J):
                 A[pos][r:r + m] = (np.asarray(Ji).T * inv).T
         r += m
-    return _container(keys, xs, A, b, 'stacked_linear_factor')
+    return _container(keys, xs, A, b, 'stacked_linear_factor', point)
 
 
 def sigmas(*blocks: tuple[int, float]) -> gtsam.noiseModel.Diagonal:

@@ -405,7 +405,10 @@ class GraphMixin:
                 on = (1,) if len(current.keys) == 1 else (0, 1)
                 blocks.append((on, current.sig, current.e, current.J))
                 used += current.obs
-            graph.add(F.stacked_linear_factor([prev, key], [theta_prev, guess], blocks))
+            # at the smoother's own linearisation point of both keys (x_{k−1}'s inserted
+            # value, x_k's now), which never moves (relinearisation off): no point kept
+            graph.add(F.stacked_linear_factor([prev, key], [theta_prev, guess], blocks,
+                                              point=False))
         else:
             graph.add(self._factor([key], state_sigma, state, [guess]))
             graph.add(self._factor([prev, key], sigma, integ, [theta_prev, guess]))
