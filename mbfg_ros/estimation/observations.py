@@ -124,18 +124,28 @@ def residuals(sm: SensorModel, obs: Sequence[Observation], states, want: bool):
     if jids:
         # joint coordinates (spatial): every encoder reading at once, unit-row Jacobians
         idx = np.array([obs[i].index for i in jids])
-        lvl = np.array([0 if obs[i].kind == 'joint_pos' else 1 for i in jids])
         z = np.array([obs[i].z[0] for i in jids])
+        rate = [obs[i].kind != 'joint_pos' for i in jids]
+        if any(rate):
+            lvl = np.array(rate, dtype=int)
+            wrap = (lvl == 0) & direct[idx]
+        else:                                   # angles only (the common case)
+            lvl, wrap = 0, direct[idx]
         if X1 is not None:
             r = X1[lvl, idx] - z
         else:
             X = at(jids)
             r = X[np.arange(len(jids)), lvl, idx] - z
-        wrap = (lvl == 0) & direct[idx]
-        if wrap.any():
+        if wrap.all():
+            r = wrap_angle(r)
+        elif wrap.any():
             r[wrap] = wrap_angle(r[wrap])
         rows = [start[i] for i in jids]
-        e[rows] = r
+        if rows[-1] - rows[0] == len(rows) - 1:   # consecutive rows (encoders first)
+            rows = np.arange(rows[0], rows[-1] + 1)
+            e[rows[0]:rows[-1] + 1] = r
+        else:
+            e[rows] = r
         if want:
             H[rows] = 0.0
             H[rows, lvl, idx] = 1.0
