@@ -279,10 +279,9 @@ def stacked_integrator_jacobians(n: int, dt: float, trapezoidal: bool
 
 def stacked_trapezoidal_error(n: int, dt: float, xs: Sequence[np.ndarray], want: bool):
     """Two f_ti (Eq. 23) between stacked states: q from q̇, and q̇ from q̈."""
-    x0, x1 = xs
-    h = 0.5 * dt
-    e = np.concatenate((x1[:n] - x0[:n] - h * (x0[n:2 * n] + x1[n:2 * n]),
-                        x1[n:2 * n] - x0[n:2 * n] - h * (x0[2 * n:] + x1[2 * n:])))
+    X0, X1 = np.reshape(xs[0], (3, n)), np.reshape(xs[1], (3, n))     # rows q, q̇, q̈
+    # [q; q̇]_k − [q; q̇]_{k−1} − dt/2 ([q̇; q̈]_{k−1} + [q̇; q̈]_k), both levels at once
+    e = (X1[:2] - X0[:2] - 0.5 * dt * (X0[1:] + X1[1:])).reshape(2 * n)
     return e, (list(stacked_integrator_jacobians(n, dt, True)) if want else None)
 
 
