@@ -5,7 +5,8 @@ readings, ticked alternately, estimates compared sample by sample and thread CPU
 The baseline is another tree's package, e.g. main's, exported under another name so that
 both import side by side (its imports are relative)::
 
-    git archive main mbfg_ros | tar -x -C /tmp/base && mv /tmp/base/mbfg_ros /tmp/base/mbfg_ros_base
+    git archive main mbfg_ros | tar -x -C /tmp/base
+    mv /tmp/base/mbfg_ros /tmp/base/mbfg_ros_base
     .venv/bin/python bench/estimator_ab.py --base /tmp/base/mbfg_ros_base [--duration 3]
 
 Rows: the UR5 + wrist IMU with and without ``effort`` (config/urdf, the parameters of

@@ -96,9 +96,9 @@ class GateMixin:
 
     def _carried_rows(self, items: list[_Pending]
                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(E, H, τ, reading of each row, σ of each row) of readings ``items`` predicted from the estimate
-        of the newest tick at or before each stamp (the first in the window for older
-        ones) carried forward by τ (q + τq̇ + ½τ²q̈, q̇ + τq̈), through the sensor model
+        """(E, H, τ, reading of each row, σ of each row) of readings ``items`` predicted
+        from the estimate of the newest tick at or before each stamp (the first in the window
+        for older ones) carried forward by τ (q + τq̇ + ½τ²q̈, q̇ + τq̈), through the sensor model
         linearised once per base tick: ``E = h(x̂) ⊖ z + H (x̂(τ) − x̂)``."""
         n = self.n
         hist, times = self._x_hist, self._times
@@ -133,10 +133,10 @@ class GateMixin:
 
         ``E`` (R,): each row's predicted residual ``h ⊖ z`` at the reading's stamp, ``H``
         (R, 3n) the model's Jacobian there, ``tau`` (R,) how far the prediction was carried
-        from the last estimate, ``row_of`` (R,) the reading of each row, ``sig`` (R,) its σ. Its variance adds
-        to σ² and the estimate's (HPHᵀ) the dynamics' σ on the new q̈, the change of q̈
-        over τ (``integrator_jerk`` · τ), and their effect on q̇ and q (HQHᵀ), and the
-        model error s_m. A run of rejections of one sensor longer than
+        from the last estimate, ``row_of`` (R,) the reading of each row, ``sig`` (R,) its σ.
+        Its variance adds to σ² and the estimate's (HPHᵀ) the dynamics' σ on the new q̈,
+        the change of q̈ over τ (``integrator_jerk`` · τ), and their effect on q̇ and q
+        (HQHᵀ), and the model error s_m. A run of rejections of one sensor longer than
         ``outlier_reset_time`` raises :class:`_Diverged` (the caller puts the readings
         back).
         """
