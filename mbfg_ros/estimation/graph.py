@@ -319,9 +319,8 @@ class GraphMixin:
             e, H, J0, J1 = interval_rows(self.sm, obs, a, b, [x0, guess])
             keys, xs, J = (k - 1, k), (x0, guess), (J0, J1)
             gate_e = e + J0 @ (self._x_last - x0)
-        sizes = [ob.sigma.size for ob in obs]
-        row_of = np.repeat(np.arange(len(obs)), sizes)
-        tau = np.repeat(stamps - t_prev, sizes)
+        row_of = np.repeat(np.arange(len(obs)), [ob.sigma.size for ob in obs])
+        tau = (stamps - t_prev)[row_of]
         return _Current(items, obs, keys, xs, e, H, J, gate_e, tau, row_of,
                         observation_sigmas(obs))
 

@@ -221,7 +221,12 @@ def interval_rows(sm: SensorModel, obs: Sequence[Observation], a: np.ndarray, b:
 
 
 def observation_sigmas(obs: Sequence[Observation]) -> np.ndarray:
-    return np.concatenate([np.atleast_1d(ob.sigma) for ob in obs]).astype(float)
+    """The σ of every row of ``obs``, stacked (a new float array)."""
+    try:                        # σ's are 1-D arrays (the intake's): one concatenation
+        sig = np.concatenate([ob.sigma for ob in obs])
+    except ValueError:          # a scalar σ
+        return np.concatenate([np.atleast_1d(ob.sigma) for ob in obs]).astype(float)
+    return sig if sig.dtype == float else sig.astype(float)
 
 
 def observation_factor(key: int, sm: SensorModel, obs: Sequence[Observation],
