@@ -13,7 +13,8 @@ Rows: the UR5 + wrist IMU with and without ``effort`` (config/urdf, the paramete
 config/estimator_urdf.yaml), the 7-DOF arm (panda_like.urdf, encoders), each at 1 kHz with
 every sensor on the tick grid, and the UR5 with the IMU half a tick off the grid (readings
 between ticks: the two-key interval factors) and at 500 Hz (``bench/estimator_spatial.py``'s
-rate). Each estimator simulates its own readings from the same seed (its own record classes);
+rate); the four-bar of config/fourbar.yaml (crank encoder + coupler IMU, natural coordinates,
+``bench/estimator.py``'s truth) at 1 kHz. Each estimator simulates its own readings from the same seed (its own record classes);
 the readings are checked equal first. Per row: the largest difference of q, q̇, q̈, τ̂ and
 their σ's over every estimate, relative to the quantity's RMS (``≤ 1e-9`` is the issue's
 bar; 0 is bit-identical), the counters that differ, and both estimators' tick median / p99
@@ -84,6 +85,31 @@ def setup(pkg: str, urdf: str, overlay: str | None, rate: float, duration: float
     return est, ticks, by_tick
 
 
+def setup_fourbar(pkg: str, rate: float, duration: float):
+    """(estimator, ticks, readings by tick) of the four-bar row, built with package ``pkg``."""
+    if str(REPO / 'bench') not in sys.path:
+        sys.path.insert(0, str(REPO / 'bench'))
+    from common import truth
+    imp = importlib.import_module
+    system = imp(f'{pkg}.planar.dynamics').load_system(REPO / 'config' / 'fourbar.yaml')
+    sensors = imp(f'{pkg}.planar.sensors')
+    est_mod = imp(f'{pkg}.estimation.estimator')
+    t, q, qd, qdd = truth(imp('mbfg_ros.planar.dynamics').load_system(
+        REPO / 'config' / 'fourbar.yaml'), duration, 1000.0)
+    recs = sensors.simulate_measurements(
+        system, t, q, qd, qdd, sensors.SensorConfig(joints=('crank',), encoder_rate=rate,
+                                                    imu_rate=rate), np.random.default_rng(0))
+    est = est_mod.Estimator(system, est_mod.EstimatorConfig(
+        frequency=rate, lag_duration=0.05, encoder_sigma=ENC_SIGMA))
+    ticks = np.arange(1, int(duration * rate)) / rate
+    by_tick: list[list] = [[] for _ in ticks]
+    for r in sorted(recs, key=lambda r: r.t):
+        i = int(np.searchsorted(ticks, r.t - 1e-12))
+        if i < len(ticks):
+            by_tick[i].append(r)
+    return est, ticks, by_tick
+
+
 def same_readings(a: list[list], b: list[list]) -> bool:
     for ra, rb in zip(a, b):
         if len(ra) != len(rb):
@@ -100,7 +126,9 @@ def same_readings(a: list[list], b: list[list]) -> bool:
 
 
 def run_row(base: str, label: str, args: tuple, tol: float) -> bool:
-    (ea, ticks, ra), (eb, _, rb) = setup('mbfg_ros', *args), setup(base, *args)
+    build = setup_fourbar if args[0] == 'fourbar' else setup
+    args = args[1:] if args[0] == 'fourbar' else args
+    (ea, ticks, ra), (eb, _, rb) = build('mbfg_ros', *args), build(base, *args)
     if not same_readings(ra, rb):
         print(f'| {label} | readings differ between the two trees: not compared |')
         return False
@@ -156,7 +184,8 @@ def main(argv: list[str] | None = None) -> int:
             ('UR5 + IMU 500 Hz', ('ur5.urdf', 'ur5_sensors.yaml', 500.0, a.duration, True, 0.0)),
             ('UR5 + IMU off the grid (+0.5 ms)',
              ('ur5.urdf', 'ur5_sensors.yaml', 1000.0, a.duration, True, 0.5e-3)),
-            ('7-DOF arm 1 kHz', ('panda_like.urdf', None, 1000.0, a.duration, True, 0.0))]
+            ('7-DOF arm 1 kHz', ('panda_like.urdf', None, 1000.0, a.duration, True, 0.0)),
+            ('four-bar 1 kHz', ('fourbar', 1000.0, a.duration))]
     if a.rows:
         rows = [r for r in rows if any(r[0].startswith(p) for p in a.rows)]
     print(f'This tree against {a.base} ({a.duration:g} s per row; thread CPU µs per tick, '
