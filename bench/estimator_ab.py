@@ -13,13 +13,14 @@ Rows: the UR5 + wrist IMU with and without ``effort`` (config/urdf, the paramete
 config/estimator_urdf.yaml), the 7-DOF arm (panda_like.urdf, encoders), each at 1 kHz with
 every sensor on the tick grid, and the UR5 with the IMU half a tick off the grid (readings
 between ticks: the two-key interval factors) and at 500 Hz (``bench/estimator_spatial.py``'s
-rate); the four-bar of config/fourbar.yaml (crank encoder + coupler IMU, natural coordinates,
-``bench/estimator.py``'s truth) at 1 kHz. Each estimator simulates its own readings from
-the same seed (its own record classes); the readings are checked equal first. Per row: the largest difference of q, q̇, q̈, τ̂ and
-their σ's over every estimate, relative to the quantity's RMS (``≤ 1e-9`` is the issue's
-bar; 0 is bit-identical), the counters that differ, and both estimators' tick median / p99
-(µs, ``time.thread_time_ns``: immune to other processes; alternate ticks see the same load).
-Exit status 1 if a row differs by more than ``--tol``.
+rate); the four-bar of config/fourbar.yaml (crank encoder + coupler IMU, natural
+coordinates, ``bench/estimator.py``'s truth) at 1 kHz. Each estimator simulates its own
+readings from the same seed (its own record classes); the readings are checked equal first.
+Per row: the largest difference of q, q̇, q̈, τ̂ and their σ's over every estimate, relative
+to the quantity's RMS (``≤ 1e-9`` is the issue's bar; 0 is bit-identical), the counters that
+differ, and both estimators' tick median / p99 (µs, ``time.thread_time_ns``: immune to other
+processes; alternate ticks see the same load). Exit status 1 if a row differs by more than
+``--tol``.
 """
 from __future__ import annotations
 
