@@ -132,6 +132,8 @@ class GraphMixin:
 
     def _set_dynamics_noise(self, cfg: EstimatorConfig) -> None:
         self._dyn_sigma, self._jerk = coordinate_sigmas(self.sys, cfg)
+        self._jerk2 = self._jerk ** 2
+        self._gate_jerk: dict[float, tuple] = {}      # the gate's jerk terms of Q(τ) per τ²
         self._integ_rows: dict[tuple, tuple] = {}     # the integrator's whitened rows per dt
         self._tick_dyn_sigma = self._dyn_sigma
         self._state_sigma = np.concatenate((np.full(2 * self.sys.m, cfg.constraint_sigma),

@@ -145,7 +145,7 @@ class GateMixin:
         n = self.n
         var_s = self._var_last if self._var_last is not None else np.zeros(3 * n)
         shown, unseen = self._external_var()
-        sd2, sj2 = self._tick_dyn_sigma ** 2 + shown, self._jerk ** 2
+        sd2, sj2 = self._tick_dyn_sigma ** 2 + shown, self._jerk2
         obs = [p.ob for p in items]
         base = self._slot_base
         slot_list = [base[ob.kind] + ob.index for ob in obs]
@@ -164,8 +164,13 @@ class GateMixin:
         if one:                                         # one stamp (at the tick)
             a2 = float(tau[0]) ** 2
             a4 = a2 * a2
-            Q = np.concatenate((0.25 * a4 * sd2 + a4 * a2 / 36.0 * sj2,
-                                a2 * sd2 + 0.25 * a4 * sj2, sd2 + a2 * sj2))
+            jerk = self._gate_jerk.get(a2)         # the jerk's share: a constant of τ
+            if jerk is None:
+                if len(self._gate_jerk) >= 64:
+                    self._gate_jerk.clear()
+                jerk = self._gate_jerk[a2] = (a4 * a2 / 36.0 * sj2, 0.25 * a4 * sj2,
+                                              a2 * sj2)
+            Q = np.concatenate((0.25 * a4 * sd2 + jerk[0], a2 * sd2 + jerk[1], sd2 + jerk[2]))
             var_p = HH @ Q                              # H Q(τ) Hᵀ
         else:
             a2 = tau * tau
@@ -210,22 +215,23 @@ class GateMixin:
         cfg = self.config
         mv, mt, rs = self._model_var, self._model_t, self._reject_since
         tau_m = 0.5 * cfg.outlier_reset_time
-        active = thr > 0
-        on = slots[active]
+        every = cfg.joint_rejection_threshold > 0 and cfg.imu_rejection_threshold > 0
+        active = True if every else thr > 0
+        on, ta, ba, pw = (slots, t, base_var, power) if every else \
+            (slots[active], t[active], base_var[active], power[active])
         if on.size:
             # the model error the innovations show (module docstring): clipped, so an
             # outlier moves it by at most 4·α·S; a sensor's first reading starts it (α 0)
-            ta, ba = t[active], base_var[active]
             ent_v, ent_t = mv[on], mt[on]
             ent_t = np.where(np.isnan(ent_t), ta, ent_t)
             alpha = np.minimum(1.0, np.maximum(ta - ent_t, 0.0) / tau_m)
             S = ba + ent_v
             mv[on] = (1.0 - alpha) * ent_v + alpha * np.maximum(
-                0.0, np.minimum(power[active], 4.0 * S) - ba)
+                0.0, np.minimum(pw, 4.0 * S) - ba)
             mt[on] = np.maximum(ent_t, ta)
         ok = d2 <= thr * thr
-        rs[slots[active & ok]] = np.nan
-        rej = active & ~ok
+        rs[slots[ok if every else active & ok]] = np.nan
+        rej = ~ok if every else active & ~ok
         keep = ~rej
         if not rej.any():
             return keep
