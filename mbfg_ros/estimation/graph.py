@@ -304,7 +304,8 @@ class GraphMixin:
         n = self.n
         t_prev = self._t_last
         stamps = np.array([p.t for p in items])
-        span = np.minimum((stamps - t_prev) / dt, 1.0)       # one array op, not per reading
+        after = stamps - t_prev
+        span = np.minimum(after / dt, 1.0)                   # one array op, not per reading
         if span.min() > 1.0 - 1e-9:
             obs = [p.ob for p in items]
             e, H = residuals(self.sm, obs, guess.reshape(3, n), True)
@@ -312,7 +313,7 @@ class GraphMixin:
             keys, xs, J, gate_e = (k,), (guess,), (H,), e
         else:
             order = np.argsort(span, kind='stable')
-            span, stamps = span[order], stamps[order]
+            span, after = span[order], after[order]
             items = [items[i] for i in order.tolist()]
             obs = [Observation(ob.kind, ob.index, ob.z, ob.sigma, s)    # not _replace: µs each
                    for ob, s in zip([p.ob for p in items], span.tolist())]
@@ -322,7 +323,7 @@ class GraphMixin:
             keys, xs, J = (k - 1, k), (x0, guess), (J0, J1)
             gate_e = e + J0 @ (self._x_last - x0)
         row_of = np.repeat(np.arange(len(obs)), [ob.sigma.size for ob in obs])
-        tau = (stamps - t_prev)[row_of]
+        tau = after[row_of]
         return _Current(items, obs, keys, xs, e, H, J, gate_e, tau, row_of,
                         observation_sigmas(obs))
 

@@ -185,7 +185,11 @@ class GateMixin:
             enc = joint[row_of]
             if enc.any():
                 if one:                                 # Q_c(τ) the same for every row
-                    var_c = HH @ np.concatenate((0.25 * a4 * unseen, a2 * unseen, unseen))
+                    qc = self._gate_qc                  # kept while σ_c's term and τ hold
+                    if qc is None or qc[0] is not unseen or qc[1] != a2:
+                        qc = self._gate_qc = (unseen, a2, np.concatenate(
+                            (0.25 * a4 * unseen, a2 * unseen, unseen)))
+                    var_c = HH @ qc[2]
                 else:
                     a2 = tau * tau
                     C = np.stack((0.25 * a2 * a2, a2, np.ones_like(a2)), axis=1)  # q, q̇, q̈

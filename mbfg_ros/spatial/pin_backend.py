@@ -187,9 +187,9 @@ class PinocchioImu:
         L[:6, :n] = dv_dq
         L[6:, :n] = J[3:]
         L[:6, n:] = J
-        K = np.array([[0.0, -wz, wy, 0.0, vz, -vy, 0.0, gz, -gy],
-                      [wz, 0.0, -wx, -vz, 0.0, vx, -gz, 0.0, gx],
-                      [-wy, wx, 0.0, vy, -vx, 0.0, gy, -gx, 0.0]])
+        K = np.array([0.0, -wz, wy, 0.0, vz, -vy, 0.0, gz, -gy,
+                      wz, 0.0, -wx, -vz, 0.0, vx, -gz, 0.0, gx,
+                      -wy, wx, 0.0, vy, -vx, 0.0, gy, -gx, 0.0]).reshape(3, 9)
         H[3:6, :n] = da_dq[:3]
         H[3:6, n:2 * n] = da_dv[:3]
         H[3:6, :2 * n] += K @ L
