@@ -48,11 +48,23 @@ class FloatingEstimatorConfig:
     """rad/s: σ of the measured joint velocities."""
     contact_slip_sigma: float = 0.01
     """m/s: σ of a stance foot's contact-point velocity (slip allowed)."""
+    vertical_slip_sigma: float = 0.03
+    """m/s: σ of a stance foot's vertical velocity (0: ``contact_slip_sigma``). Looser than
+    the horizontal one: a loaded foot sinks into a soft ground or foot pad (the simulated
+    solo's stance feet read 1.2 cm/s downwards on average), so the IMU and the flat-ground
+    rows decide the vertical velocity."""
     foot_radius: float = 0.0
     """m: feet as balls of this radius rolling without slipping (0: point feet)."""
     ground_flatness_sigma: float = 0.005
     """m: σ of every stance foot's lowest point on the start-up ground plane (flat ground;
     0 switches the prior off, for rough terrain)."""
+    touchdown_guard: float = 0.02
+    """s: a foot's leg rows are used only once it has been in stance this long (the ball
+    still slides and bounces just after the contact flag rises)."""
+    liftoff_guard: float = 0.02
+    """s: a keyframe's leg rows are added this late, only for the feet still in stance then
+    (the foot already moves before the flag drops): the smoother's lag keeps the keyframe
+    (must be below ``lag``; 0: at once)."""
     contact_source: str = 'topic'
     """``topic`` (Bool per foot) or ``force`` (foot force norm above the threshold)."""
     contact_force_threshold: float = 3.0
@@ -63,6 +75,10 @@ class FloatingEstimatorConfig:
     """s: a longer gap between IMU readings is integrated as this long (counted)."""
 
     def __post_init__(self) -> None:
+        if isinstance(self.liftoff_guard, (int, float)) and isinstance(self.lag, (int, float)) \
+                and self.liftoff_guard >= self.lag:
+            raise ValueError(f'liftoff_guard: must be below lag ({self.lag!r}), '
+                             f'got {self.liftoff_guard!r}')
         for f in fields(self):
             v = getattr(self, f.name)
             if f.name == 'contact_source':
@@ -73,7 +89,9 @@ class FloatingEstimatorConfig:
             if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v):
                 raise ValueError(f'{f.name}: expected a finite number, got {v!r}')
             positive = f.name not in ('foot_radius', 'ground_flatness_sigma',
-                                      'contact_force_threshold')
+                                      'vertical_slip_sigma',
+                                      'contact_force_threshold', 'touchdown_guard',
+                                      'liftoff_guard')
             if v < 0 or (positive and v == 0):
                 raise ValueError(f'{f.name}: must be {"> 0" if positive else ">= 0"}, got {v!r}')
 

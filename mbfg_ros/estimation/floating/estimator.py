@@ -44,6 +44,8 @@ gave a pose (then the ground plane is where the stance feet are).
 from __future__ import annotations
 
 import math
+from collections import deque
+from dataclasses import dataclass
 from typing import Sequence
 
 import gtsam
@@ -118,6 +120,8 @@ class FloatingEstimator:
         self._qd_given = np.zeros(self.n, bool)
         self._tau = np.full(self.n, np.nan)
         self._stance = np.zeros(self.k, bool)
+        self._t_down = np.full(self.k, math.inf)      # start of each foot's stance phase
+        self._pending: deque[_Keyframe] = deque()     # keyframes waiting for their leg rows
         self._contact_seen = np.zeros(self.k, bool)
         self._smoother: gtsam.IncrementalFixedLagSmoother | None = None
         self._pim: gtsam.PreintegratedCombinedMeasurements | None = None
@@ -220,6 +224,14 @@ class FloatingEstimator:
             self.counters['dropped_unknown_foot'] += 1
         return i
 
+    def _set_stance(self, i: int, t: float, stance: bool) -> None:
+        if stance and not self._stance[i]:
+            self._t_down[i] = t
+        elif not stance:
+            self._t_down[i] = math.inf
+        self._stance[i] = stance
+        self._contact_seen[i] = True
+
     def add_contact(self, t: float, foot: str, in_contact: bool) -> None:
         """A foot's contact flag (``contact_source: topic``)."""
         i = self._foot(foot)
@@ -231,8 +243,7 @@ class FloatingEstimator:
         if self.config.contact_source != 'topic':
             self.counters['ignored_contact'] += 1
             return
-        self._stance[i] = bool(in_contact)
-        self._contact_seen[i] = True
+        self._set_stance(i, t, bool(in_contact))
         self.counters['used_contact'] += 1
 
     def add_foot_force(self, t: float, foot: str, force: np.ndarray) -> None:
@@ -249,8 +260,8 @@ class FloatingEstimator:
             return
         self.counters['used_force'] += 1
         if self.config.contact_source == 'force':
-            self._stance[i] = float(np.linalg.norm(f)) > self.config.contact_force_threshold
-            self._contact_seen[i] = True
+            self._set_stance(
+                i, t, float(np.linalg.norm(f)) > self.config.contact_force_threshold)
 
     # -- start-up ---------------------------------------------------------------------------
     def _try_start(self) -> bool:
@@ -320,21 +331,27 @@ class FloatingEstimator:
         names = [self.contact_names[i] for i in np.flatnonzero(stance)]
         return self.system.contact_motion(self._q_id, self._v_id, names)
 
-    def _leg_factor(self, nav: gtsam.NavState, w: np.ndarray, X: int, V: int
-                    ) -> gtsam.LinearContainerFactor | None:
-        """The stance feet's velocity and flat-ground rows at ``nav`` (module docstring)."""
+    def _record(self, key: int, t: float, nav: gtsam.NavState, w: np.ndarray
+                ) -> '_Keyframe':
+        """A keyframe's leg kinematics (every foot), for its leg rows now or later."""
+        p, pdot, wf = self._legs(self._qd, w, np.ones(self.k, bool))
+        R = nav.attitude().matrix()
+        u = pdot - self.config.foot_radius * np.cross(wf, R[2])   # base frame
+        return _Keyframe(key, t, nav.pose(), nav.velocity(), p, u)
+
+    def _leg_factor(self, kf: '_Keyframe', t_now: float) -> gtsam.LinearContainerFactor | None:
+        """The velocity and flat-ground rows (module docstring) of keyframe ``kf`` for the
+        feet in stance from ``touchdown_guard`` before it until now, at its estimate."""
         c = self.config
-        stance = self._stance
-        if not stance.any():
+        feet = np.flatnonzero(self._stance & (self._t_down <= kf.t - c.touchdown_guard + 1e-9))
+        m = len(feet)
+        if m == 0 or t_now - kf.t >= c.lag:
             return None
-        p, pdot, wf = self._legs(self._qd, w, stance)
-        pose = nav.pose()
+        X, V = _sym('x', kf.key), _sym('v', kf.key)
+        pose, v = kf.pose, kf.velocity
         R = pose.rotation().matrix()
         r = c.foot_radius
-        up_b = R[2]                                  # Rᵀ e_z
-        u = pdot - r * np.cross(wf, up_b)            # (m, 3) base frame
-        v = nav.velocity()
-        m = len(u)
+        p, u = kf.p[feet], kf.u[feet]
         flat = c.ground_flatness_sigma > 0
         rows = 3 * m + (m if flat else 0)
         AX = np.zeros((rows, 6), order='F')
@@ -342,12 +359,14 @@ class FloatingEstimator:
         b = np.empty(rows)
         # σ of a foot's velocity: slip, plus the joint-rate and gyro noise through the leg
         gyro_s = c.gyro_noise * math.sqrt(1000.0)
+        slip = np.array([c.contact_slip_sigma, c.contact_slip_sigma,
+                         c.vertical_slip_sigma or c.contact_slip_sigma]) ** 2
         for i in range(m):
             L = float(np.linalg.norm(p[i]))
-            inv = 1.0 / math.sqrt(c.contact_slip_sigma ** 2 + 2 * (c.joint_velocity_sigma * L) ** 2
-                                  + (gyro_s * L) ** 2)
+            inv = (1.0 / np.sqrt(slip + 2 * (c.joint_velocity_sigma * L) ** 2
+                                 + (gyro_s * L) ** 2))[:, None]
             sl = slice(3 * i, 3 * i + 3)
-            b[sl] = -(v + R @ u[i]) * inv                 # e = v + R u
+            b[sl] = -(v + R @ u[i]) * inv[:, 0]           # e = v + R u (world axes)
             AX[sl, :3] = -(R @ skew(u[i])) * inv          # ∂e/∂δθ (right perturbation)
             AV[sl] = np.eye(3) * inv
         if flat:
@@ -375,15 +394,19 @@ class FloatingEstimator:
         w = self._gyro - self._bias.gyroscope()
         g = gtsam.NonlinearFactorGraph()
         g.add(gtsam.CombinedImuFactor(X0, V0, X1, V1, B0, B1, pim))
-        legs = self._leg_factor(pred, w, X1, V1)
-        if legs is not None:
-            g.add(legs)
+        t = self._t_imu
+        kf = self._record(k1, t, pred, w)
+        self._pending.append(kf)
+        guard = self.config.liftoff_guard - 1e-9
+        while self._pending and t - self._pending[0].t >= guard:
+            legs = self._leg_factor(self._pending.popleft(), t)
+            if legs is not None:
+                g.add(legs)
         vals = gtsam.Values()
         vals.insert(X1, pred.pose())
         vals.insert(V1, pred.velocity())
         vals.insert(B1, self._bias)
         ts = gtsam.FixedLagSmootherKeyTimestampMap()
-        t = self._t_imu
         for key in (X1, V1, B1):
             ts.insert((key, t))
         try:
@@ -398,9 +421,11 @@ class FloatingEstimator:
             # an indeterminate system (should not happen with the priors): start again
             # from the prediction rather than stop publishing
             self.counters['restarts'] += 1
+            self._pending.clear()
             self._start(pred, self._bias, t, self._cov_pose + np.eye(6) * 1e-6, 0.05)
             return
         self._key = k1
+        kf.pose, kf.velocity = pose, vel            # later leg rows linearise here
         self._nav = gtsam.NavState(pose, vel)
         self._bias = bias
         self._t_key = t
@@ -490,6 +515,19 @@ class FloatingEstimator:
             qd=self._qd.copy(), tau=self._tau_hat.copy(),
             contacts=tuple(bool(s) for s in self._stance),
             contact_forces=self._forces.copy())
+
+
+@dataclass
+class _Keyframe:
+    """A keyframe's estimate and leg kinematics (base frame: feet ``p``, velocities ``u``
+    relative to their contact points), kept until its leg rows are added."""
+
+    key: int
+    t: float
+    pose: gtsam.Pose3
+    velocity: np.ndarray
+    p: np.ndarray
+    u: np.ndarray
 
 
 def _align(up_b: np.ndarray) -> np.ndarray:
