@@ -86,8 +86,30 @@ def _kind(value: Any) -> str | None:
     return None
 
 
+def _field_docs(cls: type) -> dict[str, str]:
+    """The attribute docstrings of a dataclass (the string after each field), first
+    sentence-ish line joined: the estimator documents its fields there."""
+    import ast
+    import inspect
+    import textwrap
+
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    except (OSError, TypeError, SyntaxError):
+        return {}
+    body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
+    out = {}
+    for a, b in zip(body, body[1:]):
+        if isinstance(a, ast.AnnAssign) and isinstance(a.target, ast.Name) and \
+                isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant) and \
+                isinstance(b.value.value, str):
+            out[a.target.id] = ' '.join(b.value.value.split())
+    return out
+
+
 def _config_params() -> tuple[ParamSpec, ...]:
     out = []
+    docs = _field_docs(FloatingEstimatorConfig)
     for f in dataclasses.fields(FloatingEstimatorConfig):
         default = f.default
         if default is dataclasses.MISSING:
@@ -95,7 +117,7 @@ def _config_params() -> tuple[ParamSpec, ...]:
         kind = _kind(default)
         if kind is None:       # arrays and optional values: set in the estimator's config
             continue
-        doc = f.metadata.get('doc', '') if f.metadata else ''
+        doc = docs.get(f.name, '')
         out.append(ParamSpec(f.name, default, (doc or f'The estimator\'s {f.name}') +
                              ' (FloatingEstimatorConfig, docs/floating-base.md).', kind,
                              config=True))

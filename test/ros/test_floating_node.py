@@ -32,6 +32,7 @@ pytestmark = pytest.mark.ros
 BAG = REPO / 'test' / 'data' / 'solo12' / 'trot_3s'
 URDF = REPO / 'config' / 'urdf' / 'solo12.urdf'
 OVERLAY = REPO / 'config' / 'urdf' / 'solo12_floating.yaml'
+PARAMS = REPO / 'config' / 'solo12_estimator.yaml'
 NODE = '/floating_estimator_node'
 SETTLE = 0.5
 """Seconds of the bag left out of the scores (the estimator's start-up while standing)."""
@@ -72,8 +73,8 @@ def run(tmp_path_factory):
     everything the test process heard."""
     tmp = tmp_path_factory.mktemp('floating')
     domain = unique_domain(41)
-    node = start('floating_node', {'urdf': URDF, 'overlay': OVERLAY, 'imu_topic': 'imu/base'},
-                 domain, tmp)
+    node = start('floating_node', {'urdf': URDF, 'overlay': OVERLAY}, domain, tmp,
+                 extra=('--params-file', str(PARAMS)))
     peer = Peer(domain)
     inbox: dict[str, list] = {}
 
@@ -174,8 +175,10 @@ def test_the_node_lives_and_publishes_every_output_in_time(run):
 
 
 def test_the_velocity_and_xy_drift_beat_leg_odometry(run):
-    """Base-frame velocity RMSE against /truth/odom (REP-105: the twist in base_link) and
-    xy drift over the trot, both below the leg-odometry baseline's on the same bag."""
+    """Base-frame velocity RMSE against /truth/odom (REP-105: the twist in base_link) below
+    a quarter of the leg-odometry baseline's on the same bag (leg odometry behind the node's
+    API passes at 1x, not at 1/4: the IMU fusion is what is tested), and the xy drift over
+    the trot below the baseline's (it starts from the truth)."""
     d = run['d']
     odom = _scored(run, f'{NODE}/odom')
     ks = np.array([k for k, _ in odom])
@@ -184,13 +187,15 @@ def test_the_velocity_and_xy_drift_beat_leg_odometry(run):
     rmse = float(np.sqrt(np.mean(np.sum((v - d['v'][ks]) ** 2, axis=1))))
     v_base, p_base, R_base = _baseline(d)
     rmse_base = float(np.sqrt(np.mean(np.sum((v_base[ks] - d['v'][ks]) ** 2, axis=1))))
-    assert rmse < rmse_base, (rmse, rmse_base)
     k0, k1 = ks[0], ks[-1]
     p_est = np.array([[m.pose.pose.position.x, m.pose.pose.position.y, m.pose.pose.position.z]
                       for m in (odom[0][1], odom[-1][1])])
     yaw0 = yaw_of(_quat_xyzw_to_rot(odom[0][1].pose.pose.orientation))
     drift = _xy_drift(p_est, yaw0, k0, k1, d)
     drift_base = _xy_drift(p_base[[k0, k1]], yaw_of(R_base[k0]), k0, k1, d)
+    print(f'v RMSE {rmse:.4f} (leg odometry {rmse_base:.4f}) m/s, xy drift {drift:.4f} '
+          f'(leg odometry {drift_base:.4f}) m', file=sys.stderr)
+    assert rmse < rmse_base / 4, (rmse, rmse_base)
     assert drift < drift_base, (drift, drift_base)
     walked = float(np.linalg.norm(np.diff(d['p'][k0:k1 + 1, :2], axis=0), axis=1).sum())
     assert walked > 0.2        # the trot moved: the drift is measured over a real distance
