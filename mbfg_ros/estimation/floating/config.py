@@ -27,6 +27,12 @@ class FloatingEstimatorConfig:
     keyframe_rate: float = 100.0
     """Hz: keyframes (NavState + IMU bias keys, leg factors) per second; estimates are
     published at every :meth:`tick` whatever this is (predicted by the IMU preintegration)."""
+    force_rate: float = 1000.0
+    """Hz: contact forces and τ̂ recomputed at most this often (at a :meth:`tick`; held
+    in between)."""
+    covariance_rate: float = 20.0
+    """Hz: the published covariances (the smoother's marginals, ~70 µs per key) are
+    recomputed at most this often (at a keyframe; held in between)."""
     init_time: float = 0.4
     """s of IMU readings, the robot standing still, before the start-up: gravity direction
     (roll, pitch) from their mean specific force, the gyro bias from their mean."""
@@ -58,10 +64,10 @@ class FloatingEstimatorConfig:
     ground_flatness_sigma: float = 0.005
     """m: σ of every stance foot's lowest point on the start-up ground plane (flat ground;
     0 switches the prior off, for rough terrain)."""
-    touchdown_guard: float = 0.02
+    touchdown_guard: float = 0.01
     """s: a foot's leg rows are used only once it has been in stance this long (the ball
     still slides and bounces just after the contact flag rises)."""
-    liftoff_guard: float = 0.02
+    liftoff_guard: float = 0.01
     """s: a keyframe's leg rows are added this late, only for the feet still in stance then
     (the foot already moves before the flag drops): the smoother's lag keeps the keyframe
     (must be below ``lag``; 0: at once)."""
