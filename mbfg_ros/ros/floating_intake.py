@@ -20,7 +20,9 @@ ticks.
   (``input.rejected.frame``).
 * **Contacts.** A Bool has no stamp: it takes the newest joint_states or IMU stamp
   received before it (the sensor clock, not the node clock, so a ``/clock`` that lags
-  the data does not shift contact switches).
+  the data does not shift contact switches). A foot force (or Bool) whose sample's tick
+  already ran goes into the next tick (at most one tick late) rather than being dropped;
+  one older than ``sensor_timeout`` is (``input.rejected.late``).
 * **Time.** Stamps are integer nanoseconds; the estimator gets seconds since the first
   reading after a (re-)start (float precision). Stamps going back by more than
   :data:`BACKWARDS_S` on joint_states :data:`BACKWARDS_COUNT` times in a row (a bag loop,
@@ -262,9 +264,13 @@ class FloatingDriver:
         if not np.all(np.isfinite(force)):
             self._reject('nonfinite')
             return False
-        if self.last_tick_ns is not None and t <= self.last_tick_ns:
-            self._reject('late')
-            return False
+        last = self.last_tick_ns
+        if last is not None and t <= last:
+            if last - t > self.timeout_ns:
+                self._reject('late')
+                return False
+            t = last + 1        # its sample's tick already ran (the horizon is set by the
+            #                     joints and the IMU): the next one takes it
         self._push(t, _FORCE, (foot, force))
         self.counters['input.wrench.used'] += 1
         return True

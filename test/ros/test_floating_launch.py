@@ -141,10 +141,16 @@ def test_docs_list_every_parameter_of_the_node():
     parameters (the estimator's config fields included)."""
     text = (REPO / 'docs' / 'floating-base.md').read_text()
     section = text.split('## Running it live', 1)[1].split('\n## ', 1)[0]
-    named = set()
+    named, in_table = set(), False
     for line in section.splitlines():
+        if not line.startswith('|'):
+            in_table = False
+            continue
         cells = [c.strip() for c in line.strip().strip('|').split('|')]
-        if line.startswith('|') and len(cells) > 1 and cells[0].startswith('`'):
+        if not in_table:
+            in_table = cells[0] == 'name'          # the parameter table's header
+            continue
+        if not set(cells[0]) <= set('-: '):
             named |= {n.strip() for n in cells[0].replace('`', '').split(',')}
     params = {p.name for p in floating_params()}
     assert params - named == set(), params - named
