@@ -67,14 +67,12 @@ class Player:
         self.proc.wait(10)
 
 
-@pytest.fixture(scope='module')
-def run(tmp_path_factory):
-    """One live run: the node, the player (with malformed messages every 100 samples),
-    everything the test process heard."""
-    tmp = tmp_path_factory.mktemp('floating')
-    domain = unique_domain(41)
-    node = start('floating_node', {'urdf': URDF, 'overlay': OVERLAY}, domain, tmp,
-                 extra=('--params-file', str(PARAMS)))
+def _live(tmp, domain: int, node_params: dict, player_args: tuple, reset: bool = False):
+    """One live run: the node, the player, everything the test process heard (a
+    generator: the node and the player are stopped after the ``yield``). ``reset``: call
+    ``~/reset`` once the run is over and take the diagnostics after it."""
+    node = start('floating_node', {'urdf': URDF, 'overlay': OVERLAY, **node_params}, domain,
+                 tmp, extra=('--params-file', str(PARAMS)))
     peer = Peer(domain)
     inbox: dict[str, list] = {}
 
@@ -95,7 +93,7 @@ def run(tmp_path_factory):
     try:
         peer.spin_until(lambda: all(peer.node.count_publishers(t) > 0 for t in inbox)
                         and inbox['/diagnostics'], 60, 'discovery of the node')
-        player = Player(domain, '--bad-every', '100')
+        player = Player(domain, *player_args)
         peer.spin_until(lambda: player.value('DONE') is not None or player.proc.poll()
                         not in (None, 0), 120, 'the player to finish')
         assert player.value('DONE') is not None, player.lines
@@ -108,15 +106,45 @@ def run(tmp_path_factory):
         diags = inbox['/diagnostics']
         n_diag = len(diags)
         peer.spin_until(lambda: len(diags) > n_diag + 1, 30, 'diagnostics after the run')
+        diag = diag_values(diags[-1])
+        answer = None
+        if reset:
+            from std_srvs.srv import Trigger
+            client = peer.node.create_client(Trigger, f'{NODE}/reset')
+            peer.spin_until(client.service_is_ready, 30, 'the reset service')
+            future = client.call_async(Trigger.Request())
+            peer.spin_until(future.done, 30, 'the reset answer')
+            answer = future.result()
+            n_diag = len(diags)
+            peer.spin_until(lambda: len(diags) > n_diag + 1, 30, 'diagnostics after reset')
         alive = node.poll() is None
         yield {'inbox': inbox, 'start': start_ns, 'd': d, 'alive': alive,
-               'bad': int(player.value('BAD')), 'diag': diag_values(diags[-1]),
+               'bad': int(player.value('BAD') or 0), 'diag': diag,
+               'after_reset': diag_values(diags[-1]), 'reset_answer': answer,
                'tf': tf_cls is not None, 'log': tmp / 'floating_node.log'}
     finally:
         if player is not None:
             player.close()
         stop(node)
         peer.close()
+
+
+@pytest.fixture(scope='module')
+def run(tmp_path_factory):
+    """Real time (the node's clock is the system clock, the player stamps with it), contact
+    Bools, malformed messages every 100 samples."""
+    yield from _live(tmp_path_factory.mktemp('floating'), unique_domain(41), {},
+                     ('--bad-every', '100'))
+
+
+@pytest.fixture(scope='module')
+def run_sim(tmp_path_factory):
+    """Sim time (the player publishes /clock at each sample's stamp, the node on
+    use_sim_time), contacts from the feet's forces (WrenchStamped, no Bool), ~/reset at
+    the end."""
+    yield from _live(tmp_path_factory.mktemp('floating_sim'), unique_domain(42),
+                     {'use_sim_time': 'true', 'contact_source': 'force'},
+                     ('--sim-time', '--wrenches', '--no-contacts'), reset=True)
 
 
 def peer_qos():
@@ -267,3 +295,38 @@ def test_tf_is_published_or_its_absence_is_reported(run):
     else:
         assert run['diag']['tf.published'] == 'False'
         assert 'tf2_msgs is not installed' in run['log'].read_text()
+
+
+def test_under_sim_time_with_contacts_from_the_foot_forces_it_beats_leg_odometry(run_sim):
+    """The other clock and the other contact source: the same bounds (the contact states
+    then come from the force threshold, and still follow the simulator's flags)."""
+    assert run_sim['alive'], run_sim['log'].read_text()[-3000:]
+    test_the_velocity_and_xy_drift_beat_leg_odometry(run_sim)
+    v = run_sim['diag']
+    assert int(v['input.wrench.used']) > 4 * 2500 and int(v['input.contact.used']) == 0
+    assert sum(int(x) for k, x in v.items() if k.startswith('input.rejected.')) == 0
+    d = run_sim['d']
+    outs = run_sim['inbox'][f'{NODE}/feet/FL_FOOT/contact']
+    odom = run_sim['inbox'][f'{NODE}/odom']
+    n = min(len(outs), len(odom))
+    ks = [_index(run_sim, o) for o in odom[:n]]
+    agree = np.mean([bool(c.data) == (d['contact'][k, 0] > 0.5) for c, k in zip(outs, ks)
+                     if 0 <= k < len(d['t']) and d['t'][k] - d['t'][0] >= SETTLE])
+    assert agree > 0.9, agree
+
+
+def test_contact_forces_are_published_in_odom_axes_and_carry_the_weight(run_sim):
+    """~/feet/<FOOT>/force: in odom's axes; averaged over the trot the feet carry the
+    robot's weight, so FL's mean vertical force is about a quarter of m g (±40 %)."""
+    forces = run_sim['inbox'][f'{NODE}/feet/FL_FOOT/force']
+    assert forces and forces[-1].header.frame_id == 'odom'
+    fz = np.array([m.wrench.force.z for m in forces[len(forces) // 5:]])
+    from mbfg_ros.loader import load_floating
+    weight = float(np.sum(load_floating(str(URDF), str(OVERLAY)).system.model.mass)) * 9.81
+    assert 0.6 * weight / 4 < fz.mean() < 1.4 * weight / 4, (fz.mean(), weight)
+
+
+def test_the_reset_service_restarts_the_estimator(run_sim):
+    assert run_sim['reset_answer'].success
+    assert int(run_sim['after_reset']['resets.manual']) == 1
+    assert run_sim['after_reset']['requests.reset'] == '1'
