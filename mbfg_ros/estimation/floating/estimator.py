@@ -186,7 +186,8 @@ class FloatingEstimator:
 
     def add_imu(self, t: float, gyro: np.ndarray, accel: np.ndarray) -> None:
         """One base IMU reading (base frame: angular velocity rad/s, specific force m/s²)."""
-        w, a = self._finite_vec(gyro, 3), self._finite_vec(accel, 3)
+        w = self._finite_vec(gyro, 3)
+        a = None if w is None else self._finite_vec(accel, 3)
         if w is None or a is None:
             return
         if not (math.isfinite(t) and np.isfinite(w).all() and np.isfinite(a).all()):
@@ -216,8 +217,10 @@ class FloatingEstimator:
         if qa is None:
             return
         qda = np.full(self.n, np.nan) if qd is None else self._finite_vec(qd, self.n)
+        if qda is None:
+            return
         ta = np.full(self.n, np.nan) if tau is None else self._finite_vec(tau, self.n)
-        if qda is None or ta is None:
+        if ta is None:
             return
         if not math.isfinite(t) or np.isinf(qa).any() or np.isinf(qda).any() \
                 or np.isinf(ta).any():
