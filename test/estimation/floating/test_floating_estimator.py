@@ -258,3 +258,15 @@ def test_config_errors_name_the_key():
     cfg = FloatingEstimatorConfig.from_mapping({'lag': 0.2, 'foot_radius': 0.02,
                                                 'contact_source': 'force'})
     assert (cfg.lag, cfg.foot_radius, cfg.contact_source) == (0.2, 0.02, 'force')
+
+
+def test_old_joint_states_give_no_leg_rows(system):
+    """The joint states stop (a driver died) while the IMU goes on: keyframes go on from
+    the IMU alone, counted, instead of reading the last leg velocities forever."""
+    est = _fed(system)
+    for k in range(300):
+        t = 0.45 + 0.001 * (k + 1)
+        est.add_imu(t, [0.0, 0.0, 0.0], [0.0, 0.0, 9.81])
+        e = est.tick(t)
+    assert est.counters['keyframes_without_joints'] > 15
+    assert e.status == 'ok' and np.isfinite(e.position).all()
