@@ -61,7 +61,8 @@ __all__ = ['FloatingEstimator', 'COUNTERS']
 COUNTERS = ('ticks', 'keyframes', 'initialisations', 'resets', 'restarts', 'used_imu',
             'used_joints', 'used_contact', 'used_force', 'dropped_nonfinite',
             'dropped_bad_length', 'dropped_unknown_foot', 'dropped_backwards',
-            'ignored_contact', 'imu_gaps', 'stale_ticks', 'tick_backwards')
+            'ignored_contact', 'imu_gaps', 'stale_ticks', 'tick_backwards',
+            'keyframes_without_joints')
 """The fixed key set of :attr:`FloatingEstimator.counters`."""
 
 _EZ = np.array([0.0, 0.0, 1.0])
@@ -127,6 +128,7 @@ class FloatingEstimator:
         (:meth:`set_initial_pose` is kept)."""
         self.counters['resets'] += 1
         self._t_imu = -math.inf
+        self._imu_dt = 1e-3                           # s between IMU readings (the last)
         self._gyro = np.zeros(3)
         self._acc = np.zeros(3)
         self._init_buf: list[tuple[float, np.ndarray, np.ndarray]] = []
@@ -186,7 +188,8 @@ class FloatingEstimator:
 
     def add_imu(self, t: float, gyro: np.ndarray, accel: np.ndarray) -> None:
         """One base IMU reading (base frame: angular velocity rad/s, specific force m/s²)."""
-        w, a = self._finite_vec(gyro, 3), self._finite_vec(accel, 3)
+        w = self._finite_vec(gyro, 3)
+        a = None if w is None else self._finite_vec(accel, 3)
         if w is None or a is None:
             return
         if not (math.isfinite(t) and np.isfinite(w).all() and np.isfinite(a).all()):
@@ -196,6 +199,8 @@ class FloatingEstimator:
             self.counters['dropped_backwards'] += 1
             return
         dt = t - self._t_imu
+        if dt < 1.0:
+            self._imu_dt = dt
         self._t_imu = t
         self._gyro, self._acc = w, a
         self.counters['used_imu'] += 1
@@ -216,8 +221,10 @@ class FloatingEstimator:
         if qa is None:
             return
         qda = np.full(self.n, np.nan) if qd is None else self._finite_vec(qd, self.n)
+        if qda is None:
+            return
         ta = np.full(self.n, np.nan) if tau is None else self._finite_vec(tau, self.n)
-        if qda is None or ta is None:
+        if ta is None:
             return
         if not math.isfinite(t) or np.isinf(qa).any() or np.isinf(qda).any() \
                 or np.isinf(ta).any():
@@ -381,7 +388,7 @@ class FloatingEstimator:
         AV = np.zeros((rows, 3), order='F')
         b = np.empty(rows)
         # σ of a foot's velocity: slip, plus the joint-rate and gyro noise through the leg
-        gyro_s = c.gyro_noise * math.sqrt(1000.0)
+        gyro_s = c.gyro_noise / math.sqrt(self._imu_dt)     # σ of one gyro reading
         slip = np.array([c.contact_slip_sigma, c.contact_slip_sigma,
                          c.vertical_slip_sigma or c.contact_slip_sigma]) ** 2
         for i in range(m):
@@ -393,9 +400,10 @@ class FloatingEstimator:
             AX[sl, :3] = -(R @ skew(u[i])) * inv          # ∂e/∂δθ (right perturbation)
             AV[sl] = np.eye(3) * inv
         if flat:
-            inv = 1.0 / c.ground_flatness_sigma
             tz = pose.translation()[2]
             for i in range(m):
+                inv = 1.0 / math.hypot(c.ground_flatness_sigma,
+                                       c.encoder_sigma * float(np.linalg.norm(p[i])))
                 row = 3 * m + i                           # e = t_z + e_zᵀ R p − r − z_g
                 b[row] = -(tz + R[2] @ p[i] - r - self._z_ground) * inv
                 AX[row, :3] = -(R[2] @ skew(p[i])) * inv
@@ -419,7 +427,10 @@ class FloatingEstimator:
         g.add(gtsam.CombinedImuFactor(X0, V0, X1, V1, B0, B1, pim))
         t = self._t_imu
         kf = self._record(k1, t, pred, w)
-        self._pending.append(kf)
+        if t - self._t_joints <= self.config.stale_after:
+            self._pending.append(kf)
+        else:                              # old joint states: no leg rows (IMU only)
+            self.counters['keyframes_without_joints'] += 1
         guard = self.config.liftoff_guard - 1e-9
         while self._pending and t - self._pending[0].t >= guard:
             legs = self._leg_factor(self._pending.popleft(), t)
@@ -545,7 +556,7 @@ class FloatingEstimator:
         self._pose_cov = T @ self._cov_pose @ T.T
         tw = np.zeros((6, 6))
         tw[:3, :3] = R.T @ self._cov_v @ R
-        tw[3:, 3:] = self._cov_bg + self.config.gyro_noise ** 2 * 1000.0 * np.eye(3)
+        tw[3:, 3:] = self._cov_bg + self.config.gyro_noise ** 2 / self._imu_dt * np.eye(3)
         self._twist_cov = tw
 
     def _estimate(self, t: float, status: str, nav: gtsam.NavState) -> FloatingEstimate:
