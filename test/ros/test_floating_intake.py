@@ -169,3 +169,15 @@ def test_a_bag_loop_restarts_the_estimator_and_a_failing_one_is_reset_not_raised
     assert failing.counters['resets.error'] == 1
     level, text, values = failing.diagnostics(T0)
     assert values['resets.last'].startswith('error: RuntimeError')
+
+
+def test_joint_states_with_other_joints_too_are_used_and_a_repeated_name_is_not():
+    est = Recorder()
+    d = _driver(est)
+    assert d.joint_state(_js(T0, ('gripper',) + JOINTS, (9.0, 1.0, 2.0, 3.0)), T0)
+    assert not d.joint_state(_js(T0, ('j1', 'j1', 'j2', 'j3'), (1.0, 1.0, 2.0, 3.0)), T0)
+    assert d.counters['input.rejected.joint_names'] == 1
+    d.imu(_imu(T0), T0)
+    d.advance(T0)
+    np.testing.assert_array_equal(next(c for c in est.calls if c[0] == 'joints')[2],
+                                  [1.0, 2.0, 3.0])
