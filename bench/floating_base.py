@@ -3,15 +3,19 @@
     python bench/floating_base.py [BAG ...] [--scenario trot sway push] [--duration S]
         [--seed 0] [--contact-rate HZ] [--contact-threshold N] [--only NAME ...] [--quick]
 
-Runs, on the same bag, GTSAM 4.3's legged estimators (``LeggedInvariantEKF``,
+Runs, on the same bag, the package's floating-base estimator
+(``mbfg_ros.estimation.floating.FloatingEstimator``, fed as a node would: :func:`run_floating`),
+GTSAM 4.3's legged estimators (``LeggedInvariantEKF``,
 ``LeggedInvariantIEKF``, ``LeggedFixedLagSmoother``, ``LeggedCombinedFixedLagSmoother``)
 and a baseline "leg odometry + IMU integration" (point feet, and feet as balls rolling
 without slipping: solo's feet are 16 mm balls, and a point-foot model mistakes their
 rolling for the base's motion), and prints one markdown table per bag:
 base velocity RMSE, position drift per metre walked, yaw drift, z drift against the
-truth (``/truth/odom``), and the thread CPU time per estimate (``time.thread_time_ns``
+truth (``/truth/odom``), contact-force RMSE against ``/truth/feet/*/wrench`` (the package's
+estimator only), and the thread CPU time per estimate (``time.thread_time_ns``
 around the estimator's calls and the leg kinematics; noisy on a shared machine, the
-lead takes the final numbers on a quiet one).
+lead takes the final numbers on a quiet one) with the estimates per second on one core
+it allows.
 
 Without BAG, one bag per ``--scenario`` (default: a 12 s trot, an 8 s sway, a 4 s push) is
 simulated first (scripts/simulate_quadruped.py's models) into a temporary directory and

@@ -136,6 +136,7 @@ class FloatingEstimator:
         self._q = np.full(self.n, np.nan)
         self._qd = np.full(self.n, np.nan)
         self._qd_given = np.zeros(self.n, bool)
+        self._qd_sigma = self.config.joint_velocity_sigma
         self._tau = np.full(self.n, np.nan)
         self._stance = np.zeros(self.k, bool)
         self._t_down = np.full(self.k, math.inf)      # start of each foot's stance phase
@@ -243,6 +244,9 @@ class FloatingEstimator:
             else np.zeros(self.n)
         self._qd_given = np.isfinite(qda)
         self._qd = np.where(self._qd_given, qda, fd)
+        # σ of q̇: measured, or the finite difference of two encoder readings
+        self._qd_sigma = self.config.joint_velocity_sigma if self._qd_given.all() else max(
+            self.config.joint_velocity_sigma, math.sqrt(2.0) * self.config.encoder_sigma / dt)
         self._q = q_new
         self._tau = ta
         self._t_joints = t
@@ -393,7 +397,7 @@ class FloatingEstimator:
                          c.vertical_slip_sigma or c.contact_slip_sigma]) ** 2
         for i in range(m):
             L = float(np.linalg.norm(p[i]))
-            inv = (1.0 / np.sqrt(slip + 2 * (c.joint_velocity_sigma * L) ** 2
+            inv = (1.0 / np.sqrt(slip + 2 * (self._qd_sigma * L) ** 2
                                  + (gyro_s * L) ** 2))[:, None]
             sl = slice(3 * i, 3 * i + 3)
             b[sl] = -(v + R @ u[i]) * inv[:, 0]           # e = v + R u (world axes)

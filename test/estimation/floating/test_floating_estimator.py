@@ -270,3 +270,12 @@ def test_old_joint_states_give_no_leg_rows(system):
         e = est.tick(t)
     assert est.counters['keyframes_without_joints'] > 15
     assert e.status == 'ok' and np.isfinite(e.position).all()
+
+
+def test_without_joint_velocities(bag, system, peers):
+    """JointState without velocities: q̇ from the encoders' finite differences (weighted
+    by their noise) still beats the InvariantEKF fed the velocities' bag."""
+    no_qd = dict(bag)
+    no_qd['qd'] = np.full_like(bag['qd'], np.nan)
+    m = metrics(no_qd, run_floating(no_qd, floating_config(), system=system))
+    assert m['v_rmse'] < 0.5 * peers[EKF]['v_rmse'] and m['drift_pct'] <= 2.0, m
