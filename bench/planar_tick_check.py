@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""Sample-by-sample check of the planar estimator against a saved run (issue 24).
+
+Runs the online estimator offline (readings fed in stamp order, one tick per sensor
+instant, sensors and ticks at ``--rate``, lag 0.05 s) on planar mechanisms that between
+them use every per-tick branch of the planar formulation: the four-bar with a crank
+encoder and a coupler IMU (the benchmark row), the five-bar (angle constraint rows of
+relative coordinates, coordinate actuators, four encoders), the slider-crank (a slider row
+and a prismatic encoder), the spring pendulum (translational and rotational springs; an
+encoder, a motor and a tilted IMU added here) and DFKI's double pendulum (friction,
+relative coordinates, two joint motors). Each estimate's q, q̇, q̈, τ̂ and joint
+readings are saved (``--save``) or compared with a saved file (``--compare``): the largest
+difference relative to each quantity's scale is printed, and the exit status is 1 above
+``--tol`` (default 1e-9). Save on the old code, compare on the new one.
+
+    .venv/bin/python bench/planar_tick_check.py --save /tmp/planar_ref.npz
+    .venv/bin/python bench/planar_tick_check.py --compare /tmp/planar_ref.npz
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+BENCH = Path(__file__).resolve().parent
+for p in (str(REPO), str(BENCH)):
+    if p not in sys.path:
+        sys.path.insert(0, p)
+
+from common import truth  # noqa: E402
+
+from mbfg_ros.estimation.estimator import Estimator, EstimatorConfig  # noqa: E402
+from mbfg_ros.planar.dynamics import load_system  # noqa: E402
+from mbfg_ros.planar.sensors import SensorConfig, simulate_measurements  # noqa: E402
+
+QUANT = 2 * math.pi / 4096
+ENC_SIGMA = math.sqrt(QUANT ** 2 / 12 + math.radians(0.05) ** 2)
+SPRING_SENSORS = '''
+joints:
+  - {name: pivot, type: revolute, bodies: [ground, 0], offset: 0.2}
+actuators:
+  - {name: pivot_motor, joint: pivot}
+sensors:
+  - {name: bar_imu, type: imu, body: 0, point: [0.6, 0.1], angle: 0.3}
+'''
+ROWS = (('fourbar', 'fourbar.yaml', ('crank',), ''),
+        ('five_bar', 'five_bar.yaml', None, ''),
+        ('slider_crank', 'slider_crank.yaml', None, ''),
+        ('spring_pendulum', 'spring_pendulum.yaml', None, SPRING_SENSORS),
+        ('dfki', 'dfki_double_pendulum.yaml', None, ''))
+FIELDS = ('q', 'qd', 'qdd', 'tau', 'joint_position', 'joint_velocity')
+
+
+def run(yaml: str, joints: tuple[str, ...] | None, extra: str, rate: float, duration: float
+        ) -> dict[str, np.ndarray]:
+    """Every estimate's fields (ticks, len) of one mechanism (``extra``: YAML appended)."""
+    path = REPO / 'config' / yaml
+    if extra:
+        with tempfile.NamedTemporaryFile('w', suffix='.yaml', delete=False) as f:
+            f.write(path.read_text() + extra)
+        path = Path(f.name)
+    sys_ = load_system(path)
+    t, q, qd, qdd = truth(sys_, duration, rate)
+    recs = simulate_measurements(sys_, t, q, qd, qdd,
+                                 SensorConfig(joints=joints, encoder_rate=rate, imu_rate=rate),
+                                 np.random.default_rng(0))
+    est = Estimator(sys_, EstimatorConfig(frequency=rate, lag_duration=0.05,
+                                          encoder_sigma=ENC_SIGMA))
+    by_t: dict[float, list] = {}
+    for r in recs:
+        by_t.setdefault(r.t, []).append(r)
+    out: dict[str, list] = {f: [] for f in FIELDS}
+    for tk in sorted(by_t):
+        for r in by_t[tk]:
+            est.add(r)
+        e = est.tick(tk)
+        if e is not None:
+            for f in FIELDS:
+                out[f].append(np.asarray(getattr(e, f), dtype=float))
+    return {f: np.array(v) for f, v in out.items()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    group = ap.add_mutually_exclusive_group(required=True)
+    group.add_argument('--save', type=Path, help='write the estimates to this .npz')
+    group.add_argument('--compare', type=Path, help='compare with this .npz')
+    ap.add_argument('--rate', type=float, default=1000.0, help='sensor and tick rate, Hz')
+    ap.add_argument('--duration', type=float, default=1.0, help='simulated seconds per row')
+    ap.add_argument('--tol', type=float, default=1e-9, help='largest relative difference')
+    a = ap.parse_args(argv)
+    res = {}
+    for name, yaml, joints, extra in ROWS:
+        for f, v in run(yaml, joints, extra, a.rate, a.duration).items():
+            res[f'{name}/{f}'] = v
+    if a.save:
+        np.savez(a.save, **res)
+        print(f'saved {len(res)} arrays to {a.save}')
+        return 0
+    ref = np.load(a.compare)
+    worst = 0.0
+    for key in sorted(res):
+        new, old = res[key], ref[key]
+        if new.shape != old.shape:
+            print(f'{key}: shape {new.shape} != {old.shape}')
+            return 1
+        scale = max(float(np.max(np.abs(old), initial=0.0)), 1e-12)
+        rel = float(np.max(np.abs(new - old), initial=0.0)) / scale
+        worst = max(worst, rel)
+        print(f'{key:34s} {new.shape[0]:5d} estimates, max |Δ| / max |ref| = {rel:.2e}')
+    print(f'worst {worst:.2e} (tolerance {a.tol:g})')
+    return 0 if worst <= a.tol else 1
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())
