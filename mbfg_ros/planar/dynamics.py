@@ -40,7 +40,7 @@ with it.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple, Sequence
 
@@ -49,6 +49,7 @@ import numpy as np
 from ..core.errors import MbfgError, MechanismError
 from .constraints import Constraints, ConstraintTerms
 from .forces import Forces, mass_matrix
+from .lean_kinematics import KinTerms, LeanKinematics
 from .kinematics import choose_independent, independent_rows, r_s_matrices, solve_position
 from .mechanism_yaml import load_mechanism
 from .model import Mechanism
@@ -74,6 +75,19 @@ class System:
     """(point, distance assembly moved it from the YAML pose [m], length of the shortest
     body through it [m]) of every point moved by more than ASSEMBLY_TOLERANCE of that
     length (see :func:`assembly_warning`)."""
+    lean: LeanKinematics = field(init=False, repr=False)
+    """The constraint rows' fast per-state evaluation (built once from ``constraints``;
+    :func:`forward_accel` and the estimator's per-tick calls use it)."""
+    _A0: np.ndarray = field(init=False, repr=False)
+    """The augmented matrix of seed 000 Eq. 5 with M in place and zero constraint blocks
+    (copied and filled per state by :func:`forward_accel`)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, 'lean', LeanKinematics(self.constraints))
+        n, r = self.mech.n, len(self.rows)
+        A0 = np.zeros((n + r, n + r))
+        A0[:n, :n] = self.M
+        object.__setattr__(self, '_A0', A0)
 
     @property
     def n(self) -> int:
@@ -151,7 +165,7 @@ class System:
                     jacobians: bool = True) -> StateTerms:
         """What the estimator's state factor needs at (q, q̇) (seed 000 Eqs. 24-26):
         Φ, Φq, ∂(Φq q̇)/∂q and q̈ with ∂q̈/∂q, ∂q̈/∂q̇ (one constraint evaluation shared)."""
-        t = self.constraints.terms(q, qd)
+        t = self.lean.terms(q, qd)
         a = forward_accel(self, q, qd, tau, jacobians=jacobians, terms=t)
         return StateTerms(t.phi, t.phi_q, t.phi_q_dot, a.qdd, a.qdd_q, a.qdd_qd)
 
@@ -345,37 +359,42 @@ class Accel(NamedTuple):
 
 def forward_accel(sys: System, q: np.ndarray, qd: np.ndarray, tau: np.ndarray | None = None,
                   *, Q_extra: np.ndarray | None = None, jacobians: bool = False,
-                  jac_Q: bool = False, terms: ConstraintTerms | None = None) -> Accel:
+                  jac_Q: bool = False, terms: ConstraintTerms | KinTerms | None = None) -> Accel:
     """Dependent-coordinate accelerations q̈(q, q̇, Q), seed 000 Eq. 5/6.
 
     ``tau``: actuator efforts (order of ``mech.actuators``); ``Q_extra``: any
     further generalized force (e.g. the unknown Q of inverse dynamics);
-    ``terms``: ``sys.constraints.terms(q, qd)`` when the caller already has it.
+    ``terms``: ``sys.lean.terms(q, qd)`` (or ``sys.constraints.terms``) when the caller
+    already has it. One inverse of the augmented matrix A serves q̈, λ and every
+    Jacobian (module docstring, Eq. 47): ``[q̈; λ] = A⁻¹ [Q; c]`` and
+    ``[∂q̈/∂q, ∂q̈/∂q̇] = (A⁻¹)[:n] [[top_q, Q_q̇], [bot_q, −2 Φ̇q]]`` in one product.
     """
     n, rows = sys.n, sys.rows
-    cons = sys.constraints
-    t = cons.terms(q, qd) if terms is None else terms
+    lean = sys.lean
+    t = lean.terms(q, qd) if terms is None else terms
     ft = sys.forces.evaluate(q, qd, tau, jacobians=jacobians)
     Q = ft.Q if Q_extra is None else ft.Q + Q_extra
     Jq = t.phi_q[rows]
-    r = len(rows)
-    A = np.zeros((n + r, n + r))
-    A[:n, :n] = sys.mass_matrix(q)
+    A = sys._A0.copy()
     A[:n, n:] = Jq.T
     A[n:, :n] = Jq
     Ainv = np.linalg.inv(A)
-    c = -(t.phi_q_dot[rows] @ qd)
-    sol = Ainv[:, :n] @ Q + Ainv[:, n:] @ c
+    rhs = np.empty(len(A))
+    rhs[:n] = Q
+    rhs[n:] = -(t.phi_q_dot[rows] @ qd)
+    sol = Ainv @ rhs
     qdd, lam = sol[:n], sol[n:]
     if not jacobians:
         return Accel(qdd, lam, None, None, Ainv[:n, :n] if jac_Q else None)
     lam_full = np.zeros(sys.m)
     lam_full[rows] = lam
-    top_q = ft.Q_q - cons.hess_weighted(q, lam_full)
-    bot_q = -(t.gamma_q[rows] + cons.hess_vec(q, qdd)[rows])
-    qdd_q = Ainv[:n, :n] @ top_q + Ainv[:n, n:] @ bot_q
-    qdd_qd = Ainv[:n, :n] @ ft.Q_qd + Ainv[:n, n:] @ (-2.0 * t.phi_q_dot[rows])
-    return Accel(qdd, lam, qdd_q, qdd_qd, Ainv[:n, :n] if jac_Q else None)
+    R = np.empty((len(A), 2 * n))
+    R[:n, :n] = ft.Q_q - lean.hess_weighted(q, lam_full)
+    R[n:, :n] = -(t.gamma_q[rows] + lean.hess_vec(q, qdd)[rows])
+    R[:n, n:] = ft.Q_qd
+    R[n:, n:] = -2.0 * t.phi_q_dot[rows]
+    J = Ainv[:n] @ R
+    return Accel(qdd, lam, J[:, :n], J[:, n:], Ainv[:n, :n] if jac_Q else None)
 
 
 def actuator_efforts(sys: System, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray

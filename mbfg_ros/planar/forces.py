@@ -171,6 +171,20 @@ def _angle(ext: np.ndarray, ext_d: np.ndarray, idx: np.ndarray) -> _Angle:
     return _Angle(grad, hess, float(G @ dd), np.concatenate((-Hdd, Hdd)), math.atan2(dy, dx))
 
 
+def _angle_grad_hess(ext: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """∂θ/∂(ri, rj) (4,) and ∂²θ/∂(ri, rj)² flattened (16,) of a body angle, from floats
+    (the per-tick form of :func:`_angle`'s grad and hess: same formulas, no rate)."""
+    xi, yi, xj, yj = ext[idx].tolist()
+    dx, dy = xj - xi, yj - yi
+    r2 = dx * dx + dy * dy
+    gx, gy = -dy / r2, dx / r2
+    r4 = r2 * r2
+    a, b = 2 * dx * dy / r4, (dy * dy - dx * dx) / r4
+    c = -2 * dx * dy / r4
+    return (np.array((-gx, -gy, gx, gy)),
+            np.array((a, b, -a, -b, b, c, -b, -c, -a, -b, a, b, -b, -c, b, c)))
+
+
 class Forces:
     """Generalized forces Q(q, q̇, τ) of a mechanism (immutable after build).
 
@@ -224,12 +238,19 @@ class Forces:
         self.stops = tuple(stops)
         self._stops = [(body_idx(st.bodies[0]), body_idx(st.bodies[1]), st) for st in stops]
         self._act = []
-        for a in mech.actuators:
+        self._act_bodies = []     # (actuator, sign, body's w indices, their W x W flat indices)
+        for k, a in enumerate(mech.actuators):
             if a.coordinate is not None:
                 self._act.append(('coord', a.coordinate))
             else:
                 j = mech.joint(a.joint)
                 self._act.append(('joint', (body_idx(j.bodies[0]), body_idx(j.bodies[1]))))
+                for sign, b in ((-1.0, j.bodies[0]), (1.0, j.bodies[1])):
+                    if b != GROUND:
+                        ii = body_idx(b)
+                        self._act_bodies.append((k, sign, ii, (ii[:, None] * W + ii).ravel()))
+        self._act_coords = [(k, what) for k, (kind, what) in enumerate(self._act)
+                            if kind == 'coord']
         self._ground = ground
         self._body_idx = body_idx
         self.mech = mech
@@ -265,13 +286,17 @@ class Forces:
                  jacobians: bool = True) -> ForceTerms:
         """Q(q, q̇, τ) and, if asked, ``Q_q``, ``Q_qd`` (analytic)."""
         n, W = self.n, self.W
+        if not (self.state_dependent or (tau is not None and self.n_act)):
+            return ForceTerms(self.Q0.copy(), np.zeros((n, n)), np.zeros((n, n)))
         Q = np.zeros(W)
         Q[:n] = self.Q0
         Qq = np.zeros((W, W))
         Qqd = np.zeros((W, W))
-        if not (self.state_dependent or (tau is not None and self.n_act)):
+        ext = self.ext.of(q)
+        if not self.state_dependent:
+            self._actuator_terms(ext, tau, Q, Qq)
             return ForceTerms(Q[:n], Qq[:n, :n], Qqd[:n, :n])
-        ext, extd = self.ext.of(q), self.ext.rate(qd)
+        extd = self.ext.rate(qd)
         for idx, torque in self._torques:
             a = _angle(ext, extd, idx)
             Q[idx] += torque * a.grad
@@ -322,17 +347,22 @@ class Forces:
                 np.add.at(Qq, (idx[:, None], idx[None, :]), np.outer(grad, dtq_dq) + tq * hess)
                 np.add.at(Qqd, (idx[:, None], idx[None, :]), -st.c * np.outer(grad, grad))
         if tau is not None and self.n_act:
-            for k, (kind, what) in enumerate(self._act):
-                if kind == 'coord':
-                    Q[what] += tau[k]
-                    continue
-                for sign, ii in ((-1.0, what[0]), (1.0, what[1])):
-                    if self._is_ground(ii):
-                        continue
-                    a = _angle(ext, extd, ii)
-                    Q[ii] += sign * tau[k] * a.grad
-                    Qq[np.ix_(ii, ii)] += sign * tau[k] * a.hess
+            self._actuator_terms(ext, tau, Q, Qq)
         return ForceTerms(Q[:n], Qq[:n, :n], Qqd[:n, :n])
+
+    def _actuator_terms(self, ext: np.ndarray, tau: np.ndarray, Q: np.ndarray,
+                        Qq: np.ndarray) -> None:
+        """Add the actuators' ``B_act τ`` to Q (W,) and its q-Jacobian to Qq (W, W): a
+        coordinate actuator adds τ to its coordinate, a joint actuator the torque τ
+        between its bodies (``±τ ∂θ/∂q`` on each body, virtual power)."""
+        for k, what in self._act_coords:
+            Q[what] += tau[k]
+        flat = Qq.reshape(-1)
+        for k, sign, ii, ii2 in self._act_bodies:
+            grad, hess = _angle_grad_hess(ext, ii)
+            f = sign * tau[k]
+            Q[ii] += f * grad
+            flat[ii2] += f * hess
 
     def joint_rate(self, q: np.ndarray, qd: np.ndarray, bodies: tuple[int, int]
                    ) -> tuple[np.ndarray, float]:
@@ -357,16 +387,12 @@ class Forces:
     def actuator_matrix(self, q: np.ndarray) -> np.ndarray:
         """B_act(q) (n x n_act): Q gains ``B_act τ`` from actuator efforts τ."""
         B = np.zeros((self.W, self.n_act))
-        ext = self.ext.of(q)
-        zero = np.zeros(self.W)
-        for k, (kind, what) in enumerate(self._act):
-            if kind == 'coord':
-                B[what, k] = 1.0
-                continue
-            for sign, ii in ((-1.0, what[0]), (1.0, what[1])):
-                if self._is_ground(ii):
-                    continue
-                B[ii, k] += sign * _angle(ext, zero, ii).grad
+        for k, what in self._act_coords:
+            B[what, k] = 1.0
+        if self._act_bodies:
+            ext = self.ext.of(q)
+            for k, sign, ii, _ in self._act_bodies:
+                B[ii, k] += sign * _angle_grad_hess(ext, ii)[0]
         return B[:self.n]
 
     def element_loads(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray | None = None,
