@@ -82,9 +82,15 @@ class System:
     """The augmented matrix of seed 000 Eq. 5 with M in place and zero constraint blocks
     (copied and filled per state by :func:`forward_accel`)."""
 
+    _rsel: slice | np.ndarray = field(init=False, repr=False)
+    """``rows`` as a slice when they are every constraint row in order (the usual case: a
+    view instead of a copy per use)."""
+
     def __post_init__(self) -> None:
         object.__setattr__(self, 'lean', LeanKinematics(self.constraints))
         n, r = self.mech.n, len(self.rows)
+        every = r == self.constraints.m and np.array_equal(self.rows, np.arange(r))
+        object.__setattr__(self, '_rsel', slice(0, r) if every else self.rows)
         A0 = np.zeros((n + r, n + r))
         A0[:n, :n] = self.M
         object.__setattr__(self, '_A0', A0)
@@ -369,7 +375,7 @@ def forward_accel(sys: System, q: np.ndarray, qd: np.ndarray, tau: np.ndarray | 
     Jacobian (module docstring, Eq. 47): ``[q̈; λ] = A⁻¹ [Q; c]`` and
     ``[∂q̈/∂q, ∂q̈/∂q̇] = (A⁻¹)[:n] [[top_q, Q_q̇], [bot_q, −2 Φ̇q]]`` in one product.
     """
-    n, rows = sys.n, sys.rows
+    n, rows = sys.n, sys._rsel
     lean = sys.lean
     t = lean.terms(q, qd) if terms is None else terms
     ft = sys.forces.evaluate(q, qd, tau, jacobians=jacobians)
@@ -381,18 +387,22 @@ def forward_accel(sys: System, q: np.ndarray, qd: np.ndarray, tau: np.ndarray | 
     Ainv = np.linalg.inv(A)
     rhs = np.empty(len(A))
     rhs[:n] = Q
-    rhs[n:] = -(t.phi_q_dot[rows] @ qd)
+    Jd = t.phi_q_dot[rows]
+    rhs[n:] = -(Jd @ qd)
     sol = Ainv @ rhs
     qdd, lam = sol[:n], sol[n:]
     if not jacobians:
         return Accel(qdd, lam, None, None, Ainv[:n, :n] if jac_Q else None)
-    lam_full = np.zeros(sys.m)
-    lam_full[rows] = lam
+    if isinstance(rows, slice):
+        lam_full = lam
+    else:
+        lam_full = np.zeros(sys.m)
+        lam_full[rows] = lam
     R = np.empty((len(A), 2 * n))
     R[:n, :n] = ft.Q_q - lean.hess_weighted(q, lam_full)
     R[n:, :n] = -(t.gamma_q[rows] + lean.hess_vec(q, qdd)[rows])
     R[:n, n:] = ft.Q_qd
-    R[n:, n:] = -2.0 * t.phi_q_dot[rows]
+    R[n:, n:] = -2.0 * Jd
     J = Ainv[:n] @ R
     return Accel(qdd, lam, J[:, :n], J[:, n:], Ainv[:n, :n] if jac_Q else None)
 
@@ -409,7 +419,7 @@ def actuator_efforts(sys: System, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray
     if not n_act:
         return np.zeros(0)
     B = sys.forces.actuator_matrix(q)
-    Jq = sys.constraints.phi_q(q)[sys.rows]
+    Jq = sys.lean.phi_q(q)[sys._rsel]
     Q = sys.forces.evaluate(q, qd, None, jacobians=False).Q
     A = np.hstack((B, Jq.T))
     b = sys.mass_matrix(q) @ qdd - Q

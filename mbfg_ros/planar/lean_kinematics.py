@@ -82,7 +82,9 @@ class LeanKinematics:
 
     def phi_q(self, q: np.ndarray) -> np.ndarray:
         """Φq(q) (m, n)."""
-        return self.terms(q, np.zeros(self.n)).phi_q
+        if self.K:
+            return self.terms(q, np.zeros(self.n)).phi_q
+        return (self.Tm @ q).reshape(self.mq, self.n) + self.J0
 
     def terms(self, q: np.ndarray, qd: np.ndarray, v: np.ndarray | None = None) -> KinTerms:
         """Φ, Φq, Φ̇q, (Φ̇q q̇)_q and, given v, (Φq v)_q at (q, q̇)."""
