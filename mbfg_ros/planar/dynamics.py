@@ -399,8 +399,9 @@ def forward_accel(sys: System, q: np.ndarray, qd: np.ndarray, tau: np.ndarray | 
         lam_full = np.zeros(sys.m)
         lam_full[rows] = lam
     R = np.empty((len(A), 2 * n))
-    R[:n, :n] = ft.Q_q - lean.hess_weighted(q, lam_full)
-    R[n:, :n] = -(t.gamma_q[rows] + lean.hess_vec(q, qdd)[rows])
+    at = t if isinstance(t, KinTerms) else None
+    R[:n, :n] = ft.Q_q - lean.hess_weighted(q, lam_full, at)
+    R[n:, :n] = -(t.gamma_q[rows] + lean.hess_vec(q, qdd, at)[rows])
     R[:n, n:] = ft.Q_qd
     R[n:, n:] = -2.0 * Jd
     J = Ainv[:n] @ R

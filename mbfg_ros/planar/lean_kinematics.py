@@ -30,6 +30,10 @@ class KinTerms(NamedTuple):
     phi_q_dot: np.ndarray   # (m, n) Φ̇q
     gamma_q: np.ndarray     # (m, n) (Φ̇q q̇)_q
     hess_v: np.ndarray | None   # (m, n) (Φq v)_q for the given v (q̈)
+    angle_cache: list | None = None
+    """The angle rows' :func:`~mbfg_ros.planar.angle_rows.angle_local` caches (one tuple of
+    floats per row): :meth:`LeanKinematics.hess_vec` and
+    :meth:`LeanKinematics.hess_weighted` reuse them at the same q."""
 
 
 class LeanKinematics:
@@ -63,6 +67,7 @@ class LeanKinematics:
         wconst = cons.ext.of(zero)
         self.p0 = (P @ wconst).reshape(K * 5)
         self.P3 = P[:, :, :n].copy()
+        self.P3T = self.P3.transpose(0, 2, 1).copy()
         self.P = self.P3.reshape(K * 5, n).copy()
 
     def phi(self, q: np.ndarray) -> np.ndarray:
@@ -82,9 +87,15 @@ class LeanKinematics:
 
     def phi_q(self, q: np.ndarray) -> np.ndarray:
         """Φq(q) (m, n)."""
-        if self.K:
-            return self.terms(q, np.zeros(self.n)).phi_q
-        return (self.Tm @ q).reshape(self.mq, self.n) + self.J0
+        n, mq = self.n, self.mq
+        if not self.K:
+            return (self.Tm @ q).reshape(mq, n) + self.J0
+        J = np.empty((self.m, n))
+        J[:mq] = (self.Tm @ q).reshape(mq, n) + self.J0
+        U = (self.P @ q + self.p0).reshape(self.K, 5).tolist()
+        g = [angle_row_rate([[x, 0.0] for x in u])[0] for u in U]
+        J[mq:] = np.einsum('kj,kjn->kn', g, self.P3)
+        return J
 
     def terms(self, q: np.ndarray, qd: np.ndarray, v: np.ndarray | None = None) -> KinTerms:
         """Φ, Φq, Φ̇q, (Φ̇q q̇)_q and, given v, (Φq v)_q at (q, q̇)."""
@@ -100,57 +111,62 @@ class LeanKinematics:
             Jd[:mq] = (self.Tm @ qd).reshape(mq, n)
             if v is not None:
                 Hv[:mq] = (self.Tm @ v).reshape(mq, n)
+        cache = None
         if K:
-            U = (self.P @ q + self.p0).reshape(K, 5)
-            Ud = (self.P @ qd).reshape(K, 5)
-            Vu = (self.P @ v).reshape(K, 5) if v is not None else None
-            gu = np.empty((K, 5))
-            hu = np.empty((K, 5))
-            cu = np.empty((K, 5))
-            vu = np.empty((K, 5))
+            U = (self.P @ q + self.p0).reshape(K, 5).tolist()     # floats: the fast path
+            Ud = (self.P @ qd).reshape(K, 5).tolist()
+            Vu = (self.P @ v).reshape(K, 5).tolist() if v is not None else None
+            gu, hu, cu, vu, caches = [], [], [], [], []
             for k in range(K):
-                p, g, hd, _, gam, cache = angle_local(U[k], Ud[k])
+                p, g, hd, _, gam, ck = angle_local(U[k], Ud[k])
                 phi[mq + k] = p
-                gu[k] = g
-                hu[k] = hd
-                cu[k] = gam
+                gu.append(g)
+                hu.append(hd)
+                cu.append(gam)
+                caches.append(ck)
                 if Vu is not None:
-                    vu[k] = angle_hess(cache, Vu[k])
+                    vu.append(angle_hess(ck, Vu[k]))
             P3 = self.P3
             J[mq:] = np.einsum('kj,kjn->kn', gu, P3)
             Jd[mq:] = np.einsum('kj,kjn->kn', hu, P3)
             G[mq:] = np.einsum('kj,kjn->kn', cu, P3)
             if v is not None:
                 Hv[mq:] = np.einsum('kj,kjn->kn', vu, P3)
-        return KinTerms(phi, J, Jd, G, Hv)
+            cache = caches
+        return KinTerms(phi, J, Jd, G, Hv, cache)
 
-    def hess_vec(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
-        """(Φq v)_q = Φqq v (m, n)."""
-        n, mq = self.n, self.mq
+    def hess_vec(self, q: np.ndarray, v: np.ndarray, at: KinTerms | None = None
+                 ) -> np.ndarray:
+        """(Φq v)_q = Φqq v (m, n); ``at``: :meth:`terms` at this q (its angle caches)."""
+        n, mq, K = self.n, self.mq, self.K
         H = np.empty((self.m, n))
         if mq:
             H[:mq] = (self.Tm @ v).reshape(mq, n)
-        if self.K:
-            U = (self.P @ q + self.p0).reshape(self.K, 5)
-            Vu = (self.P @ v).reshape(self.K, 5)
-            for k in range(self.K):
-                cache = angle_local(U[k], np.zeros(5))[5]
-                H[mq + k] = np.dot(angle_hess(cache, Vu[k]), self.P3[k])
+        if K:
+            Vu = (self.P @ v).reshape(K, 5).tolist()
+            hv = [angle_hess(c, u) for c, u in zip(self._cache(q, at), Vu)]
+            H[mq:] = np.einsum('kj,kjn->kn', hv, self.P3)
         return H
 
-    def hess_weighted(self, q: np.ndarray, lam: np.ndarray) -> np.ndarray:
-        """Σ_k λ_k Φqq^k (n, n)."""
+    def hess_weighted(self, q: np.ndarray, lam: np.ndarray, at: KinTerms | None = None
+                      ) -> np.ndarray:
+        """Σ_k λ_k Φqq^k (n, n); ``at``: :meth:`terms` at this q (its angle caches)."""
         n, mq = self.n, self.mq
         H = (lam[:mq] @ self.Tl).reshape(n, n) if mq else np.zeros((n, n))
         if self.K:
-            U = (self.P @ q + self.p0).reshape(self.K, 5)
-            for k in range(self.K):
-                if lam[mq + k] == 0.0:
-                    continue
-                cache = angle_local(U[k], np.zeros(5))[5]
-                Pk = self.P3[k]
-                H = H + lam[mq + k] * (Pk.T @ angle_hess_matrix(cache) @ Pk)
+            Hu = angle_hess_matrix(tuple(np.array(self._cache(q, at)).T))   # (K, 5, 5)
+            Pk = self.P3T @ (Hu @ self.P3)                                  # (K, n, n)
+            H = H + (lam[mq:] @ Pk.reshape(self.K, n * n)).reshape(n, n)
         return H
+
+    def _cache(self, q: np.ndarray, at: KinTerms | None) -> list:
+        """The angle rows' caches at q (a tuple of floats per row): from ``at``, else
+        evaluated."""
+        if at is not None and at.angle_cache is not None:
+            return at.angle_cache
+        U = (self.P @ q + self.p0).reshape(self.K, 5).tolist()
+        zero = [0.0] * 5
+        return [angle_local(u, zero)[5] for u in U]
 
     def selection(self, rows: Sequence[int]) -> 'RowSelection':
         """Precomputed data for :meth:`jac_and_c` on the constraint rows ``rows``."""
