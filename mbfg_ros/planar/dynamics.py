@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import NamedTuple, Sequence
 
 import numpy as np
+import scipy.linalg.lapack as lapack
 
 from ..core.errors import MbfgError, MechanismError
 from .constraints import Constraints, ConstraintTerms
@@ -82,6 +83,8 @@ class System:
     """The augmented matrix of seed 000 Eq. 5 with M in place and zero constraint blocks
     (copied and filled per state by :func:`forward_accel`)."""
 
+    _I: np.ndarray = field(init=False, repr=False)
+    """The identity of A's size (the right-hand side giving A⁻¹; read only)."""
     _rsel: slice | np.ndarray = field(init=False, repr=False)
     """``rows`` as a slice when they are every constraint row in order (the usual case: a
     view instead of a copy per use)."""
@@ -91,9 +94,10 @@ class System:
         n, r = self.mech.n, len(self.rows)
         every = r == self.constraints.m and np.array_equal(self.rows, np.arange(r))
         object.__setattr__(self, '_rsel', slice(0, r) if every else self.rows)
-        A0 = np.zeros((n + r, n + r))
+        A0 = np.zeros((n + r, n + r), order='F')       # LAPACK's order: no copy per call
         A0[:n, :n] = self.M
         object.__setattr__(self, '_A0', A0)
+        object.__setattr__(self, '_I', np.eye(n + r, order='F'))
 
     @property
     def n(self) -> int:
@@ -381,10 +385,14 @@ def forward_accel(sys: System, q: np.ndarray, qd: np.ndarray, tau: np.ndarray | 
     ft = sys.forces.evaluate(q, qd, tau, jacobians=jacobians)
     Q = ft.Q if Q_extra is None else ft.Q + Q_extra
     Jq = t.phi_q[rows]
-    A = sys._A0.copy()
+    A = sys._A0.copy(order='F')
     A[:n, n:] = Jq.T
     A[n:, :n] = Jq
-    Ainv = np.linalg.inv(A)
+    # A⁻¹ by LAPACK's gesv against I (what np.linalg.inv does, without its ~3 µs of Python;
+    # getrs with several right-hand sides is pathologically slow in scipy's OpenBLAS)
+    Ainv, info = lapack.dgesv(A, sys._I, overwrite_a=True)[2:]
+    if info != 0:
+        raise np.linalg.LinAlgError('Singular matrix: the augmented matrix [M Φqᵀ; Φq 0]')
     rhs = np.empty(len(A))
     rhs[:n] = Q
     Jd = t.phi_q_dot[rows]
@@ -398,8 +406,8 @@ def forward_accel(sys: System, q: np.ndarray, qd: np.ndarray, tau: np.ndarray | 
     else:
         lam_full = np.zeros(sys.m)
         lam_full[rows] = lam
-    R = np.empty((len(A), 2 * n))
     at = t if isinstance(t, KinTerms) else None
+    R = np.empty((len(A), 2 * n))
     R[:n, :n] = ft.Q_q - lean.hess_weighted(q, lam_full, at)
     R[n:, :n] = -(t.gamma_q[rows] + lean.hess_vec(q, qdd, at)[rows])
     R[:n, n:] = ft.Q_qd
@@ -422,11 +430,12 @@ def actuator_efforts(sys: System, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray
     B = sys.forces.actuator_matrix(q)
     Jq = sys.lean.phi_q(q)[sys._rsel]
     Q = sys.forces.evaluate(q, qd, None, jacobians=False).Q
-    A = np.hstack((B, Jq.T))
+    A = np.empty((sys.n, n_act + Jq.shape[0]))
+    A[:, :n_act] = B
+    A[:, n_act:] = Jq.T
     b = sys.mass_matrix(q) @ qdd - Q
-    try:
-        sol = np.linalg.solve(A.T @ A, A.T @ b)
-    except np.linalg.LinAlgError:
+    sol, info = lapack.dgesv(A.T @ A, A.T @ b, overwrite_a=True, overwrite_b=True)[2:]
+    if info != 0:                  # singular normal equations: least squares
         sol = np.linalg.lstsq(A, b, rcond=None)[0]
     return sol[:n_act]
 
