@@ -392,7 +392,11 @@ class Forces:
         if self._act_bodies:
             ext = self.ext.of(q)
             for k, sign, ii, _ in self._act_bodies:
-                B[ii, k] += sign * _angle_grad_hess(ext, ii)[0]
+                xi, yi, xj, yj = ext[ii].tolist()
+                dx, dy = xj - xi, yj - yi
+                r2 = dx * dx + dy * dy
+                gx, gy = -dy / r2, dx / r2         # ∂θ/∂(ri, rj) = (−G, G) (_angle)
+                B[ii, k] += (-sign * gx, -sign * gy, sign * gx, sign * gy)
         return B[:self.n]
 
     def element_loads(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray | None = None,

@@ -33,7 +33,8 @@ import numpy as np
 from ..core.angles import wrap_angle
 from ..core.observation import Model, Observation
 from .extended import Extended, point_columns
-from ..core.measurements import ImuMeasurement, JointMeasurement, quaternion_from_yaw
+from ..core.measurements import (ImuMeasurement, JointMeasurement, quaternion_from_yaw,
+                                 quaternion_yaw)
 from .dynamics import System
 from .forces import body_matrix_A
 from .model import GROUND, Imu, Mechanism
@@ -122,6 +123,7 @@ class SensorModel:
         # [q, consts, q̇, 0, q̈, 0] a sensor reads (a constant's rate is the 0), and the
         # matrix scattering its local rows (4 per body, signed) onto the n columns of q.
         W = self.W
+        self._consts = self.ext.consts.tolist()
 
         def plan(parts: list[tuple[float, np.ndarray]], levels: int
                  ) -> tuple[np.ndarray, np.ndarray]:
@@ -133,7 +135,7 @@ class SensorModel:
                 for c, i in enumerate(idx):
                     if i < n:
                         sel[4 * r + c, i] += sign
-            return gather, sel
+            return gather.tolist(), sel
 
         self._rev = {}            # joint -> (has a, has b, gather, sel, offset)
         for j, (kind, a, b, offset) in enumerate(self._joints):
@@ -194,13 +196,15 @@ class SensorModel:
         w, wd = self.ext.of(q), self.ext.rate(qd)
         return self._prismatic(a, b, offset, w, wd, want)
 
-    def _stacked(self, gather: np.ndarray, *x: np.ndarray) -> list:
-        """The entries ``gather`` of [q, consts, q̇, 0(, q̈, 0)] as floats."""
+    def _stacked(self, gather: list, *x: np.ndarray) -> list:
+        """The entries ``gather`` of [q, consts, q̇, 0(, q̈, 0)] as floats (Python lists:
+        cheaper than numpy's concatenate and fancy indexing at this size)."""
         if len(x) == 2:
-            v = np.concatenate((x[0], self.ext.consts, x[1], _ZERO1))
+            src = x[0].tolist() + self._consts + x[1].tolist() + [0.0]
         else:
-            v = np.concatenate((x[0], self.ext.consts, x[1], _ZERO1, x[2], _ZERO1))
-        return v[gather].tolist()
+            src = (x[0].tolist() + self._consts + x[1].tolist() + [0.0] + x[2].tolist()
+                   + [0.0])
+        return [src[i] for i in gather]
 
     def _rev_values(self, j: int, q: np.ndarray, qd: np.ndarray) -> tuple[float, float]:
         """Angle θ_b − θ_a − offset (wrapped) and rate of revolute joint ``j`` (floats;
@@ -388,6 +392,8 @@ class SensorModel:
             Hp[:, 0] = rows[0]
             Hv[:, 0] = rows[1]
             Hv[:, 1] = rows[0]
+            if N == 1:
+                return (np.array([pos]), np.array([vel])), (Hp, Hv)
             return (np.full(N, pos), np.full(N, vel)), (Hp, Hv)
         w, wd, _ = self._extended(X)
         ta, ra, ga, gra = self._angle_batch(w, wd, a)
@@ -445,11 +451,10 @@ class SensorModel:
                          s_orient: np.ndarray) -> list:
         """Observations of one 3-axis IMU record on a plane whose normal is z: the z rate,
         the in-plane specific force and the yaw (each part when finite)."""
-        from ..core.measurements import quaternion_yaw
         out = []
-        if gyro is not None and np.isfinite(gyro[2]):
+        if gyro is not None and math.isfinite(gyro[2]):
             out.append(Observation('gyro', k, gyro[2:], s_gyro[2:]))
-        if accel is not None and np.all(np.isfinite(accel[:2])):
+        if accel is not None and math.isfinite(accel[0]) and math.isfinite(accel[1]):
             out.append(Observation('accel', k, accel[:2], s_accel[:2]))
         if quat is not None and np.all(np.isfinite(quat)):
             out.append(Observation('orient', k, np.array([quaternion_yaw(quat)]), s_orient[2:]))
@@ -504,7 +509,8 @@ class SensorModel:
                 e[r0] = f0 - z0
                 e[r0 + 1] = f1 - z1
                 if want:
-                    H[r0:r0 + 2, 0] = np.outer(dRTv, rows[0])
+                    H[r0, 0] = dRTv[0] * rows[0]
+                    H[r0 + 1, 0] = dRTv[1] * rows[0]
                     H[r0:r0 + 2, 2] = rows[2:4]
             else:
                 e[r0] = _wrap(_wrap(phi) - ob.z[0])
