@@ -13,10 +13,16 @@ readings are saved (``--save``) or compared with a saved file (``--compare``): t
 difference and each quantity's scale (its largest magnitude) are printed, and the exit
 status is 1 when a difference exceeds ``--tol`` (default 1e-9) times the scale, or times 1
 (SI units: rad, m, N m) for quantities smaller than that (the slider-crank's τ̂ is ~0.02 N m;
-a start-up tick's q̈ moves by 1e-10 under a change of summation order). Save on the old code, compare on the new one.
+a start-up tick's q̈ moves by 1e-10 under a change of summation order). Save on the old
+code, compare on the new one.
+
+Without ``--save`` or ``--compare`` it prints each mechanism's tick cost (thread CPU,
+``time.thread_time_ns``: immune to the other processes of a shared machine; median and p99
+after the first 50 ticks).
 
     .venv/bin/python bench/planar_tick_check.py --save /tmp/planar_ref.npz
     .venv/bin/python bench/planar_tick_check.py --compare /tmp/planar_ref.npz
+    .venv/bin/python bench/planar_tick_check.py
 """
 from __future__ import annotations
 
@@ -24,6 +30,7 @@ import argparse
 import math
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -76,20 +83,23 @@ def run(yaml: str, joints: tuple[str, ...] | None, extra: str, rate: float, dura
     by_t: dict[float, list] = {}
     for r in recs:
         by_t.setdefault(r.t, []).append(r)
-    out: dict[str, list] = {f: [] for f in FIELDS}
+    out: dict[str, list] = {f: [] for f in FIELDS + ('tick_us',)}
     for tk in sorted(by_t):
         for r in by_t[tk]:
             est.add(r)
+        c0 = time.thread_time_ns()
         e = est.tick(tk)
+        spent = (time.thread_time_ns() - c0) / 1e3
         if e is not None:
             for f in FIELDS:
                 out[f].append(np.asarray(getattr(e, f), dtype=float))
+            out['tick_us'].append(spent)
     return {f: np.array(v) for f, v in out.items()}
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    group = ap.add_mutually_exclusive_group(required=True)
+    group = ap.add_mutually_exclusive_group()
     group.add_argument('--save', type=Path, help='write the estimates to this .npz')
     group.add_argument('--compare', type=Path, help='compare with this .npz')
     ap.add_argument('--rate', type=float, default=1000.0, help='sensor and tick rate, Hz')
@@ -97,9 +107,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument('--tol', type=float, default=1e-9, help='largest relative difference')
     a = ap.parse_args(argv)
     res = {}
+    cost = {}
     for name, yaml, joints, extra in ROWS:
         for f, v in run(yaml, joints, extra, a.rate, a.duration).items():
-            res[f'{name}/{f}'] = v
+            if f == 'tick_us':
+                cost[name] = v[50:]
+            else:
+                res[f'{name}/{f}'] = v
+    if not (a.save or a.compare):
+        print(f'Planar estimator tick, thread CPU µs (sensors and ticks at {a.rate:g} Hz, '
+              f'lag 0.05 s, {a.duration:g} s)\n')
+        print('| mechanism | estimates | tick median | p99 |\n|---|---|---|---|')
+        for name, v in cost.items():
+            print(f'| {name} | {len(v) + 50} | {np.median(v):.0f} | '
+                  f'{np.percentile(v, 99):.0f} |')
+        return 0
     if a.save:
         np.savez(a.save, **res)
         print(f'saved {len(res)} arrays to {a.save}')
