@@ -429,7 +429,8 @@ def actuator_efforts(sys: System, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray
         return np.zeros(0)
     B = sys.forces.actuator_matrix(q)
     Jq = sys.lean.phi_q(q)[sys._rsel]
-    Q = sys.forces.evaluate(q, qd, None, jacobians=False).Q
+    forces = sys.forces
+    Q = forces.evaluate(q, qd, None, jacobians=False).Q if forces.state_dependent else forces.Q0
     A = np.empty((sys.n, n_act + Jq.shape[0]))
     A[:, :n_act] = B
     A[:, n_act:] = Jq.T

@@ -291,11 +291,11 @@ class Forces:
         Q = np.zeros(W)
         Q[:n] = self.Q0
         Qq = np.zeros((W, W))
-        Qqd = np.zeros((W, W))
         ext = self.ext.of(q)
         if not self.state_dependent:
             self._actuator_terms(ext, tau, Q, Qq)
-            return ForceTerms(Q[:n], Qq[:n, :n], Qqd[:n, :n])
+            return ForceTerms(Q[:n], Qq[:n, :n], np.zeros((n, n)))
+        Qqd = np.zeros((W, W))
         extd = self.ext.rate(qd)
         for idx, torque in self._torques:
             a = _angle(ext, extd, idx)
