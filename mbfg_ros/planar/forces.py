@@ -171,18 +171,19 @@ def _angle(ext: np.ndarray, ext_d: np.ndarray, idx: np.ndarray) -> _Angle:
     return _Angle(grad, hess, float(G @ dd), np.concatenate((-Hdd, Hdd)), math.atan2(dy, dx))
 
 
-def _angle_grad_hess(ext: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """∂θ/∂(ri, rj) (4,) and ∂²θ/∂(ri, rj)² flattened (16,) of a body angle, from floats
-    (the per-tick form of :func:`_angle`'s grad and hess: same formulas, no rate)."""
-    xi, yi, xj, yj = ext[idx].tolist()
+def _angle_grad_hess(w: list, idx: list) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """∂θ/∂(ri, rj) (4) and ∂²θ/∂(ri, rj)² row by row (16) of a body angle, as floats from
+    the entries ``idx`` of w (a list): the per-tick form of :func:`_angle`'s grad and hess
+    (same formulas, no rate)."""
+    xi, yi, xj, yj = w[idx[0]], w[idx[1]], w[idx[2]], w[idx[3]]
     dx, dy = xj - xi, yj - yi
     r2 = dx * dx + dy * dy
     gx, gy = -dy / r2, dx / r2
     r4 = r2 * r2
     a, b = 2 * dx * dy / r4, (dy * dy - dx * dx) / r4
     c = -2 * dx * dy / r4
-    return (np.array((-gx, -gy, gx, gy)),
-            np.array((a, b, -a, -b, b, c, -b, -c, -a, -b, a, b, -b, -c, b, c)))
+    return ((-gx, -gy, gx, gy),
+            (a, b, -a, -b, b, c, -b, -c, -a, -b, a, b, -b, -c, b, c))
 
 
 class Forces:
@@ -248,7 +249,13 @@ class Forces:
                 for sign, b in ((-1.0, j.bodies[0]), (1.0, j.bodies[1])):
                     if b != GROUND:
                         ii = body_idx(b)
-                        self._act_bodies.append((k, sign, ii, (ii[:, None] * W + ii).ravel()))
+                        keep = [c for c in range(4) if ii[c] < n]    # entries on q
+                        self._act_bodies.append((
+                            k, sign, ii, ii.tolist(), (ii[:, None] * W + ii).ravel(),
+                            keep, ii[keep], [4 * a + b for a in keep for b in keep],
+                            np.array([ii[a] * n + ii[b] for a in keep for b in keep],
+                                     dtype=int)))
+        self._w_consts = list(consts) + [0.0]     # w = q.tolist() + this
         self._act_coords = [(k, what) for k, (kind, what) in enumerate(self._act)
                             if kind == 'coord']
         self._ground = ground
@@ -288,13 +295,12 @@ class Forces:
         n, W = self.n, self.W
         if not (self.state_dependent or (tau is not None and self.n_act)):
             return ForceTerms(self.Q0.copy(), np.zeros((n, n)), np.zeros((n, n)))
+        if not self.state_dependent:
+            return self._actuator_terms_q(q, tau)
         Q = np.zeros(W)
         Q[:n] = self.Q0
         Qq = np.zeros((W, W))
         ext = self.ext.of(q)
-        if not self.state_dependent:
-            self._actuator_terms(ext, tau, Q, Qq)
-            return ForceTerms(Q[:n], Qq[:n, :n], np.zeros((n, n)))
         Qqd = np.zeros((W, W))
         extd = self.ext.rate(qd)
         for idx, torque in self._torques:
@@ -358,11 +364,30 @@ class Forces:
         for k, what in self._act_coords:
             Q[what] += tau[k]
         flat = Qq.reshape(-1)
-        for k, sign, ii, ii2 in self._act_bodies:
-            grad, hess = _angle_grad_hess(ext, ii)
+        w = ext.tolist()
+        for k, sign, _, ii, ii2, *_ in self._act_bodies:
+            grad, hess = _angle_grad_hess(w, ii)
             f = sign * tau[k]
-            Q[ii] += f * grad
-            flat[ii2] += f * hess
+            Q[ii] += f * np.array(grad)
+            flat[ii2] += f * np.array(hess)
+
+    def _actuator_terms_q(self, q: np.ndarray, tau: np.ndarray) -> ForceTerms:
+        """Q = Q0 + B_act τ with its q-Jacobian when no element depends on the state (the
+        per-tick case): :meth:`_actuator_terms` on the n columns of q only."""
+        n = self.n
+        Q = self.Q0.copy()
+        Qq = np.zeros((n, n))
+        for k, what in self._act_coords:
+            Q[what] += tau[k]
+        if self._act_bodies:
+            w = q.tolist() + self._w_consts
+            flat = Qq.reshape(-1)
+            for k, sign, _, ii, _, keep, iq, keep2, iq2 in self._act_bodies:
+                grad, hess = _angle_grad_hess(w, ii)
+                f = sign * float(tau[k])
+                Q[iq] += [f * grad[c] for c in keep]
+                flat[iq2] += [f * hess[c] for c in keep2]
+        return ForceTerms(Q, Qq, np.zeros((n, n)))
 
     def joint_rate(self, q: np.ndarray, qd: np.ndarray, bodies: tuple[int, int]
                    ) -> tuple[np.ndarray, float]:
@@ -391,7 +416,7 @@ class Forces:
             B[what, k] = 1.0
         if self._act_bodies:
             ext = self.ext.of(q)
-            for k, sign, ii, _ in self._act_bodies:
+            for k, sign, ii, *_ in self._act_bodies:
                 xi, yi, xj, yj = ext[ii].tolist()
                 dx, dy = xj - xi, yj - yi
                 r2 = dx * dx + dy * dy
