@@ -100,6 +100,10 @@ class LeanKinematics:
     def terms(self, q: np.ndarray, qd: np.ndarray, v: np.ndarray | None = None) -> KinTerms:
         """Φ, Φq, Φ̇q, (Φ̇q q̇)_q and, given v, (Φq v)_q at (q, q̇)."""
         n, m, mq, K = self.n, self.m, self.mq, self.K
+        if not K and v is None:            # distance and slider rows only: no buffers
+            J = (self.Tm @ q).reshape(mq, n) + self.J0
+            return KinTerms(0.5 * ((J + self.J0) @ q) + self.phi0, J,
+                            (self.Tm @ qd).reshape(mq, n), np.zeros((mq, n)), None, None)
         phi = np.empty(m)
         J = np.empty((m, n))
         Jd = np.empty((m, n))
