@@ -9,7 +9,9 @@ relative coordinates, coordinate actuators, four encoders), the slider-crank (a 
 and a prismatic encoder), the spring pendulum (translational and rotational springs; an
 encoder, a motor and a tilted IMU added here) and DFKI's double pendulum (friction,
 relative coordinates, two joint motors). Each estimate's q, q̇, q̈, τ̂ and joint
-readings are saved (``--save``) or compared with a saved file (``--compare``): the largest
+readings are saved (``--save``, with the true motion the readings were simulated from) or
+compared with a saved file (``--compare``: the saved motion is read again, so that only the
+estimator differs; DOP853 on a changed q̈(q, q̇) drifts apart over seconds): the largest
 difference and each quantity's scale (its largest magnitude) are printed, and the exit
 status is 1 when a difference exceeds ``--tol`` (default 1e-9) times the scale, or times 1
 (SI units: rad, m, N m) for quantities smaller than that (the slider-crank's τ̂ is ~0.02 N m;
@@ -65,16 +67,17 @@ ROWS = (('fourbar', 'fourbar.yaml', ('crank',), ''),
 FIELDS = ('q', 'qd', 'qdd', 'tau', 'joint_position', 'joint_velocity')
 
 
-def run(yaml: str, joints: tuple[str, ...] | None, extra: str, rate: float, duration: float
-        ) -> dict[str, np.ndarray]:
-    """Every estimate's fields (ticks, len) of one mechanism (``extra``: YAML appended)."""
+def run(yaml: str, joints: tuple[str, ...] | None, extra: str, rate: float, duration: float,
+        motion: tuple[np.ndarray, ...] | None = None) -> dict[str, np.ndarray]:
+    """Every estimate's fields (ticks, len) of one mechanism (``extra``: YAML appended) and
+    the true motion read (``motion``: (t, q, q̇, q̈) given, else integrated)."""
     path = REPO / 'config' / yaml
     if extra:
         with tempfile.NamedTemporaryFile('w', suffix='.yaml', delete=False) as f:
             f.write(path.read_text() + extra)
         path = Path(f.name)
     sys_ = load_system(path)
-    t, q, qd, qdd = truth(sys_, duration, rate)
+    t, q, qd, qdd = truth(sys_, duration, rate) if motion is None else motion
     recs = simulate_measurements(sys_, t, q, qd, qdd,
                                  SensorConfig(joints=joints, encoder_rate=rate, imu_rate=rate),
                                  np.random.default_rng(0))
@@ -94,7 +97,9 @@ def run(yaml: str, joints: tuple[str, ...] | None, extra: str, rate: float, dura
             for f in FIELDS:
                 out[f].append(np.asarray(getattr(e, f), dtype=float))
             out['tick_us'].append(spent)
-    return {f: np.array(v) for f, v in out.items()}
+    res = {f: np.array(v) for f, v in out.items()}
+    res.update(truth_t=t, truth_q=q, truth_qd=qd, truth_qdd=qdd)
+    return res
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -108,8 +113,12 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     res = {}
     cost = {}
+    ref = np.load(a.compare) if a.compare else None
     for name, yaml, joints, extra in ROWS:
-        for f, v in run(yaml, joints, extra, a.rate, a.duration).items():
+        motion = None
+        if ref is not None:        # the saved motion: the truth's integration uses q̈(q, q̇)
+            motion = tuple(ref[f'{name}/truth_{f}'] for f in ('t', 'q', 'qd', 'qdd'))
+        for f, v in run(yaml, joints, extra, a.rate, a.duration, motion).items():
             if f == 'tick_us':
                 cost[name] = v[50:]
             else:
@@ -126,7 +135,6 @@ def main(argv: list[str] | None = None) -> int:
         np.savez(a.save, **res)
         print(f'saved {len(res)} arrays to {a.save}')
         return 0
-    ref = np.load(a.compare)
     worst = 0.0
     for key in sorted(res):
         new, old = res[key], ref[key]
