@@ -57,7 +57,7 @@ def _wrap(a: float) -> float:
 def _body_angle(v: list, o: int, h: int) -> tuple[float, float, float, float, float, float]:
     """(dx, dy, ḋx, ḋy, r², θ) of the body whose (xi, yi, xj, yj) are ``v[o:o + 4]`` and
     whose rates are ``v[o + h:o + h + 4]`` (floats: the per-tick form of
-    :meth:`SensorModel._angle`)."""
+    :meth:`SensorModel._angle_batch` for one state)."""
     dx, dy = v[o + 2] - v[o], v[o + 3] - v[o + 1]
     ddx, ddy = v[o + h + 2] - v[o + h], v[o + h + 3] - v[o + h + 1]
     return dx, dy, ddx, ddy, dx * dx + dy * dy, math.atan2(dy, dx)
@@ -65,7 +65,8 @@ def _body_angle(v: list, o: int, h: int) -> tuple[float, float, float, float, fl
 
 def _angle_rows(dx: float, dy: float, ddx: float, ddy: float, r2: float
                 ) -> tuple[float, tuple[float, ...], tuple[float, ...]]:
-    """θ̇ and the local rows ∂θ/∂(ri, rj), ∂θ̇/∂(ri, rj) of :meth:`SensorModel._angle`."""
+    """θ̇ and the local rows ∂θ/∂(ri, rj), ∂θ̇/∂(ri, rj) (module docstring; the formulas of
+    :meth:`SensorModel._angle_batch`, for one state)."""
     gx, gy = -dy / r2, dx / r2
     rate = gx * ddx + gy * ddy
     rx = ddy / r2 - 2.0 * rate * dx / r2
@@ -149,37 +150,6 @@ class SensorModel:
     def _drop(self, Jw: np.ndarray) -> np.ndarray:
         return Jw[..., :self.n]
 
-    @staticmethod
-    def _angle(w: np.ndarray, wd: np.ndarray, idx: np.ndarray | None):
-        """(θ, θ̇, ∂θ/∂w (4,), ∂θ̇/∂w (4,)); ground gives zeros."""
-        if idx is None:
-            z = np.zeros(4)
-            return 0.0, 0.0, z, z
-        d = w[idx[2:]] - w[idx[:2]]
-        dd = wd[idx[2:]] - wd[idx[:2]]
-        r2 = d @ d
-        G = np.array([-d[1], d[0]]) / r2
-        rate = float(G @ dd)
-        rate_d = np.array([dd[1], -dd[0]]) / r2 - 2.0 * rate * d / r2
-        return (math.atan2(d[1], d[0]), rate, np.concatenate((-G, G)),
-                np.concatenate((-rate_d, rate_d)))
-
-    @staticmethod
-    def _angle_value(w: np.ndarray, wd: np.ndarray, idx: np.ndarray | None
-                     ) -> tuple[float, float]:
-        """(θ, θ̇) of :meth:`_angle` without the Jacobians; ground gives zeros."""
-        if idx is None:
-            return 0.0, 0.0
-        dx, dy = (w[idx[2:]] - w[idx[:2]]).tolist()
-        ddx, ddy = (wd[idx[2:]] - wd[idx[:2]]).tolist()
-        r2 = dx * dx + dy * dy
-        return math.atan2(dy, dx), (dx * ddy - dy * ddx) / r2
-
-    def _scatter(self, idx: np.ndarray | None, g4: np.ndarray, out: np.ndarray,
-                 sign: float = 1.0) -> None:
-        if idx is not None:
-            np.add.at(out, idx, sign * g4)
-
     # -- joints ----------------------------------------------------------
     def joint(self, j: int, q: np.ndarray, qd: np.ndarray, want: bool = False
               ) -> tuple[Model, Model]:
@@ -208,7 +178,7 @@ class SensorModel:
 
     def _rev_values(self, j: int, q: np.ndarray, qd: np.ndarray) -> tuple[float, float]:
         """Angle θ_b − θ_a − offset (wrapped) and rate of revolute joint ``j`` (floats;
-        :meth:`_angle_value`'s formulas)."""
+        θ̇ = (dx ḋy − dy ḋx)/|d|², module docstring)."""
         has_a, has_b, gather, _, offset = self._rev[j]
         v = self._stacked(gather, q, qd)
         h = len(v) // 2
@@ -226,8 +196,8 @@ class SensorModel:
     def _rev_rows(self, j: int, q: np.ndarray, qd: np.ndarray
                   ) -> tuple[float, float, np.ndarray]:
         """Angle, rate and the Jacobian rows [∂angle/∂q; ∂rate/∂q] (2, n) of revolute joint
-        ``j`` (∂rate/∂q̇ = ∂angle/∂q); :meth:`_angle`'s formulas, local rows scattered by
-        one product."""
+        ``j`` (∂rate/∂q̇ = ∂angle/∂q); the module docstring's formulas, local rows scattered
+        by one product."""
         has_a, has_b, gather, sel, offset = self._rev[j]
         v = self._stacked(gather, q, qd)
         h = len(v) // 2
@@ -350,7 +320,8 @@ class SensorModel:
     # the two against each other.
     @staticmethod
     def _angle_batch(w: np.ndarray, wd: np.ndarray, idx: np.ndarray | None):
-        """:meth:`_angle` for N states at once: (θ, θ̇, ∂θ/∂w, ∂θ̇/∂w) as (N,),
+        """Body angle θ = atan2(dy, dx) and rate θ̇ (module docstring) for N states at once,
+        with their Jacobians: (θ, θ̇, ∂θ/∂w, ∂θ̇/∂w) as (N,),
         (N,), (N, 4), (N, 4); ground gives zeros."""
         N = w.shape[0]
         if idx is None:
