@@ -449,6 +449,7 @@ class Options(argparse.Namespace):
     ticks: float = 0.0
     sim_time: bool = False
     profile: Path | None = None
+    predict: bool = False
 
 
 def node_params(params: dict, opts: Options, default_ticks: float) -> dict:
@@ -456,6 +457,8 @@ def node_params(params: dict, opts: Options, default_ticks: float) -> dict:
     out = dict(params, frequency=opts.ticks or default_ticks)
     if opts.sim_time:
         out['use_sim_time'] = 'true'
+    if opts.predict:
+        out['predict_between_ticks'] = 'true'
     return out
 
 
@@ -512,7 +515,8 @@ def row_counts(v: dict, rate: int, busy: bool, d, lat: list, cpu: float,
             'lat50': float(np.percentile(lat, 50)) if lat else float('nan'),
             'lat99': float(np.percentile(lat, 99)) if lat else float('nan'),
             'cpu': cpu, 'est_hz': len(lat) / (duration - 0.5), 'ticks': TICKS[rate],
-            'merged': int(v['ticks.merged']), 'resets': int(v['estimator.resets'])}
+            'merged': int(v['ticks.merged']), 'resets': int(v['estimator.resets']),
+            'predicted': int(v.get('ticks.predicted', 0)), 'run': int(v['ticks.run'])}
 
 
 def run_row(rate: int, busy: bool, duration: float, domain: int, tmp: Path,
@@ -631,6 +635,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument('--sim-time', action='store_true',
                     help='the generator also publishes /clock (each reading\'s stamp); the '
                          'node runs on use_sim_time')
+    ap.add_argument('--predict', action='store_true',
+                    help='the node with predict_between_ticks: a predicted estimate at every '
+                    'grid tick the tick budget holds back (issue 24)')
     ap.add_argument('--profile', action='store_true',
                     help='time the node\'s callbacks and estimator phases (thread CPU) and '
                          'print where each estimate\'s CPU time goes')
@@ -646,7 +653,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         opts = Options(ticks=args.ticks, sim_time=args.sim_time,
-                       profile=Path(tmp) if args.profile else None)
+                       profile=Path(tmp) if args.profile else None, predict=args.predict)
         domain = 60 + os.getpid() % 40
         loads = (False,) if args.quiet_only else (False, True)
         jobs = ([('fourbar', r) for r in args.rates] if 'fourbar' in args.robots else []) \
@@ -660,7 +667,7 @@ def main(argv: list[str] | None = None) -> int:
                 rows.append(row)
     head = ('| robot | inputs | ticks | load | sent | received | used | dropped (reason: n) | '
             'too old | latency p50 / p99 ms | generator late p99 / max ms | node CPU % | '
-            'estimates/s | merged ticks | '
+            'estimates/s | smoothed / predicted ticks | merged ticks | '
             'resets | angle mrad | P1 mm | raw encoder mrad | beats raw | rate RMSE rad/s | '
             'τ̂ RMSE % |')
     print()
@@ -674,7 +681,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{'one core busy' if r['busy'] else 'quiet'} | {r['sent']} | {r['received']} | "
               f"{r['used']} | {dropped} | {r['too_old']} | {r['lat50']:.1f} / "
               f"{r['lat99']:.1f} | {r['late'][0]:.1f} / {r['late'][1]:.1f} | "
-              f"{r['cpu']:.0f} | {r['est_hz']:.0f} | {r['merged']} | "
+              f"{r['cpu']:.0f} | {r['est_hz']:.0f} | {r['run']} / {r['predicted']} | "
+              f"{r['merged']} | "
               f"{r['resets']} | {r['crank_mrad']:.3f} | "
               f"{'-' if math.isnan(r['p1_mm']) else format(r['p1_mm'], '.3f')} | "
               f"{r['raw_mrad']:.3f} | {'yes' if r['crank_mrad'] < r['raw_mrad'] else 'NO'} | "

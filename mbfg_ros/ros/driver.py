@@ -248,7 +248,9 @@ class EstimatorDriver:
         # [newest stamp, stamp spacing (running mean), wall time of its last reading]
         self._streams: dict[str, list[int]] = {}
         self.counters: dict[str, int] = dict.fromkeys(INPUT_KEYS, 0)
-        self.ticks = {'run': 0, 'merged': 0, 'overruns': 0, 'skipped': 0, 'published': 0}
+        self.ticks = {'run': 0, 'merged': 0, 'overruns': 0, 'skipped': 0, 'published': 0,
+                      'predicted': 0}
+        self._predicted_ns = -1               # grid time of the newest prediction
         self.events: list[tuple[str, str]] = []      # (category, text) for the caller to log
         self.last_output: TickOutput | None = None
 
@@ -399,6 +401,7 @@ class EstimatorDriver:
         (:data:`~mbfg_ros.estimation.estimator.RESET_REASONS`), noted with ``detail``."""
         self._queue.clear()
         self.last_tick = None
+        self._predicted_ns = -1
         self._max_stamp = None
         self._fed = False
         self._back_streak = 0
@@ -470,13 +473,7 @@ class EstimatorDriver:
             self.reset('clock_jump',
                        f'clock jumped back by {(self._last_clock - now_ns) / NS:.3f} s')
         self._last_clock = now_ns
-        T = now_ns - self.delay_ns
-        wall = time.monotonic_ns() if self.live else 0
-        if (self.live and self._max_stamp is not None
-                and wall - self._push_wall < self.silence_ns):
-            # readings are flowing (perhaps a backlog): ticks stay within half a window of
-            # the newest one, so the readings still on their way are not too old on arrival
-            T = min(T, self._max_stamp + self.lag_ns // 2, self.data_horizon(wall))
+        T = self._due(now_ns)
         self.behind = False
         if self.live and self.last_tick is not None:
             return self._advance_live(T, inclusive)
@@ -484,6 +481,51 @@ class EstimatorDriver:
         if skipped:
             self.ticks['skipped'] += skipped
         return [self._tick(t) for t in ticks]
+
+    def _due(self, now_ns: int) -> int:
+        """The stamp clock up to which ticks are due at clock ``now_ns`` (live: held at the
+        data horizon while readings flow; module docstring)."""
+        T = now_ns - self.delay_ns
+        if self.live and self._max_stamp is not None:
+            wall = time.monotonic_ns()
+            if wall - self._push_wall < self.silence_ns:
+                # readings are flowing (perhaps a backlog): ticks stay within half a window
+                # of the newest one, so the readings still on their way are not too old on
+                # arrival
+                T = min(T, self._max_stamp + self.lag_ns // 2, self.data_horizon(wall))
+        return T
+
+    def predict(self, now_ns: int) -> TickOutput | None:
+        """Live, while the tick budget holds the due tick back (issue 24): the newest
+        smoothed estimate carried to the newest grid time due at clock ``now_ns``
+        (:meth:`Estimator.predict`: no state change, readings stay queued for the tick),
+        with its torque command; None when no grid time after the last tick and the last
+        prediction is due, or before the first estimate. Counted in ``ticks.predicted``."""
+        if self.last_tick is None:
+            return None
+        p = self.period
+        g = (self._due(now_ns) // p) * p
+        if g <= self.last_tick or g <= self._predicted_ns:
+            return None
+        try:
+            est = self.estimator.predict(g / NS)
+        except Exception as exc:  # noqa: BLE001 - the node must survive it
+            self.note('predict', f'estimator.predict failed: {exc!r}')
+            return None
+        if est is None or not est.predicted:
+            return None
+        self._predicted_ns = g
+        self.ticks['predicted'] += 1
+        tau = np.asarray(est.tau, dtype=float).reshape(-1)
+        effort = np.where(self._effort_src >= 0,
+                          tau[np.maximum(self._effort_src, 0)] if tau.size else np.nan, np.nan)
+        level = 0 if est.status == 'ok' else 1
+        status = f'{est.status} (predicted)'
+        command, withheld = self._command(est, g)
+        if withheld:
+            level = 2
+            status = f'{status}; no torque command: {_WITHHELD_TEXT[withheld]}'
+        return TickOutput(g, est, effort, command, level, status, None, withheld)
 
     def _advance_live(self, T: int, inclusive: bool) -> list[TickOutput]:
         """One tick per call: the next grid tick, or when several are due (the node fell

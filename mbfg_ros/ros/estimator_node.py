@@ -31,7 +31,9 @@ every actuated joint's effort is measured.
 Load: the ticks may use ``max_tick_load`` of a core (wall time); a slower
 tick (a busy computer) defers the next one, and the driver merges the missed
 grid ticks into one longer step, so readings are never dropped for being
-slow (``ticks.merged``, ``ticks.overruns``, ``ticks.rate_hz``). With no input
+slow (``ticks.merged``, ``ticks.overruns``, ``ticks.rate_hz``); with
+``predict_between_ticks`` the grid ticks held back get a predicted estimate
+(:meth:`EstimatorDriver.predict`, ``ticks.predicted``). With no input
 the tick timer stops (idle costs nothing) and the first reading restarts it.
 How it runs (parameter ``executor``, :func:`run_loop`): by default (``auto`` = ``loop``)
 the main thread runs the tick loop itself. Once per tick period (wall clock) it takes
@@ -268,6 +270,7 @@ class EstimatorNode(Node):
         self._loop_only = PolledGroup(polling=True) if self.looping else None
         self.mech_name = system.description.name
         self._load = float(v['max_tick_load'])
+        self._predict = bool(v['predict_between_ticks'])
         self._idle_ns = int(1e9 * settings.config.max_tick_gap)
         self._msgs = cv.EstimateMessages(cv.rclpy_kit(), self.driver.joint_names,
                                          self.driver.coordinate_names)
@@ -518,6 +521,10 @@ class EstimatorNode(Node):
         wall = time.perf_counter()
         if wall < self._next_tick_wall:           # over the tick budget: merge into a later one
             self._deferred += 1
+            if self._predict:                     # meanwhile the model's prediction (issue 24)
+                pred = d.predict(now)
+                if pred is not None:
+                    self._publish(pred, now)
             if self.retry_timer.is_canceled():
                 self.retry_timer.reset()
             return
