@@ -248,8 +248,10 @@ class EstimatorDriver:
         # [newest stamp, stamp spacing (running mean), wall time of its last reading]
         self._streams: dict[str, list[int]] = {}
         self.counters: dict[str, int] = dict.fromkeys(INPUT_KEYS, 0)
+        # predicted: estimates of predict(); unpublished: smoothed ticks at a grid time a
+        # prediction was already published for (the node publishes one estimate per stamp)
         self.ticks = {'run': 0, 'merged': 0, 'overruns': 0, 'skipped': 0, 'published': 0,
-                      'predicted': 0}
+                      'predicted': 0, 'unpublished': 0}
         self._predicted_ns = -1               # grid time of the newest prediction
         self.events: list[tuple[str, str]] = []      # (category, text) for the caller to log
         self.last_output: TickOutput | None = None
@@ -495,37 +497,50 @@ class EstimatorDriver:
                 T = min(T, self._max_stamp + self.lag_ns // 2, self.data_horizon(wall))
         return T
 
-    def predict(self, now_ns: int) -> TickOutput | None:
+    def predict(self, now_ns: int) -> list[TickOutput]:
         """Live, while the tick budget holds the due tick back (issue 24): the newest
-        smoothed estimate carried to the newest grid time due at clock ``now_ns``
-        (:meth:`Estimator.predict`: no state change, readings stay queued for the tick),
-        with its torque command; None when no grid time after the last tick and the last
-        prediction is due, or before the first estimate. Counted in ``ticks.predicted``."""
+        smoothed estimate carried to each grid time due at clock ``now_ns`` after the last
+        tick and the last prediction (at most ``max_merge_ticks``, the newest), by
+        :meth:`Estimator.predict` (no state change; the readings stay queued for the tick).
+        The newest one carries the torque command (the older ones are superseded at once).
+        Empty before the first estimate. Counted in ``ticks.predicted``."""
         if self.last_tick is None:
-            return None
+            return []
         p = self.period
-        g = (self._due(now_ns) // p) * p
-        if g <= self.last_tick or g <= self._predicted_ns:
-            return None
-        try:
-            est = self.estimator.predict(g / NS)
-        except Exception as exc:  # noqa: BLE001 - the node must survive it
-            self.note('predict', f'estimator.predict failed: {exc!r}')
-            return None
-        if est is None or not est.predicted:
-            return None
-        self._predicted_ns = g
-        self.ticks['predicted'] += 1
-        tau = np.asarray(est.tau, dtype=float).reshape(-1)
-        effort = np.where(self._effort_src >= 0,
-                          tau[np.maximum(self._effort_src, 0)] if tau.size else np.nan, np.nan)
-        level = 0 if est.status == 'ok' else 1
-        status = f'{est.status} (predicted)'
-        command, withheld = self._command(est, g)
-        if withheld:
-            level = 2
-            status = f'{status}; no torque command: {_WITHHELD_TEXT[withheld]}'
-        return TickOutput(g, est, effort, command, level, status, None, withheld)
+        last = self._due(now_ns) // p
+        first = max(self.last_tick, self._predicted_ns) // p + 1
+        first = max(first, last - self.max_merge + 1)
+        outs: list[TickOutput] = []
+        for k in range(first, last + 1):
+            g = k * p
+            try:
+                est = self.estimator.predict(g / NS)
+            except Exception as exc:  # noqa: BLE001 - the node must survive it
+                self.note('predict', f'estimator.predict failed: {exc!r}')
+                break
+            if est is None or not est.predicted:
+                break
+            self._predicted_ns = g
+            self.ticks['predicted'] += 1
+            tau = np.asarray(est.tau, dtype=float).reshape(-1)
+            effort = np.where(self._effort_src >= 0,
+                              tau[np.maximum(self._effort_src, 0)] if tau.size else np.nan,
+                              np.nan)
+            level = 0 if est.status == 'ok' else 1
+            status = f'{est.status} (predicted)'
+            command, withheld = None, ''
+            if k == last:
+                command, withheld = self._command(est, g)
+                if withheld:
+                    level = 2
+                    status = f'{status}; no torque command: {_WITHHELD_TEXT[withheld]}'
+            outs.append(TickOutput(g, est, effort, command, level, status, None, withheld))
+        return outs
+
+    @property
+    def predicted_ns(self) -> int:
+        """Grid time of the newest prediction (-1: none since the start or a reset)."""
+        return self._predicted_ns
 
     def _advance_live(self, T: int, inclusive: bool) -> list[TickOutput]:
         """One tick per call: the next grid tick, or when several are due (the node fell
