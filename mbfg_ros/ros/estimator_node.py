@@ -278,6 +278,7 @@ class EstimatorNode(Node):
         self._ext_msgs = cv.ExternalMessages(cv.rclpy_kit(), ext.names, ext.config.wrench_link)
         self._logged: dict[str, list] = {}            # category -> [last wall time, suppressed]
         self._next_tick_wall = 0.0
+        self._defer_cap = 0.0                     # latest end of a tick's pause
         self._deferred = 0
         self._tick_ms: deque[float] = deque(maxlen=4096)
         self._latency_ms: deque[float] = deque(maxlen=4096)
@@ -521,9 +522,14 @@ class EstimatorNode(Node):
         wall = time.perf_counter()
         if wall < self._next_tick_wall:           # over the tick budget: merge into a later one
             self._deferred += 1
-            if self._predict:                     # meanwhile the model's prediction (issue 24)
-                for pred in d.predict(now):
+            if self._predict:                     # meanwhile the model's predictions, within
+                preds = d.predict(now)            # the budget too (issue 24)
+                for pred in preds:
                     self._publish(pred, now)
+                if preds:                         # (never past the cap of a tick's pause:
+                    #                               predictions from an ever older state)
+                    self._next_tick_wall = min(self._next_tick_wall + (
+                        time.perf_counter() - wall) / self._load, self._defer_cap)
             if self.retry_timer.is_canceled():
                 self.retry_timer.reset()
             return
@@ -540,6 +546,7 @@ class EstimatorNode(Node):
             # longer merged ticks after one slow tick)
             self._next_tick_wall = wall + took + min(took * (1.0 / self._load - 1.0),
                                                      4.0 / self.driver.frequency)
+            self._defer_cap = wall + took + 4.0 / self.driver.frequency
         if (d.behind or (d.pending and self._sim_time)) and self.retry_timer.is_canceled():
             self.retry_timer.reset()      # catch up, or tick readings queued ahead, on the
             #                               steady clock: a sim clock may have stopped (on
@@ -766,9 +773,11 @@ def run_loop(node: EstimatorNode, executor: rclpy.executors.Executor) -> None:
         if node._next_tick_wall > wake:         # over the tick budget: the next tick waits
             #                                     (a turn in the pause counts ticks.deferred),
             #                                     the intake not (a burst fills the queues);
-            #                                     predicting, a turn per period publishes
-            #                                     the grid tick due (issue 24)
-            wake = min(node._next_tick_wall, next_wake if node._predict else now + period)
+            #                                     predicting, a turn at once after a tick
+            #                                     and then every period publishes the grid
+            #                                     ticks due meanwhile (issue 24)
+            wake = min(node._next_tick_wall, (now if ticked else next_wake) if node._predict
+                       else now + period)
         if now >= next_spin:
             # one turn, no waiting: rclpy's wait costs ~0.13 ms per call here (its wait set
             # rebuilt in Python, ~30 QoS event waitables), and a timeout may wait again
