@@ -500,14 +500,16 @@ class EstimatorDriver:
     def predict(self, now_ns: int) -> list[TickOutput]:
         """Live, while the tick budget holds the due tick back (issue 24): the newest
         smoothed estimate carried to each grid time due at clock ``now_ns`` after the last
-        tick and the last prediction (at most ``max_merge_ticks``, the newest), by
+        tick and the last prediction, up to ``max_merge_ticks`` after the last tick, by
         :meth:`Estimator.predict` (no state change; the readings stay queued for the tick).
         The newest one carries the torque command (the older ones are superseded at once).
         Empty before the first estimate. Counted in ``ticks.predicted``."""
         if self.last_tick is None:
             return []
         p = self.period
-        last = self._due(now_ns) // p
+        # at most max_merge_ticks after the last tick: further, the smoother is behind (a
+        # backlog) and a prediction from its old state would be worse than none
+        last = min(self._due(now_ns) // p, self.last_tick // p + self.max_merge)
         first = max(self.last_tick, self._predicted_ns) // p + 1
         first = max(first, last - self.max_merge + 1)
         outs: list[TickOutput] = []
