@@ -497,19 +497,21 @@ class EstimatorDriver:
                 T = min(T, self._max_stamp + self.lag_ns // 2, self.data_horizon(wall))
         return T
 
-    def predict(self, now_ns: int) -> list[TickOutput]:
+    def predict(self, now_ns: int, before_tick: bool = False) -> list[TickOutput]:
         """Live, while the tick budget holds the due tick back (issue 24): the newest
         smoothed estimate carried to each grid time due at clock ``now_ns`` after the last
         tick and the last prediction, up to ``max_merge_ticks`` after the last tick, by
         :meth:`Estimator.predict` (no state change; the readings stay queued for the tick).
         The newest one carries the torque command (the older ones are superseded at once).
-        Empty before the first estimate. Counted in ``ticks.predicted``."""
+        ``before_tick``: the caller runs the due tick next (:meth:`advance`), so the grid
+        times it merges get predictions and the newest due one, and the command, are left to
+        it. Empty before the first estimate. Counted in ``ticks.predicted``."""
         if self.last_tick is None:
             return []
         p = self.period
         # at most max_merge_ticks after the last tick: further, the smoother is behind (a
         # backlog) and a prediction from its old state would be worse than none
-        last = min(self._due(now_ns) // p, self.last_tick // p + self.max_merge)
+        last = min(self._due(now_ns) // p - before_tick, self.last_tick // p + self.max_merge)
         first = max(self.last_tick, self._predicted_ns) // p + 1
         first = max(first, last - self.max_merge + 1)
         outs: list[TickOutput] = []
@@ -531,7 +533,7 @@ class EstimatorDriver:
             level = 0 if est.status == 'ok' else 1
             status = f'{est.status} (predicted)'
             command, withheld = None, ''
-            if k == last:
+            if k == last and not before_tick:
                 command, withheld = self._command(est, g)
                 if withheld:
                     level = 2

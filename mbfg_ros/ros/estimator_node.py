@@ -533,6 +533,9 @@ class EstimatorNode(Node):
             if self.retry_timer.is_canceled():
                 self.retry_timer.reset()
             return
+        if self._predict:                         # the grid ticks the due tick merges
+            for pred in d.predict(now, before_tick=True):
+                self._publish(pred, now)
         outs = d.advance(now)
         if outs:
             if self._predict and outs[-1].t_ns <= d.predicted_ns:
