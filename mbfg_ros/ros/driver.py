@@ -500,7 +500,8 @@ class EstimatorDriver:
     def predict(self, now_ns: int, before_tick: bool = False) -> list[TickOutput]:
         """Live, while the tick budget holds the due tick back (issue 24): the newest
         smoothed estimate carried to each grid time due at clock ``now_ns`` after the last
-        tick and the last prediction, up to ``max_merge_ticks`` after the last tick, by
+        tick and the last prediction (none while more than ``max_merge_ticks`` are due: the
+        smoother is behind), by
         :meth:`Estimator.predict` (no state change; the readings stay queued for the tick).
         The newest one carries the torque command (the older ones are superseded at once).
         ``before_tick``: the caller runs the due tick next (:meth:`advance`), so the grid
@@ -509,11 +510,13 @@ class EstimatorDriver:
         if self.last_tick is None:
             return []
         p = self.period
-        # at most max_merge_ticks after the last tick: further, the smoother is behind (a
-        # backlog) and a prediction from its old state would be worse than none
-        last = min(self._due(now_ns) // p - before_tick, self.last_tick // p + self.max_merge)
+        due = self._due(now_ns) // p
+        if due > self.last_tick // p + self.max_merge:
+            # the smoother is behind a backlog: predictions from its old state would be
+            # late and worse than none, and their budget is the catch-up's
+            return []
+        last = due - before_tick
         first = max(self.last_tick, self._predicted_ns) // p + 1
-        first = max(first, last - self.max_merge + 1)
         outs: list[TickOutput] = []
         for k in range(first, last + 1):
             g = k * p

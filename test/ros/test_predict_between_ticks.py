@@ -109,7 +109,8 @@ def _run(offset: int, predict: bool, recs: list) -> tuple[dict, list]:
     try:
         run.publish(recs)
         time.sleep(0.5)                       # the last ticks and messages
-        return dict(run.node.driver.ticks), list(run.states)
+        d = run.node.driver
+        return dict(d.ticks, commands=d.command_counters['sent']), list(run.states)
     finally:
         run.close()
 
@@ -126,6 +127,8 @@ def test_with_a_tiny_tick_budget_every_grid_tick_gets_an_estimate_some_predicted
     grid = (last - first) // int(NS / RATE) + 1
     assert len(stamps) >= 0.9 * grid, (len(stamps), grid, ticks)
     assert ticks['published'] == ticks['run'] + ticks['predicted'] - ticks['unpublished']
+    # torque commands with the predictions too (not only at the smoother's ticks)
+    assert ticks['commands'] > 1.5 * ticks['run'], ticks
     # and near the truth (the four-bar's natural coordinates, points P1 and P2)
     t0 = int(round(T0 * NS))                  # the records' stamp offset
     err = []
