@@ -68,8 +68,10 @@ from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from rclpy.time_source import TimeSource
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.serialization import deserialize_message
 
 from ..loader import load_mechanism, mechanism_warning
+from . import cdr
 from . import conversions as cv
 from .driver import EstimatorDriver, TickOutput
 from .markers import ESTIMATE_STYLE, MarkerPublisher
@@ -205,15 +207,24 @@ def _take(sub: Any) -> Any:
     return None if info is None else info[0]
 
 
-def _newest(sub: Any) -> Any:
-    """The newest message waiting on ``sub`` (the older ones taken and dropped), or None."""
+def _take_raw(sub: Any) -> bytes | None:
+    """The serialised bytes of the next message waiting on ``sub`` (no deserialisation:
+    :mod:`.cdr` reads them), or None (nothing waiting)."""
+    with sub.handle:
+        info = sub.handle.take_message(sub.msg_type, True)
+    return None if info is None else info[0]
+
+
+def _newest_raw(sub: Any) -> bytes | None:
+    """The bytes of the newest message waiting on ``sub`` (the older ones taken and
+    dropped unread), or None."""
     last = None
-    while (msg := _take(sub)) is not None:
-        last = msg
+    while (buf := _take_raw(sub)) is not None:
+        last = buf
     return last
 
 
-def _drain(inputs: list, limit: int):
+def _drain(inputs: list, limit: int, take: Any = _take):
     """``(handler, message)`` pairs already waiting on the sensor subscriptions
     ``inputs`` (``(subscription, handler)`` pairs), taken round-robin, at most ``limit``.
 
@@ -223,14 +234,15 @@ def _drain(inputs: list, limit: int):
     minus the per-message round trip. Round-robin over *every* sensor topic keeps
     their backlogs in step: draining one topic alone would run the ticks past the
     other topic's waiting readings and drop them as too old. Any failure of that
-    internal API falls back to one message per callback.
+    internal API falls back to one message per callback. ``take``: how one message is
+    taken (:func:`_take`; the loop's :func:`_take_raw`, its bytes for :mod:`.cdr`).
     """
     live = list(inputs)
     taken = 0
     try:
         while live and taken < limit:
             for item in tuple(live):
-                msg = _take(item[0])
+                msg = take(item[0])
                 if msg is None:
                     live.remove(item)
                     continue
@@ -360,6 +372,7 @@ class EstimatorNode(Node):
                 clock=Clock(clock_type=ClockType.STEADY_TIME))
         self._started = True
         self.clock_sub = self._poll_clock_subscription() if self.looping else None
+        self._clock_msg = cv.message_class('Clock')()     # the /clock read from its bytes
         self.get_logger().info(
             f'{system.description.source}: {len(self.driver.joint_names)} joints, '
             f'{len(self.driver.imu_names)} IMUs, {system.n} coordinates, '
@@ -383,21 +396,23 @@ class EstimatorNode(Node):
     def poll(self) -> int:
         """Loop mode: the newest ``/clock`` (sim time: handed to rclpy's TimeSource, which
         sets the node clock), then the messages waiting on the sensor topics, taken
-        round-robin (:func:`_drain`) through the driver's input path with the clock read
-        once per batch of :data:`POLL_BATCH`; a backlog is taken batch by batch with the
-        clock polled again between them (a reading stamped after the clock read is not
-        "future"), at most :data:`LOOP_DRAIN_MAX` in all. The number of messages taken."""
+        round-robin (:func:`_drain`) as their serialised bytes (:func:`_take_raw`: the
+        driver reads them with :mod:`.cdr`, no Python message built) through the driver's
+        input path with the clock read once per batch of :data:`POLL_BATCH`; a backlog is
+        taken batch by batch with the clock polled again between them (a reading stamped
+        after the clock read is not "future"), at most :data:`LOOP_DRAIN_MAX` in all. The
+        number of messages taken."""
         taken = 0
         queued = False
         clock_sub = self.clock_sub
         while True:
             if clock_sub is not None:
-                tick = _newest(clock_sub)
-                if tick is not None:
-                    clock_sub.callback(tick)
+                buf = _newest_raw(clock_sub)
+                if buf is not None:
+                    self._set_clock(clock_sub, buf)
             now = self._now_ns()
             batch = 0
-            for handler, msg in _drain(self._polled_inputs, POLL_BATCH):
+            for handler, msg in _drain(self._polled_inputs, POLL_BATCH, _take_raw):
                 batch += 1
                 queued |= handler(msg, now) is not None
             taken += batch
@@ -406,6 +421,22 @@ class EstimatorNode(Node):
         if queued:
             self._wake()
         return taken
+
+    def _set_clock(self, clock_sub: Any, buf: bytes) -> None:
+        """The ``/clock`` message in ``buf`` (its bytes) to rclpy's TimeSource (the
+        callback of ``clock_sub``): read by :func:`.cdr.read_clock` into one reused
+        message, or deserialised by rclpy (another encapsulation); bytes neither reads
+        are skipped (the next /clock sets the time)."""
+        msg = self._clock_msg
+        try:
+            t = cdr.read_clock(buf)
+            msg.clock.sec, msg.clock.nanosec = divmod(t, cv.NS)
+        except (cdr.Unsupported, cdr.Malformed, ValueError, AssertionError):
+            try:
+                msg = deserialize_message(buf, clock_sub.msg_type)
+            except Exception:  # noqa: BLE001 - rclpy's RMWError: not a Clock
+                return
+        clock_sub.callback(msg)
 
     def _now_ns(self) -> int:
         return self.get_clock().now().nanoseconds
