@@ -419,6 +419,7 @@ TIMED = (
     ('ED', '_command', '  torque command'),
     ('EX', 'update', '  external torques'),
     ('EN', '_publish', '  publishing'),
+    ('N', '_publish_wanted', '    rmw publish (subscribed topics) + subscriber counts'),
     ('EN', '_on_diag', 'diagnostics'),
 )
 
@@ -438,6 +439,12 @@ def profile_breakdown(path: Path, estimates: int, messages: int) -> list[tuple[s
     rows.append(("total CPU of the node's thread (after start-up)", r['total'] * per))
     intake = sum(spent.get(label, 0) for _, _, label in TIMED if label.startswith('intake'))
     rows.append(('intake per message (µs per message)', intake * 1e-3 / max(1, messages)))
+    calls = r['calls']
+    for label, text in ((TIMED[0][2], "loop passes per estimate (the poll's calls; a count)"),
+                        ('  take (serialised bytes, the loop)',
+                         'takes per estimate (empty ones too; a count)')):
+        if calls.get(label):
+            rows.append((text, calls[label] / max(1, estimates)))
     return rows
 
 

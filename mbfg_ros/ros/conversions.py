@@ -20,6 +20,7 @@ from __future__ import annotations
 import array
 import functools
 import importlib
+import struct
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
 
@@ -32,7 +33,8 @@ __all__ = ['InputRejected', 'capped', 'LOG_CHARS', 'stamp_ns', 'ns_to_stamp_fiel
            'joint_state_to_record', 'JointStateReader',
            'imu_to_record', 'Reference', 'trajectory_to_reference', 'MessageKit',
            'rclpy_kit', 'rosbags_kit', 'TYPES', 'joint_state_msg', 'float_array_msg',
-           'EstimateMessages', 'diagnostics_msg', 'imu_msg', 'clock_msg', 'ExternalMessages',
+           'EstimateMessages', 'SerialisedMessage', 'SerialisedEstimateMessages',
+           'diagnostics_msg', 'imu_msg', 'clock_msg', 'ExternalMessages',
            'EXTERNAL_TOPICS']
 
 NS = 1_000_000_000
@@ -536,6 +538,93 @@ class EstimateMessages:
         self.stddev.position, self.stddev.velocity = f(est.q_std), f(est.qd_std)
         if command is not None:
             self.command.data = f(command)
+
+
+_STAMP = struct.Struct('<iI')
+_MARK_STAMP = (1_234_567_891, 987_654_321)      # a stamp the serialised bytes show once
+
+
+class SerialisedMessage:
+    """One output message kept as its serialised bytes (issue 24): serialised once
+    (``serialize``, rclpy's) with a recognisable stamp and recognisable values in its
+    float64 sequences ``fields`` of ``sizes`` values, whose places in the bytes are then
+    found; per tick :meth:`set_stamp` and :attr:`views` (numpy views of those places)
+    change them in place, and ``bytes(self.buf)`` is the message for rclpy's
+    ``publish`` (``publish_raw``: no Python message converted, nothing serialised).
+
+    :raises ValueError: a place not found exactly once (a serialisation this does not
+        understand: the caller publishes message objects instead).
+    """
+
+    def __init__(self, msg: Any, fields: Sequence[str], sizes: Sequence[int],
+                 serialize: Callable[[Any], bytes]) -> None:
+        header = getattr(msg, 'header', None)
+        if header is not None:
+            header.stamp.sec, header.stamp.nanosec = _MARK_STAMP
+        marks = []
+        for k, (field, n) in enumerate(zip(fields, sizes)):
+            mark = -np.pi * 1e300 / (2.0 + np.arange(n) + 100.0 * k)
+            setattr(msg, field, _float64_array(mark))
+            marks.append(mark.astype('<f8').tobytes())
+        self.buf = bytearray(serialize(msg))
+
+        def place(pattern: bytes) -> int:
+            if self.buf.count(pattern) != 1:
+                raise ValueError('serialised message: a field not found once')
+            return self.buf.find(pattern)
+
+        self._stamp_at = place(_STAMP.pack(*_MARK_STAMP)) if header is not None else -1
+        self.views = [np.frombuffer(self.buf, '<f8', len(m) // 8, place(m)) if m else
+                      np.zeros(0) for m in marks]
+
+    def set_stamp(self, sec: int, nanosec: int) -> None:
+        """The header stamp (a message with a header)."""
+        _STAMP.pack_into(self.buf, self._stamp_at, sec, nanosec)
+
+
+class SerialisedEstimateMessages:
+    """:class:`EstimateMessages` as serialised bytes for the live node (issue 24):
+    ``~/joint_states``, ``~/state``, ``~/state_stddev`` and the torque command, each a
+    :class:`SerialisedMessage` whose values :meth:`fill` writes in place; the bytes carry
+    the same doubles :class:`EstimateMessages` would (one message per topic, as before).
+
+    :raises ValueError: a serialisation :class:`SerialisedMessage` does not understand.
+    """
+
+    def __init__(self, joint_names: Sequence[str], coordinate_names: Sequence[str],
+                 command_size: int) -> None:
+        from rclpy.serialization import serialize_message
+
+        msgs = EstimateMessages(rclpy_kit(), joint_names, coordinate_names)
+        nj, nc = len(joint_names), len(coordinate_names)
+        self.joints = SerialisedMessage(msgs.joints, _JOINT_FIELDS, (nj, nj, nj),
+                                        serialize_message)
+        self.state = SerialisedMessage(msgs.state, _JOINT_FIELDS[:2], (nc, nc),
+                                       serialize_message)
+        self.stddev = SerialisedMessage(msgs.stddev, _JOINT_FIELDS[:2], (nc, nc),
+                                        serialize_message)
+        self.command = SerialisedMessage(msgs.command, ('data',), (command_size,),
+                                         serialize_message)
+
+    def fill(self, t_ns: int, est: Estimate, joint_effort: np.ndarray,
+             command: np.ndarray | None) -> bool:
+        """As :meth:`EstimateMessages.fill`; False (nothing usable) when a value array's
+        size is not the one the bytes were made for, or the stamp is no int32 seconds (the
+        caller builds messages then)."""
+        sec, nanosec = divmod(int(t_ns), NS)
+        rows = ((self.joints, (est.joint_position, est.joint_velocity, joint_effort)),
+                (self.state, (est.q, est.qd)), (self.stddev, (est.q_std, est.qd_std)))
+        if command is not None:
+            rows += ((self.command, (command,)),)
+        try:
+            for msg, values in rows:
+                for view, v in zip(msg.views, values):
+                    view[...] = v
+                if msg is not self.command:
+                    msg.set_stamp(sec, nanosec)
+        except (ValueError, struct.error):
+            return False
+        return True
 
 
 class ExternalMessages:

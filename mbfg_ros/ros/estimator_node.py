@@ -81,7 +81,7 @@ from .runner import run_node, stop_on_signals
 __all__ = ['EstimatorNode', 'main', 'SENSOR_QOS', 'OUTPUT_QOS', 'REFERENCE_QOS',
            'REFERENCE_LIVE_QOS',
            'make_executor', 'LOG_EVERY', 'REQUEST_KEYS', 'PolledGroup', 'run_loop',
-           'SPIN_EVERY_S', 'LOOP_KINDS']
+           'SPIN_EVERY_S', 'EVENTS_EVERY_S', 'LOOP_KINDS']
 
 SENSOR_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000,
                         reliability=ReliabilityPolicy.BEST_EFFORT,
@@ -128,6 +128,11 @@ SPIN_EVERY_S = 0.01
 ``~/set_state``, diagnostics, markers): one ready callback per turn, without waiting.
 A turn costs ~0.13 ms of CPU here (rclpy builds its wait set in Python), so 1 % of a core
 at this rate; a request waits at most this long plus one tick."""
+
+EVENTS_EVERY_S = 1.0
+"""Loop mode: seconds between two executor turns that include the QoS event handlers
+(rclpy's incompatible-QoS and -type warnings, two per publisher and subscription: 32 of
+the wait set's entities, ~60 % of a turn's cost); the other turns leave them out."""
 
 PARK_AFTER_S = 0.1
 """Loop mode: a clock that has not moved for this long (a simulated clock that stopped:
@@ -283,6 +288,13 @@ class EstimatorNode(Node):
         self._idle_ns = int(1e9 * settings.config.max_tick_gap)
         self._msgs = cv.EstimateMessages(cv.rclpy_kit(), self.driver.joint_names,
                                          self.driver.coordinate_names)
+        try:      # the same messages as their serialised bytes, patched per tick
+            self._raw_msgs: cv.SerialisedEstimateMessages | None = \
+                cv.SerialisedEstimateMessages(self.driver.joint_names,
+                                              self.driver.coordinate_names,
+                                              len(self.driver.law.names))
+        except ValueError:
+            self._raw_msgs = None
         ext = self.driver.external
         self._ext_msgs = cv.ExternalMessages(cv.rclpy_kit(), ext.names, ext.config.wrench_link)
         self._logged: dict[str, list] = {}            # category -> [last wall time, suppressed]
@@ -373,12 +385,24 @@ class EstimatorNode(Node):
         self._started = True
         self.clock_sub = self._poll_clock_subscription() if self.looping else None
         self._clock_msg = cv.message_class('Clock')()     # the /clock read from its bytes
+        self.rare_events = self._rare_event_group() if self.looping else None
         self.get_logger().info(
             f'{system.description.source}: {len(self.driver.joint_names)} joints, '
             f'{len(self.driver.imu_names)} IMUs, {system.n} coordinates, '
             f'{self.driver.frequency:g} Hz, commands for {list(self.driver.law.names)}')
 
     # ------------------------------------------------------------------ input
+    def _rare_event_group(self) -> PolledGroup:
+        """Loop mode: the QoS event handlers of every publisher and subscription (rclpy's
+        waitables of this node) moved into one :class:`PolledGroup`, left out of the
+        executor's turns but one every :data:`EVENTS_EVERY_S` and the idle wait."""
+        group = PolledGroup(polling=True)
+        for waitable in self.waitables:
+            if type(waitable).__name__ == 'EventHandler':
+                waitable.callback_group = group
+                group.add_entity(waitable)
+        return group
+
     def _poll_clock_subscription(self) -> Any:
         """Loop mode under ``use_sim_time``: rclpy's own ``/clock`` subscription (its
         TimeSource's, found by its callback) moved into the polled group, so the loop takes
@@ -576,15 +600,24 @@ class EstimatorNode(Node):
     def _publish(self, out: TickOutput, now: int) -> None:
         if out.estimate is None:
             return
-        m = self._msgs
-        m.fill(out.t_ns, out.estimate, out.joint_effort, out.command)
         # a topic nobody subscribes to is not published: ~20 µs of rmw per message saved
         # (get_subscription_count is ~1 µs, asked every tick: a new subscriber gets the next)
-        _publish_wanted(self.pub_joints, m.joints)
-        _publish_wanted(self.pub_state, m.state)
-        _publish_wanted(self.pub_stddev, m.stddev)
-        if out.command is not None:
-            _publish_wanted(self.pub_command, m.command)
+        raw = self._raw_msgs
+        if raw is not None and raw.fill(out.t_ns, out.estimate, out.joint_effort, out.command):
+            # the serialised bytes, patched in place: no message converted or serialised
+            _publish_wanted(self.pub_joints, raw.joints.buf)
+            _publish_wanted(self.pub_state, raw.state.buf)
+            _publish_wanted(self.pub_stddev, raw.stddev.buf)
+            if out.command is not None:
+                _publish_wanted(self.pub_command, raw.command.buf)
+        else:
+            m = self._msgs
+            m.fill(out.t_ns, out.estimate, out.joint_effort, out.command)
+            _publish_wanted(self.pub_joints, m.joints)
+            _publish_wanted(self.pub_state, m.state)
+            _publish_wanted(self.pub_stddev, m.stddev)
+            if out.command is not None:
+                _publish_wanted(self.pub_command, m.command)
         if out.external is not None and out.external.valid:
             self._ext_msgs.fill(out.t_ns, out.external)
             for key, msg in self._ext_msgs.by_topic.items():
@@ -698,9 +731,10 @@ class EstimatorNode(Node):
 
 
 def _publish_wanted(pub: Any, msg: Any) -> None:
-    """``pub.publish(msg)`` if anyone subscribes to ``pub``'s topic."""
+    """``pub.publish(msg)`` if anyone subscribes to ``pub``'s topic (a ``bytearray``: its
+    serialised bytes, copied)."""
     if pub.get_subscription_count():
-        pub.publish(msg)
+        pub.publish(bytes(msg) if isinstance(msg, bytearray) else msg)
 
 
 def _imu_at(driver: EstimatorDriver, sensor: str, msg: Any, now_ns: int) -> Any:
@@ -747,9 +781,9 @@ def run_loop(node: EstimatorNode, executor: rclpy.executors.Executor) -> None:
     """
     period = 1.0 / node.driver.frequency
     park_after = max(1, int(PARK_AFTER_S / period))
-    group = node.polled
+    group, rare = node.polled, node.rare_events
     clock = time.perf_counter
-    next_wake = next_spin = clock()
+    next_wake = next_spin = next_events = clock()
     stop = node.stop_requested
     ok = node.context.ok
     still, last_now, last_tick = 0, None, None
@@ -757,12 +791,12 @@ def run_loop(node: EstimatorNode, executor: rclpy.executors.Executor) -> None:
         if node.timer.is_canceled() or still >= park_after:
             # idle, or parked (a sim clock that stopped with nothing queued): the executor
             # waits on everything, sensors and /clock included; a message wakes the loop
-            group.polling = False
+            group.polling = rare.polling = False
             try:
                 executor.spin_once(timeout_sec=0.1)
             except OSError:      # a signal interrupted the wait: look at the context again
                 pass
-            group.polling = True
+            group.polling = rare.polling = True
             next_wake = next_spin = clock()
             if still:
                 still = park_after - 1          # look again once (the wait may have run
@@ -793,10 +827,14 @@ def run_loop(node: EstimatorNode, executor: rclpy.executors.Executor) -> None:
             # one turn, no waiting: rclpy's wait costs ~0.13 ms per call here (its wait set
             # rebuilt in Python, ~30 QoS event waitables), and a timeout may wait again
             next_spin = now + SPIN_EVERY_S
+            if now >= next_events:              # the QoS event handlers too, once a second
+                next_events = now + EVENTS_EVERY_S
+                rare.polling = False
             try:
                 executor.spin_once(timeout_sec=0.0)
             except OSError:
                 pass
+            rare.polling = True
             now = clock()
         if wake > now:
             time.sleep(wake - now)

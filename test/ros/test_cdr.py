@@ -259,3 +259,37 @@ def test_the_driver_reads_bytes_as_the_message_and_counts_malformed_ones():
         cdr.read_imu(big_endian)
     rec = by_bytes.imu(big_endian, name)                     # rclpy deserialised it
     assert rec is not None and rec.t == 1.0 and rec.gyro.tolist() == [0.0, 0.0, 0.5]
+
+
+def test_outputs_patched_in_their_bytes_equal_the_messages_built_per_tick():
+    """The live node publishes ``~/joint_states``, ``~/state``, ``~/state_stddev`` and the
+    command as bytes patched in place (SerialisedEstimateMessages): deserialised, tick after
+    tick, they are the messages EstimateMessages builds (what the replay writes)."""
+    from rclpy.serialization import deserialize_message
+    from std_msgs.msg import Float64MultiArray
+
+    from mbfg_ros.core.measurements import Estimate
+
+    joints, coords = ['shoulder', 'elbow', 'wrist'], ['q1', 'q2', 'q3', 'q4']
+    raw = cv.SerialisedEstimateMessages(joints, coords, 2)
+    ref = cv.EstimateMessages(cv.rclpy_kit(), joints, coords)
+    rng = np.random.default_rng(5)
+    for k in range(20):
+        v = [rng.normal(size=n) for n in (4, 4, 4, 4, 4, 3, 3, 3)]
+        v[0][0] = np.nan if k % 3 == 0 else v[0][0]
+        est = Estimate(0.0, v[0], v[1], v[2], v[3], v[4], np.zeros(2), v[5], v[6], 0.0)
+        t_ns = int(rng.integers(0, 2**31 * 10**9))
+        command = rng.normal(size=2) if k % 2 else None
+        assert raw.fill(t_ns, est, v[7], command)
+        ref.fill(t_ns, est, v[7], command)
+        for got, want in ((raw.joints, ref.joints), (raw.state, ref.state),
+                          (raw.stddev, ref.stddev)):
+            msg = deserialize_message(bytes(got.buf), JointState)
+            assert msg.header.stamp == want.header.stamp and msg.name == want.name
+            for field in ('position', 'velocity', 'effort'):
+                assert _same(getattr(msg, field), getattr(want, field)), field
+        cmd = deserialize_message(bytes(raw.command.buf), Float64MultiArray)
+        assert _same(cmd.data, ref.command.data) or (command is None and k == 0)
+    bad = Estimate(0.0, np.zeros(5), *[np.zeros(4)] * 4, np.zeros(2), *[np.zeros(3)] * 2,
+                   0.0)
+    assert not raw.fill(0, bad, np.zeros(3), None)      # another size: the caller builds
