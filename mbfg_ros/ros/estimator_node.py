@@ -34,17 +34,20 @@ grid ticks into one longer step, so readings are never dropped for being
 slow (``ticks.merged``, ``ticks.overruns``, ``ticks.rate_hz``). With no input
 the tick timer stops (idle costs nothing) and the first reading restarts it.
 How it runs (parameter ``executor``, :func:`run_loop`): by default (``auto`` = ``loop``)
-the main thread runs the tick loop itself. Once per tick period (wall clock) it takes
-the newest ``/clock`` (under ``use_sim_time``) and every message waiting on the sensor
-topics (``take_message``, no callback and no wait set per message), runs the due tick
-and publishes it; rclpy's ``SingleThreadedExecutor`` serves everything else (services,
-parameters, references, ``~/set_state``, diagnostics, markers), one callback per turn
-every :data:`SPIN_EVERY_S`. The sensor subscriptions and rclpy's own ``/clock`` subscription
-sit in a :class:`PolledGroup`, a callback group the executor leaves out of its wait set
-while the loop ticks; with no input (idle) the loop blocks in the executor with them back
-in, and the first reading wakes it. ``single`` and ``events`` are the callback design (a
-callback per message, a tick timer) under the ``SingleThreadedExecutor`` or rclpy's
-``EventsExecutor`` (Kilted, recent Jazzy; not Humble).
+the main thread runs the tick loop itself. Once per tick period (wall clock) it takes the
+newest ``/clock`` (under ``use_sim_time``) and every message waiting on the sensor topics
+(``take_message``, no callback and no wait set per message; their serialised bytes, read
+by :mod:`.cdr`), runs the due tick and publishes it (bytes patched in place,
+:class:`~.conversions.SerialisedEstimateMessages`); rclpy's ``SingleThreadedExecutor``
+serves everything else (services, parameters, references, ``~/set_state``, diagnostics,
+markers), one callback per turn every :data:`SPIN_EVERY_S` (rclpy's QoS event handlers in
+one turn every :data:`EVENTS_EVERY_S`). The sensor subscriptions and rclpy's own
+``/clock`` subscription sit in a :class:`PolledGroup`, a callback group the executor
+leaves out of its wait set while the loop ticks; with no input (idle) the loop blocks in
+the executor with them back in, and the first reading wakes it. ``single`` and ``events``
+are the callback design (a callback per message, a tick timer) under the
+``SingleThreadedExecutor`` or rclpy's ``EventsExecutor`` (Kilted, recent Jazzy; not
+Humble).
 
 Run: ``ros2 run mbfg_ros estimator_node --ros-args -p mechanism:=fourbar.yaml``
 or ``python -m mbfg_ros.ros.estimator_node --ros-args ...``. A bad parameter or
@@ -774,7 +777,8 @@ def run_loop(node: EstimatorNode, executor: rclpy.executors.Executor) -> None:
     no tick was due yet); while the ``max_tick_load`` budget holds the next tick back
     (``ticks.deferred``) the loop still polls every period and ticks when it ends. Every
     :data:`SPIN_EVERY_S` one turn of the executor (sensors and ``/clock`` left out of its
-    wait set) runs one ready callback. Idle (the tick timer cancelled: no input yet, or
+    wait set, and the QoS event handlers but every :data:`EVENTS_EVERY_S`) runs one ready
+    callback. Idle (the tick timer cancelled: no input yet, or
     none for ``max_tick_gap``), or parked (a simulated clock that stood still for
     :data:`PARK_AFTER_S` with nothing taken or ticked): the executor waits on everything,
     sensors and ``/clock`` included, and a message wakes the loop.
