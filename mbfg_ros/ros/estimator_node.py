@@ -225,7 +225,11 @@ def _take_raw(sub: Any) -> bytes | None:
 
 def _newest_raw(sub: Any) -> bytes | None:
     """The bytes of the newest message waiting on ``sub`` (the older ones taken and
-    dropped unread), or None."""
+    dropped unread), or None. A subscription keeping the last message only (rclpy's
+    ``/clock`` one: KEEP_LAST, depth 1) is taken once."""
+    qos = sub.qos_profile
+    if qos.history == HistoryPolicy.KEEP_LAST and qos.depth == 1:
+        return _take_raw(sub)
     last = None
     while (buf := _take_raw(sub)) is not None:
         last = buf
@@ -622,9 +626,13 @@ class EstimatorNode(Node):
             if out.command is not None:
                 _publish_wanted(self.pub_command, m.command)
         if out.external is not None and out.external.valid:
-            self._ext_msgs.fill(out.t_ns, out.external)
-            for key, msg in self._ext_msgs.by_topic.items():
-                _publish_wanted(self.pub_external[key], msg)
+            wanted = [(self.pub_external[key], msg)
+                      for key, msg in self._ext_msgs.by_topic.items()
+                      if self.pub_external[key].get_subscription_count()]
+            if wanted:                    # filled only when someone listens
+                self._ext_msgs.fill(out.t_ns, out.external)
+                for pub, msg in wanted:
+                    pub.publish(msg)
         self.driver.ticks['published'] += 1
         self._latency_ms.append((self._now_ns() - out.t_ns) / 1e6)
 
