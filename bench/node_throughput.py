@@ -392,10 +392,9 @@ functions of :data:`TIMED` and on its run after start-up (``total``, so imports 
 loading are not counted); they are written as JSON to the file named first."""
 
 # (owner, function, label): the timed functions (cumulative thread-CPU time each, nested ones
-# included in their callers); N/E/D/C the node, estimator, driver and cdr modules, CP cdr's
-# JointStateParser, EN/ES/ED their
-# classes, EX the external-torque estimator. Labels starting with a space are nested in the
-# unindented one above them.
+# included in their callers); N/E/D/C the node, estimator, driver and cdr modules, EN/ES/ED
+# their classes, CP cdr's JointStateParser, EX the external-torque estimator. Labels starting
+# with a space are nested in the unindented one above them.
 TIMED = (
     ('EN', 'poll', 'intake: the loop\'s poll (/clock + sensor messages)'),
     ('EN', '_on_sensor', 'intake: sensor callbacks (idle wake-up; executor single/events)'),
