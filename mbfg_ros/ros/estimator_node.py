@@ -84,7 +84,7 @@ from .runner import run_node, stop_on_signals
 __all__ = ['EstimatorNode', 'main', 'SENSOR_QOS', 'OUTPUT_QOS', 'REFERENCE_QOS',
            'REFERENCE_LIVE_QOS',
            'make_executor', 'LOG_EVERY', 'REQUEST_KEYS', 'PolledGroup', 'run_loop',
-           'SPIN_EVERY_S', 'EVENTS_EVERY_S', 'LOOP_KINDS']
+           'SPIN_EVERY_S', 'EVENTS_EVERY_S', 'LOOP_KINDS', 'event_handler_types']
 
 SENSOR_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000,
                         reliability=ReliabilityPolicy.BEST_EFFORT,
@@ -175,6 +175,21 @@ class PolledGroup(CallbackGroup):
 
     def ending_execution(self, entity: Any) -> None:
         pass
+
+
+def event_handler_types() -> tuple[type, ...]:
+    """rclpy's QoS event handler class (``rclpy.event_handler.EventHandler`` since Iron,
+    ``rclpy.qos_event.QoSEventHandler`` in Humble), as an ``isinstance`` tuple."""
+    try:
+        from rclpy.event_handler import EventHandler
+        return (EventHandler,)
+    except ImportError:
+        pass
+    try:
+        from rclpy.qos_event import QoSEventHandler
+        return (QoSEventHandler,)
+    except ImportError:
+        return ()
 
 
 def _trigger_type() -> Any:
@@ -404,8 +419,9 @@ class EstimatorNode(Node):
         waitables of this node) moved into one :class:`PolledGroup`, left out of the
         executor's turns but one every :data:`EVENTS_EVERY_S` and the idle wait."""
         group = PolledGroup(polling=True)
+        kinds = event_handler_types()
         for waitable in self.waitables:
-            if type(waitable).__name__ == 'EventHandler':
+            if isinstance(waitable, kinds):
                 waitable.callback_group = group
                 group.add_entity(waitable)
         return group

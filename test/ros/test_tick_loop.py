@@ -83,7 +83,8 @@ class Running:
         whether the executor would leave the sensors and /clock out of its wait set."""
         cv = self.cv
         subs = (self.node.sub_joints, *self.node.sub_imus, self.node.clock_sub)
-        events = [w for w in self.node.waitables if type(w).__name__ == 'EventHandler']
+        events = [w for w in self.node.waitables
+                  if isinstance(w, self.N.event_handler_types())]
         assert events and all(w.callback_group is self.node.rare_events for w in events)
         for r in recs:
             self.left_out |= not any(self.executor.can_execute(s) for s in subs)
