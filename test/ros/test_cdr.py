@@ -165,6 +165,120 @@ def test_records_from_bytes_and_from_messages_are_identical():
         assert _same_record(raw, ref), (msg, raw, ref)
 
 
+def _expected_imu(msg: Imu) -> dict | str:
+    """sensor_msgs/Imu's documented meaning, element by element (independent of
+    conversions.py): a part is left out when its covariance[0] is -1 or a value is not
+    finite; variances are the covariance diagonal when all nine are finite, not all zero,
+    and the diagonal positive; the quaternion normalised (left out below norm 1e-6)."""
+    import math
+
+    def variances(cov):
+        c = [float(x) for x in cov]
+        if not all(math.isfinite(x) for x in c) or not any(c):
+            return None
+        d = [c[0], c[4], c[8]]
+        return d if all(x > 0 for x in d) else None
+
+    def vector(v, cov):
+        x = [v.x, v.y, v.z]
+        return None if cov[0] == -1.0 or not all(math.isfinite(e) for e in x) else x
+
+    gyro = vector(msg.angular_velocity, msg.angular_velocity_covariance)
+    accel = vector(msg.linear_acceleration, msg.linear_acceleration_covariance)
+    quat = None
+    o = msg.orientation
+    q = [o.x, o.y, o.z, o.w]
+    if msg.orientation_covariance[0] != -1.0 and all(math.isfinite(e) for e in q):
+        norm = math.sqrt(sum(e * e for e in q))
+        quat = [e / norm for e in q] if norm > 1e-6 else None
+    if gyro is None and accel is None and quat is None:
+        return 'no_usable_values'
+    return {'gyro': gyro, 'accel': accel, 'orientation': quat,
+            'gyro_var': variances(msg.angular_velocity_covariance) if gyro else None,
+            'accel_var': variances(msg.linear_acceleration_covariance) if accel else None,
+            'orientation_var': variances(msg.orientation_covariance) if quat else None}
+
+
+def test_imu_records_from_bytes_mean_what_sensor_msgs_imu_says():
+    rng = np.random.default_rng(8)
+    seen = set()
+    for _ in range(400):
+        msg = random_imu(rng)
+        if rng.random() < 0.2:
+            msg.orientation.x, msg.orientation.y = 0.3, -0.4        # a quaternion to use
+            msg.orientation.z, msg.orientation.w = 0.1, 0.8
+        want = _expected_imu(msg)
+        got = _outcome(cv.imu_to_record, cdr.read_imu(serialize(msg)), 'wrist', 7)
+        if isinstance(want, str):
+            assert isinstance(got, str) and got.startswith(want), (msg, got)
+            seen.add(want)
+            continue
+        rec = got[1]
+        for field, value in want.items():
+            have = getattr(rec, field)
+            seen.add(f'{field}:{value is None}')
+            if value is None:
+                assert have is None, (field, msg, rec)
+            elif field == 'orientation':
+                np.testing.assert_allclose(have, value, rtol=1e-15, atol=1e-16)
+            else:
+                assert have is not None and have.tolist() == value, (field, msg, rec)
+    assert len(seen) >= 11, seen            # every part both used and left out, and rejects
+
+
+def _expected_joint(msg: JointState, known: set, now: int | None) -> tuple | str:
+    """sensor_msgs/JointState's meaning, independent of conversions.py: (stamp, kept names,
+    position, velocity, effort with NaN for what is not given, unknown names, non-finite
+    count), or the rejection's reason."""
+    import math
+
+    names = list(msg.name)
+    t = msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec
+    if t == 0:
+        if now is None:
+            return 'no_stamp'
+        t = now
+    if not names:
+        return 'empty'
+    if len(set(names)) != len(names):
+        return 'repeated_names'
+    columns = []
+    bad = 0
+    for field in ('position', 'velocity', 'effort'):
+        values = list(getattr(msg, field))
+        if values and len(values) != len(names):
+            return 'length_mismatch'
+        bad += sum(not math.isfinite(x) for x in values)
+        columns.append([x if math.isfinite(x) else math.nan for x in values] if values
+                       else [math.nan] * len(names))
+    keep = [i for i, n in enumerate(names) if n in known]
+    cols = [[c[i] for i in keep] for c in columns]
+    if not keep or not any(math.isfinite(x) for c in cols for x in c):
+        return 'no_usable_values'
+    return (t, tuple(names[i] for i in keep), *cols,
+            tuple(n for n in names if n not in known), bad)
+
+
+def test_joint_state_records_from_bytes_mean_what_sensor_msgs_joint_state_says():
+    rng = np.random.default_rng(9)
+    known = {'shoulder_pan_joint', 'wrist_3', 'crank', 'j', 'é'}
+    reader, parse = cv.JointStateReader(known), cdr.JointStateParser()
+    for _ in range(500):
+        msg = random_joint_state(rng)
+        if rng.random() < 0.1:
+            msg.header.stamp.sec = msg.header.stamp.nanosec = 0
+        now = 123 if rng.random() < 0.5 else None
+        want = _expected_joint(msg, known, now)
+        got = _outcome(reader, parse(serialize(msg)), now)
+        if isinstance(want, str):
+            assert isinstance(got, str) and got.startswith(want), (msg, got)
+            continue
+        t, rec, unknown, bad = got
+        assert (t, rec.names, unknown, bad) == (want[0], want[1], want[5], want[6])
+        for have, value in zip((rec.position, rec.velocity, rec.effort), want[2:5]):
+            assert _same(have, np.array(value, dtype=float)), (msg, rec)
+
+
 def test_the_record_values_are_the_message_s_doubles():
     msg = JointState(name=['a', 'b', 'c'], position=[0.5, np.inf, -2.0], effort=[1.0, 2.0, 3.0])
     msg.header.stamp.sec, msg.header.stamp.nanosec = 2, 5
