@@ -3,15 +3,19 @@
     python bench/floating_base.py [BAG ...] [--scenario trot sway push] [--duration S]
         [--seed 0] [--contact-rate HZ] [--contact-threshold N] [--only NAME ...] [--quick]
 
-Runs, on the same bag, GTSAM 4.3's legged estimators (``LeggedInvariantEKF``,
+Runs, on the same bag, the package's floating-base estimator
+(``mbfg_ros.estimation.floating.FloatingEstimator``, fed as a node would: :func:`run_floating`),
+GTSAM 4.3's legged estimators (``LeggedInvariantEKF``,
 ``LeggedInvariantIEKF``, ``LeggedFixedLagSmoother``, ``LeggedCombinedFixedLagSmoother``)
 and a baseline "leg odometry + IMU integration" (point feet, and feet as balls rolling
 without slipping: solo's feet are 16 mm balls, and a point-foot model mistakes their
 rolling for the base's motion), and prints one markdown table per bag:
 base velocity RMSE, position drift per metre walked, yaw drift, z drift against the
-truth (``/truth/odom``), and the thread CPU time per estimate (``time.thread_time_ns``
+truth (``/truth/odom``), contact-force RMSE against ``/truth/feet/*/wrench`` (the package's
+estimator only), and the thread CPU time per estimate (``time.thread_time_ns``
 around the estimator's calls and the leg kinematics; noisy on a shared machine, the
-lead takes the final numbers on a quiet one).
+lead takes the final numbers on a quiet one) with the estimates per second on one core
+it allows.
 
 Without BAG, one bag per ``--scenario`` (default: a 12 s trot, an 8 s sway, a 4 s push) is
 simulated first (scripts/simulate_quadruped.py's models) into a temporary directory and
@@ -48,7 +52,8 @@ from bench.quadruped.bag import FOOT_LINKS, read_bag, write_bag  # noqa: E402
 from mbfg_ros.cli.common import run_cli  # noqa: E402
 from mbfg_ros.core.bag import BagError  # noqa: E402
 
-PEERS = ('leg odometry + IMU', 'leg odometry (rolling feet) + IMU', 'LeggedInvariantEKF',
+OURS = 'FloatingEstimator (mbfg_ros)'
+PEERS = (OURS, 'leg odometry + IMU', 'leg odometry (rolling feet) + IMU', 'LeggedInvariantEKF',
          'LeggedInvariantIEKF', 'LeggedFixedLagSmoother', 'LeggedCombinedFixedLagSmoother')
 BIAS_WINDOW = 0.4
 """Seconds of standing at the start whose mean gyro reading is every estimator's gyro bias."""
@@ -107,12 +112,14 @@ class LegKinematics:
 
 @dataclass
 class Track:
-    """An estimator's output at every tick: position, velocity (world), rotation."""
+    """An estimator's output at every tick: position, velocity (world), rotation; the
+    contact forces (T×4×3, world, NaN where not estimated) for the estimators that give them."""
 
     p: np.ndarray
     v: np.ndarray
     R: np.ndarray
     cpu_ns: np.ndarray
+    forces: np.ndarray | None = None
 
 
 def _skew(w: np.ndarray) -> np.ndarray:
@@ -159,6 +166,70 @@ def leg_odometry(d: dict, kin: LegKinematics, bias_g: np.ndarray, radius: float 
         p = p + v * DT
         out.cpu_ns[k] = time.thread_time_ns() - c0
         out.p[k], out.v[k], out.R[k] = p, v, R
+    return out
+
+
+def floating_system():
+    """solo12 as ``FloatingBaseDynamics`` (URDF + the overlay of docs/floating-base.md)."""
+    from mbfg_ros.spatial.floating import load_floating
+    return load_floating(str(SOLO12_URDF), {'floating_base': True,
+                                            'contacts': list(FOOT_LINKS)})
+
+
+def floating_config(threshold: float = 0.0, **kw: float):
+    """The package estimator's config for solo12's bags: ball feet of the simulated
+    radius; contacts from the foot forces when ``threshold`` > 0."""
+    from mbfg_ros.estimation.floating import FloatingEstimatorConfig
+    if threshold > 0:
+        kw = {**kw, 'contact_source': 'force', 'contact_force_threshold': threshold}
+    return FloatingEstimatorConfig(**{'foot_radius': FOOT_RADIUS, **kw})
+
+
+def run_floating(d: dict, config: object = None, contact_every: int = 1,
+                 system: object = None, from_truth: bool = True) -> Track:
+    """The package's ``FloatingEstimator`` fed the bag's arrays as a node would: per 1 kHz
+    sample the IMU, the joint states (position, velocity, effort), every foot's contact
+    flag and force (every ``contact_every`` samples), then ``tick``. It starts, like the
+    peers, at the truth's first pose and velocity (``from_truth``); the gyro bias is its own
+    start-up's (the first ``init_time`` s, standing). Before the start-up the rows hold the
+    first estimate (the robot stands still then). ``cpu_ns``: thread CPU time of the
+    ``add_*`` calls and the tick."""
+    from mbfg_ros.estimation.floating import FloatingEstimator
+    system = system or floating_system()
+    est = FloatingEstimator(system, config or floating_config())
+    if from_truth:
+        q0 = d['quat'][0]
+        est.set_initial_pose(d['p'][0], [q0[1], q0[2], q0[3], q0[0]],
+                             quat_to_rot(q0) @ d['v'][0])
+    order = [list(d['joint_names']).index(nm) for nm in est.joint_names]
+    q, qd, tau = d['q'][:, order], d['qd'][:, order], d['tau'][:, order]
+    feet = list(FOOT_LINKS)
+    fi = [feet.index(c) for c in est.contact_names]
+    n = len(d['t'])
+    out = Track(np.zeros((n, 3)), np.zeros((n, 3)), np.zeros((n, 3, 3)), np.zeros(n),
+                np.full((n, 4, 3), np.nan))
+    first = None
+    for k in range(n):
+        t = float(d['t'][k])
+        c0 = time.thread_time_ns()
+        est.add_imu(t, d['gyro'][k], d['acc'][k])
+        est.add_joints(t, q[k], qd[k], tau[k])
+        if k % contact_every == contact_every - 1:
+            for c, i in zip(est.contact_names, fi):
+                est.add_contact(t, c, bool(d['contact'][k, i] > 0.5))
+                est.add_foot_force(t, c, d['force'][k, i])
+        e = est.tick(t)
+        out.cpu_ns[k] = time.thread_time_ns() - c0
+        if e is None:
+            continue
+        first = k if first is None else first
+        x, y, z, w = e.quaternion_xyzw
+        out.R[k] = quat_to_rot(np.array([w, x, y, z]))
+        out.p[k], out.v[k] = e.position, out.R[k] @ e.linear_velocity
+        out.forces[k, fi] = e.contact_forces
+    if first is None:
+        raise RuntimeError('the floating-base estimator never started (too short a bag?)')
+    out.p[:first], out.v[:first], out.R[:first] = out.p[first], out.v[first], out.R[first]
     return out
 
 
@@ -248,19 +319,36 @@ def metrics(d: dict, tr: Track) -> dict[str, float]:
             'drift_m': drift,
             'yaw_deg': abs(math.degrees(dyaw)),
             'z_cm': 100.0 * abs(float(tr.p[-1, 2] - d['p'][-1, 2])),
+            'f_rmse': force_rmse(d, tr),
             'tick_us': float(np.mean(tr.cpu_ns)) / 1e3}
 
 
+def force_rmse(d: dict, tr: Track) -> float:
+    """RMSE (N) of the estimated contact forces against ``/truth/feet/*/wrench`` over the
+    samples where both the estimate and the truth say stance (NaN: none estimated)."""
+    if tr.forces is None:
+        return float('nan')
+    both = np.isfinite(tr.forces[:, :, 0]) & (np.linalg.norm(d['force_true'], axis=2) > 0)
+    if not both.any():
+        return float('nan')
+    err = np.linalg.norm(tr.forces - d['force_true'], axis=2)[both]
+    return float(np.sqrt(np.mean(err ** 2)))
+
+
 def run_peers(d: dict, names: Sequence[str] = PEERS, contact_every: int = 1,
-              noise: SensorNoise = SensorNoise()) -> dict[str, dict[str, float]]:
-    """``{peer: metrics}`` on the arrays of one bag (:func:`read_bag`)."""
+              noise: SensorNoise = SensorNoise(), threshold: float = 0.0
+              ) -> dict[str, dict[str, float]]:
+    """``{peer: metrics}`` on the arrays of one bag (:func:`read_bag`). ``threshold`` > 0:
+    the package's estimator takes its contacts from the foot forces (``contact_source:
+    force``); give the peers :func:`contact_from_force`'s arrays for the same."""
     kin = LegKinematics(joint_names=d['joint_names'])
     still = d['t'] <= BIAS_WINDOW
     bias_g = d['gyro'][still].mean(axis=0)
     runners: dict[str, Callable[[], Track]] = {
+        OURS: lambda: run_floating(d, floating_config(threshold), contact_every),
         'leg odometry + IMU': lambda: leg_odometry(d, kin, bias_g),
         'leg odometry (rolling feet) + IMU': lambda: leg_odometry(d, kin, bias_g, FOOT_RADIUS)}
-    for name in PEERS[2:]:
+    for name in PEERS[3:]:
         runners[name] = (lambda nm=name: _legged(nm, d, bias_g, noise, kin, contact_every))
     return {name: metrics(d, runners[name]()) for name in names}
 
@@ -269,11 +357,13 @@ def table(title: str, rows: dict[str, dict[str, float]]) -> str:
     walked = next(iter(rows.values()))['walked'] if rows else 0.0
     lines = [f'### {title} ({walked:.2f} m travelled in xy)', '',
              '| estimator | v RMSE (m/s) | xy drift (% of distance) | xy drift (m) | '
-             'yaw drift (°) | z drift (cm) | tick CPU (µs) | estimates/s (1 core) |',
-             '|---|---|---|---|---|---|---|---|']
+             'yaw drift (°) | z drift (cm) | contact-force RMSE (N) | tick CPU (µs) | '
+             'estimates/s (1 core) |',
+             '|---|---|---|---|---|---|---|---|---|']
     for name, m in rows.items():
+        f = f'{m["f_rmse"]:.2f}' if math.isfinite(m['f_rmse']) else '–'
         lines.append(f'| {name} | {m["v_rmse"]:.4f} | {m["drift_pct"]:.2f} | '
-                     f'{m["drift_m"]:.3f} | {m["yaw_deg"]:.2f} | {m["z_cm"]:.2f} | '
+                     f'{m["drift_m"]:.3f} | {m["yaw_deg"]:.2f} | {m["z_cm"]:.2f} | {f} | '
                      f'{m["tick_us"]:.0f} | {1e6 / m["tick_us"]:.0f} |')
     return '\n'.join(lines)
 
@@ -329,7 +419,7 @@ def main(argv: list[str] | None = None) -> int:
             rows = {}
             for name in a.only:
                 print(f'{bag.name}: {name}', file=sys.stderr, flush=True)
-                rows.update(run_peers(d, (name,), every))
+                rows.update(run_peers(d, (name,), every, threshold=a.contact_threshold))
             print(table(f'{bag.name}: {source} at {1.0 / (every * DT):g} Hz, IMU at 1 kHz',
                         rows))
             print(flush=True)

@@ -411,13 +411,19 @@ class FloatingBase(Protocol):
     * ``constrained_forward(q, v, tau, contacts, kp, kd, anchors)``: v̇ and ``f_c`` with those
       contacts in stance (zero contact acceleration, optional Baumgarte terms);
     * ``contact_inverse(q, v, vdot, contacts)``: (τ, ``f_c``) with the minimum-norm forces
-      that balance the base.
+      that balance the base;
+    * ``contact_jacobian(q, contacts)``: J (3k, nv) of the contact points' velocities,
+      world axes;
+    * ``contact_motion(q, v, contacts)``: (positions, linear velocities, angular velocities)
+      of the contact frames (k, 3) each, world axes (the floating-base estimator's leg
+      kinematics and rolling feet).
     """
 
     n: int
     nq: int
     nv: int
     contact_names: tuple[str, ...]
+    joint_names: tuple[str, ...]
 
     def integrate(self, q: np.ndarray, v: np.ndarray, dt: float = 1.0) -> np.ndarray: ...
 
@@ -441,3 +447,8 @@ class FloatingBase(Protocol):
 
     def contact_inverse(self, q: np.ndarray, v: np.ndarray, vdot: np.ndarray,
                         contacts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]: ...
+
+    def contact_jacobian(self, q: np.ndarray, contacts: Sequence[str]) -> np.ndarray: ...
+
+    def contact_motion(self, q: np.ndarray, v: np.ndarray, contacts: Sequence[str]
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]: ...

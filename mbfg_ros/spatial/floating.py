@@ -55,8 +55,9 @@ import numpy as np
 
 from .model import SpatialModel
 from .pin_backend import build_pinocchio_model
+from .urdf import load_spatial
 
-__all__ = ['FloatingBaseDynamics', 'ContactDynamics', 'BASE_DOF']
+__all__ = ['FloatingBaseDynamics', 'ContactDynamics', 'BASE_DOF', 'load_floating']
 
 BASE_DOF = 6
 """Velocity coordinates of the free base (its configuration takes 7: position, quaternion)."""
@@ -103,6 +104,7 @@ class FloatingBaseDynamics:
         self.nq, self.nv = model.n + 7, model.n + BASE_DOF
         self.pmodel = build_pinocchio_model(model)
         self.contact_names = tuple(c.name for c in model.contacts)
+        self.joint_names = tuple(model.joint_names)
         self._fid = {}
         for c in model.contacts:      # tree link b is Pinocchio joint b + 1 (1: the base)
             placement = pin.SE3(np.eye(3), np.asarray(c.position, float))
@@ -222,6 +224,24 @@ class FloatingBaseDynamics:
                                 for f in fids]) if fids else np.zeros(0)
         return p, self.contact_jacobian(q, contacts), gamma
 
+    def contact_motion(self, q: np.ndarray, v: np.ndarray, contacts: Sequence[str]
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(p (k, 3), ṗ (k, 3), ω (k, 3)) of the contact points: positions, linear and
+        angular velocities of their frames, world axes (``LOCAL_WORLD_ALIGNED``). With the
+        base at the identity pose these are the legs' kinematics in the base frame (what
+        leg odometry and a rolling ball foot need: a ball of radius r rolling without
+        slipping has its centre moving at ω × r e_z)."""
+        pin, pm, pd = self._pin, self.pmodel, self.pdata
+        fids = self._frames(contacts)
+        pin.forwardKinematics(pm, pd, np.asarray(q, float), np.asarray(v, float))
+        k = len(fids)
+        p, pdot, w = np.empty((k, 3)), np.empty((k, 3)), np.empty((k, 3))
+        for i, f in enumerate(fids):
+            p[i] = pin.updateFramePlacement(pm, pd, f).translation
+            tw = pin.getFrameVelocity(pm, pd, f, self._lwa)
+            pdot[i], w[i] = tw.linear, tw.angular
+        return p, pdot, w
+
     def constrained_forward(self, q: np.ndarray, v: np.ndarray, tau: np.ndarray,
                             contacts: Sequence[str], kp: float = 0.0, kd: float = 0.0,
                             anchors: np.ndarray | None = None) -> ContactDynamics:
@@ -263,3 +283,11 @@ class FloatingBaseDynamics:
         J = self.contact_jacobian(q, contacts)
         f = np.linalg.lstsq(J[:, :BASE_DOF].T, rhs[:BASE_DOF], rcond=None)[0]
         return rhs[BASE_DOF:] - J[:, BASE_DOF:].T @ f, f.reshape(-1, 3)
+
+
+def load_floating(urdf: str | bytes, overlay: object = None) -> FloatingBaseDynamics:
+    """``FloatingBaseDynamics`` of a URDF (path or text) and its overlay (path or mapping
+    with ``floating_base: true`` or a URDF floating joint, and ``contacts:``): the one
+    call a floating-base estimator's user needs (:func:`.urdf.load_spatial` then the
+    dynamics; errors name the file and key)."""
+    return FloatingBaseDynamics(load_spatial(urdf, overlay))  # type: ignore[arg-type]
