@@ -230,6 +230,15 @@ def _take(sub: Any) -> Any:
     return None if info is None else info[0]
 
 
+def _newest(sub: Any) -> Any:
+    """The newest message waiting on ``sub`` (the older ones taken and dropped), or None
+    (deserialised: the floating-base node's ``/clock``)."""
+    last = None
+    while (msg := _take(sub)) is not None:
+        last = msg
+    return last
+
+
 def _take_raw(sub: Any) -> bytes | None:
     """The serialised bytes of the next message waiting on ``sub`` (no deserialisation:
     :mod:`.cdr` reads them), or None (nothing waiting)."""
