@@ -366,6 +366,7 @@ class EstimatorDriver:
             self.counters['dropped.too_old'] += 1
             return False
         self._max_stamp = t_ns if self._max_stamp is None else max(self._max_stamp, t_ns)
+        wall = time.monotonic_ns() if self.live else 0      # when it arrived (live)
         if now_ns is not None and self.live:
             # the tick clock is the newest data, moving on with the clock between readings
             delay = max(0, now_ns - self._max_stamp)
@@ -374,7 +375,7 @@ class EstimatorDriver:
                           'follow the data' if delay > self.lag_ns // 2 else
                           'input stamps caught up with the clock')
             self.delay_ns = delay
-            self._push_wall = wall = time.monotonic_ns()
+            self._push_wall = wall
             key = record.sensor if isinstance(record, ImuMeasurement) else ''
             stream = self._streams.get(key)
             if stream is None:
@@ -385,8 +386,7 @@ class EstimatorDriver:
                     stream[1] = step if stream[1] == 0 else (3 * stream[1] + step) // 4
                     stream[0] = t_ns
                 stream[2] = wall
-        heapq.heappush(self._queue, (_order_key(t_ns, record, self._seq), record,
-                                     time.monotonic_ns() if self.live else 0))
+        heapq.heappush(self._queue, (_order_key(t_ns, record, self._seq), record, wall))
         self._seq += 1
         self.counters['queued'] += 1
         if len(self._queue) > self.max_queue:
