@@ -107,6 +107,11 @@ class FloatingEstimator:
         self._leg_cols = self._legs_of_feet()
         self._leg3 = (np.array(self._leg_cols) if self._leg_cols is not None
                       and all(len(c) == 3 for c in self._leg_cols) else None)
+        self._from_effort = c.contact_source == 'effort'
+        self._all_feet = np.arange(self.k)
+        if self._from_effort and self._leg_cols is None:
+            raise ValueError('contact_source: effort needs legs that share no joint (each '
+                             "foot's force from its own leg's efforts)")
         self.reset()
         self.counters['resets'] = 0
 
@@ -482,7 +487,26 @@ class FloatingEstimator:
             np.divide(self._qd - self._prev_qd, dt, out=self._vdot[6:])
         self._prev_w, self._prev_qd = w.copy(), self._qd.copy()
 
-    def _contact_forces(self, nav: gtsam.NavState, w: np.ndarray) -> None:
+    def _effort_contacts(self, t: float, q: np.ndarray, v: np.ndarray, vdot: np.ndarray
+                         ) -> None:
+        """``contact_source: effort``: every foot's force from its leg's joint rows and
+        efforts; in stance while its vertical (world) component is above
+        ``contact_force_threshold``, back in swing below half of it (hysteresis)."""
+        rhs = self.system.inverse(q, v, vdot)[6:] - self._tau
+        J = self.system.contact_jacobian(q, self.contact_names)
+        f = np.empty((self.k, 3))
+        self._leg_forces(J, rhs, self._all_feet, f)
+        thr = self.config.contact_force_threshold
+        for i in range(self.k):
+            fz = f[i, 2]
+            if fz > thr or (self._stance[i] and fz > 0.5 * thr):
+                self._set_stance(i, t, True)
+            else:
+                self._set_stance(i, t, False)
+        self._forces[self._stance] = f[self._stance]
+        self._tau_hat = self._tau
+
+    def _contact_forces(self, t: float, nav: gtsam.NavState, w: np.ndarray) -> None:
         """Stance forces and τ̂ from the equations of motion (module docstring) at ``nav``
         and the latest readings."""
         R = nav.attitude().matrix()
@@ -494,8 +518,12 @@ class FloatingEstimator:
         q[7:] = self._q
         v[:3], v[3:6], v[6:] = vb, w, self._qd
         vdot[:3] = self._acc - self._bias.accelerometer() - self._g * R[2] - _cross(w, vb)
-        stance = np.flatnonzero(self._stance)
         self._forces[:] = np.nan
+        if self._from_effort:
+            if np.isfinite(self._tau).all():
+                self._effort_contacts(t, q, v, vdot)
+            return
+        stance = np.flatnonzero(self._stance)
         if not len(stance):
             self._tau_hat = self.system.inverse(q, v, vdot)[6:]
             return
@@ -560,7 +588,7 @@ class FloatingEstimator:
             else self._nav
         if np.isfinite(self._q).all() and t - self._t_forces >= self._force_period:
             self._t_forces = t
-            self._contact_forces(nav, self._gyro - self._bias.gyroscope())
+            self._contact_forces(t, nav, self._gyro - self._bias.gyroscope())
         self._last = self._estimate(t, status, nav)
         return self._last
 
