@@ -325,9 +325,10 @@ class FloatingEstimator:
             p0 = np.zeros(3)
         pf = self._legs(np.zeros(self.n), np.zeros(3), stance)[0]
         low = (R0.matrix() @ pf.T)[2] - self.config.foot_radius  # lowest points re. base
+        ground = float(low.mean()) if low.size else 0.0           # (no contacts: 0)
         if self._initial_pose is None:
-            p0[2] = -float(low.mean())
-        self._z_ground = float(p0[2] + low.mean())
+            p0[2] = -ground
+        self._z_ground = float(p0[2] + ground)
         self._bias = gtsam.imuBias.ConstantBias(np.zeros(3), bg)
         self._start(gtsam.NavState(R0, p0, v0), self._bias, buf[-1][0],
                     np.eye(6) * 1e-8, 1e-3, fresh=True)
