@@ -423,7 +423,9 @@ def main(argv: list[str] | None = None) -> int:
             if a.contact_threshold > 0:
                 d = contact_from_force(d, a.contact_threshold)
             rows = {}
-            for name in a.only:
+            # the effort-contacts row reads no contact input: the same with a threshold
+            names = [n for n in a.only if not (a.contact_threshold > 0 and n == OURS_EFFORT)]
+            for name in names:
                 print(f'{bag.name}: {name}', file=sys.stderr, flush=True)
                 rows.update(run_peers(d, (name,), every, threshold=a.contact_threshold))
             print(table(f'{bag.name}: {source} at {1.0 / (every * DT):g} Hz, IMU at 1 kHz',
