@@ -457,6 +457,9 @@ class FloatingEstimator:
             pose = self._smoother.calculateEstimatePose3(X1)
             vel = self._smoother.calculateEstimatePoint3(V1)
             bias = self._smoother.calculateEstimateConstantBias(B1)
+            if not (np.isfinite(pose.matrix()).all() and np.isfinite(vel).all()
+                    and np.isfinite(bias.vector()).all()):
+                raise RuntimeError('non-finite estimate')
             if t - self._t_cov >= self._cov_period:
                 self._t_cov = t
                 self._cov_pose = self._smoother.marginalCovariance(X1)
@@ -464,11 +467,14 @@ class FloatingEstimator:
                 self._cov_bg = self._smoother.marginalCovariance(B1)[3:, 3:]
                 self._covariances(pose.rotation().matrix())
         except RuntimeError:
-            # an indeterminate system (should not happen with the priors): start again
-            # from the prediction rather than stop publishing
+            # an indeterminate system or a diverged estimate (should not happen with the
+            # priors): start again from the prediction (or the last keyframe) rather than
+            # stop publishing
             self.counters['restarts'] += 1
             self._pending.clear()
-            self._start(pred, self._bias, t, self._cov_pose + np.eye(6) * 1e-6, 0.05)
+            ok = np.isfinite(pred.pose().matrix()).all() and np.isfinite(pred.velocity()).all()
+            self._start(pred if ok else self._nav, self._bias, t,
+                        self._cov_pose + np.eye(6) * 1e-6, 0.05)
             return
         self._key = k1
         kf.pose, kf.velocity = pose, vel            # later leg rows linearise here
