@@ -35,6 +35,7 @@ setup(
             'mbfg-identify = mbfg_ros.cli.identify:main',
             'estimator_node = mbfg_ros.ros.estimator_node:main',
             'simulator_node = mbfg_ros.ros.simulator_node:main',
+            'floating_estimator_node = mbfg_ros.ros.floating_node:main',
         ],
     },
 )

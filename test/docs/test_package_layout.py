@@ -18,7 +18,7 @@ PKG = 'mbfg_ros'
 EXEC_DEPENDS = {
     'rclpy', 'sensor_msgs', 'std_msgs', 'std_srvs', 'visualization_msgs', 'trajectory_msgs',
     'diagnostic_msgs', 'geometry_msgs', 'builtin_interfaces', 'rosgraph_msgs', 'launch',
-    'launch_ros', 'ament_index_python',
+    'launch_ros', 'ament_index_python', 'nav_msgs', 'tf2_msgs',
     'python3-numpy', 'python3-yaml', 'python3-scipy', 'python3-matplotlib',
 }
 TEST_DEPENDS = {'python3-pytest'}
@@ -30,6 +30,7 @@ CONSOLE_SCRIPTS = {
     'mbfg-identify': 'mbfg_ros.cli.identify:main',
     'estimator_node': 'mbfg_ros.ros.estimator_node:main',
     'simulator_node': 'mbfg_ros.ros.simulator_node:main',
+    'floating_estimator_node': 'mbfg_ros.ros.floating_node:main',
 }
 
 

@@ -13,12 +13,14 @@ import fnmatch
 import pytest
 from support.ros_data import REPO
 
+from mbfg_ros.ros.floating_params import floating_params
 from mbfg_ros.ros.params import ESTIMATOR_PARAMS, SIMULATOR_PARAMS
 
 LAUNCH = REPO / 'launch'
 FILES = sorted(LAUNCH.glob('*.launch.py'))
 NODE_PARAMS = {'estimator_node': {p.name for p in ESTIMATOR_PARAMS} | {'use_sim_time'},
                'simulator_node': {p.name for p in SIMULATOR_PARAMS} | {'use_sim_time'},
+               'floating_estimator_node': {p.name for p in floating_params()} | {'use_sim_time'},
                # robot_state_publisher's own parameters (ros/robot_state_publisher README)
                'robot_state_publisher': {'robot_description', 'use_sim_time',
                                          'publish_frequency', 'frame_prefix'}}
