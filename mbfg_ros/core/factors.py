@@ -30,6 +30,7 @@ by no module, now live with their test: ``test/support/seed_factors.py``).
 """
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import gtsam
@@ -141,25 +142,28 @@ def linear_factor(keys: Sequence[int], noise: gtsam.noiseModel.Base | np.ndarray
 
 
 def _container(keys: Sequence[int], xs: Sequence[np.ndarray], A: Sequence[np.ndarray],
-               b: np.ndarray, who: str) -> gtsam.LinearContainerFactor:
+               b: np.ndarray, who: str, point: bool = True) -> gtsam.LinearContainerFactor:
     """The JacobianFactor ``A δ = b`` on 1 or 2 ``keys`` in a LinearContainerFactor at
-    their values ``xs`` (its linearisation point)."""
+    their values ``xs`` (its linearisation point; without ``point``, none: GTSAM then
+    takes the factor as it is wherever it linearises it)."""
     if len(keys) == 1:
         jf = gtsam.JacobianFactor(keys[0], A[0], b, None)
     elif len(keys) == 2:
         jf = gtsam.JacobianFactor(keys[0], A[0], keys[1], A[1], b, None)
     else:
         raise ValueError(f'{who}: 1 or 2 keys, got {len(keys)}')
-    point = gtsam.Values()
+    if not point:
+        return gtsam.LinearContainerFactor(jf)
+    values = gtsam.Values()
     for k, x in zip(keys, xs):
-        point.insert(k, x)
-    return gtsam.LinearContainerFactor(jf, point)
+        values.insert(k, x)
+    return gtsam.LinearContainerFactor(jf, values)
 
 
 def stacked_linear_factor(keys: Sequence[int], xs: Sequence[np.ndarray],
-                          blocks: Sequence[tuple[Sequence[int], np.ndarray, np.ndarray,
-                                                 Sequence[np.ndarray]]]
-                          ) -> gtsam.LinearContainerFactor:
+                          blocks: Sequence[tuple[Sequence[int], np.ndarray | None, np.ndarray,
+                                                 Sequence[np.ndarray]]],
+                          point: bool = True) -> gtsam.LinearContainerFactor:
     """Several factors linearised at ``xs`` (the values of ``keys``) as ONE whitened
     :class:`gtsam.JacobianFactor` in a :class:`gtsam.LinearContainerFactor` (issue 24).
 
@@ -167,7 +171,13 @@ def stacked_linear_factor(keys: Sequence[int], xs: Sequence[np.ndarray],
     error e and Jacobians J, one per variable it has): the rows of each, stacked in order,
     are those :func:`linear_factor` gives it (A = Σ^-½ J, b = −Σ^-½ e; zero columns on
     the variables it does not have), so the linear system is the same as with one factor
-    each; GTSAM builds and indexes one object instead of several.
+    each; GTSAM builds and indexes one object instead of several. A block whose σ is None
+    is whitened already: its e and J are b and A.
+
+    ``point`` False: the container holds no linearisation point, for a solver whose own
+    linearisation point of ``keys`` is ``xs`` and stays there (ISAM2 without
+    relinearisation, given ``xs`` as the new keys' values): GTSAM would move b by
+    −A δ with δ = 0 there, so the factor is the same without building ``gtsam.Values``.
     """
     dims = [x.size for x in xs]
     rows = sum(e.size for _, _, e, _ in blocks)
@@ -175,13 +185,18 @@ def stacked_linear_factor(keys: Sequence[int], xs: Sequence[np.ndarray],
     b = np.empty(rows)
     r = 0
     for on, sigma, e, J in blocks:
-        inv = 1.0 / sigma
         m = e.size
-        b[r:r + m] = -e * inv
-        for pos, Ji in zip(on, J):
-            A[pos][r:r + m] = (np.asarray(Ji).T * inv).T
+        if sigma is None:
+            b[r:r + m] = e
+            for pos, Ai in zip(on, J):
+                A[pos][r:r + m] = Ai
+        else:
+            inv = 1.0 / sigma
+            b[r:r + m] = -e * inv
+            for pos, Ji in zip(on, J):
+                A[pos][r:r + m] = (np.asarray(Ji).T * inv).T
         r += m
-    return _container(keys, xs, A, b, 'stacked_linear_factor')
+    return _container(keys, xs, A, b, 'stacked_linear_factor', point)
 
 
 def sigmas(*blocks: tuple[int, float]) -> gtsam.noiseModel.Diagonal:
@@ -209,6 +224,15 @@ def stacked_state_error(sys: MultibodySystem, tau: np.ndarray | None, xs: Sequen
     x = xs[0]
     q, qd, qdd = x[:n], x[n:2 * n], x[2 * n:]
     a = t = sys.state_terms(q, qd, tau, want)
+    if not m:                                   # a tree: the dynamics rows alone
+        e = a.qdd - qdd
+        if not want:
+            return e, None
+        J = np.zeros((n, 3 * n))
+        J[:, :n] = a.qdd_q
+        J[:, n:2 * n] = a.qdd_qd
+        J[:, 2 * n:] = _neg_eye(n)
+        return e, [J]
     e = np.concatenate((t.phi, t.phi_q @ qd, a.qdd - qdd))
     if not want:
         return e, None
@@ -218,13 +242,24 @@ def stacked_state_error(sys: MultibodySystem, tau: np.ndarray | None, xs: Sequen
     J[m:2 * m, n:2 * n] = t.phi_q
     J[2 * m:, :n] = a.qdd_q
     J[2 * m:, n:2 * n] = a.qdd_qd
-    J[2 * m:, 2 * n:] = -np.eye(n)
+    J[2 * m:, 2 * n:] = _neg_eye(n)
     return e, [J]
 
 
+@lru_cache(maxsize=8)
+def _neg_eye(n: int) -> np.ndarray:
+    """−I (n x n), read-only (a constant block of every state factor's Jacobian)."""
+    out = -np.eye(n)
+    out.flags.writeable = False
+    return out
+
+
+@lru_cache(maxsize=64)
 def stacked_integrator_jacobians(n: int, dt: float, trapezoidal: bool
                                  ) -> tuple[np.ndarray, np.ndarray]:
-    """A0, A1 with e = A0 x_{k-1} + A1 x_k for stacked x = [p, ṗ, p̈] (Eqs. 22/23)."""
+    """A0, A1 with e = A0 x_{k-1} + A1 x_k for stacked x = [p, ṗ, p̈] (Eqs. 22/23).
+
+    Constants of (n, dt): kept per value (a tick loop has a handful of dt's), read-only."""
     eye = np.eye(n)
     J0 = np.zeros((2 * n, 3 * n))
     J1 = np.zeros((2 * n, 3 * n))
@@ -238,15 +273,15 @@ def stacked_integrator_jacobians(n: int, dt: float, trapezoidal: bool
     if trapezoidal:
         J1[:n, n:2 * n] = -h * eye
         J1[n:, 2 * n:] = -h * eye
+    J0.flags.writeable = J1.flags.writeable = False
     return J0, J1
 
 
 def stacked_trapezoidal_error(n: int, dt: float, xs: Sequence[np.ndarray], want: bool):
     """Two f_ti (Eq. 23) between stacked states: q from q̇, and q̇ from q̈."""
-    x0, x1 = xs
-    h = 0.5 * dt
-    e = np.concatenate((x1[:n] - x0[:n] - h * (x0[n:2 * n] + x1[n:2 * n]),
-                        x1[n:2 * n] - x0[n:2 * n] - h * (x0[2 * n:] + x1[2 * n:])))
+    X0, X1 = np.reshape(xs[0], (3, n)), np.reshape(xs[1], (3, n))     # rows q, q̇, q̈
+    # [q; q̇]_k − [q; q̇]_{k−1} − dt/2 ([q̇; q̈]_{k−1} + [q̇; q̈]_k), both levels at once
+    e = (X1[:2] - X0[:2] - 0.5 * dt * (X0[1:] + X1[1:])).reshape(2 * n)
     return e, (list(stacked_integrator_jacobians(n, dt, True)) if want else None)
 
 

@@ -97,6 +97,7 @@ class Estimator(IntakeMixin, GateMixin, GraphMixin, LifecycleMixin, OutputMixin)
                               if j is not None}
         self._n_act = len(sys.actuator_joints)
         self._contact_sigma = contact_sigmas(sys, cfg.contact_effort_fraction)
+        self._contact_any = bool(self._contact_sigma.any())
         self._set_dynamics_noise(cfg)
         self._integ_sigma = self._integrator_sigma(self._dt)
         self._angular_pos = np.array([self.sm.joint_is_angular(j)
@@ -120,11 +121,20 @@ class Estimator(IntakeMixin, GateMixin, GraphMixin, LifecycleMixin, OutputMixin)
         self._unknown: set[str] = set()
         self._layouts: dict[tuple, tuple[list, list]] = {}     # JointState names -> indices
         self._last_reset_reason = ''
-        # per sensor (kind, index): [model-error variance s_m, stamp of its last update];
-        # a property of model and plant, so it outlives a 'diverged' reset (_gate)
-        self._model_var: dict[tuple[str, int], list[float]] = {}
-        # per sensor (kind, index): is its residual an angle (wrapped)? a fixed property
-        self._wraps: dict[tuple[str, int], bool] = {}
+        # the gate's sensors (kind, index), one slot each: the arrays of its state
+        nj, ni = len(self.sm.joint_names), len(self.sm.imu_names)
+        counts = {'joint_pos': nj, 'joint_vel': nj, 'gyro': ni, 'accel': ni, 'orient': ni}
+        self._slot_key = [(kind, i) for kind, c in counts.items() for i in range(c)]
+        self._slot_base = dict(zip(counts, np.cumsum([0] + list(counts.values())).tolist()))
+        # per sensor: is its residual an angle (wrapped)? is it an encoder? (fixed)
+        self._slot_wrap = np.array([self.sm.angle_residual(*kk) for kk in self._slot_key],
+                                   dtype=bool)
+        self._slot_joint = np.array([kk[0] in ('joint_pos', 'joint_vel')
+                                     for kk in self._slot_key], dtype=bool)
+        # per sensor: model-error variance s_m and the stamp of its last update (NaN:
+        # none yet); a property of model and plant, so it outlives a 'diverged' reset
+        self._model_var = np.zeros(len(self._slot_key))
+        self._model_t = np.full(len(self._slot_key), math.nan)
         self._clear()
 
     # -- public ------------------------------------------------------------

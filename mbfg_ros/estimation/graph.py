@@ -91,17 +91,18 @@ class _Current:
     pending ``items`` and their observations ``obs`` (factor order), the factor's key
     indices and linearisation points ``xs``, residual ``e``, Jacobians ``J`` per key; for
     the gate, the model Jacobian ``H`` (rows, 3n), ``gate_e`` (the residual carried to the
-    last estimate), ``tau`` (how far from it) and ``row_of`` (the reading of each row)."""
+    last estimate), ``tau`` (how far from it) and ``row_of`` (the reading of each row);
+    ``sig`` the σ of each row (the factor's and the gate's)."""
 
-    __slots__ = ('items', 'obs', 'keys', 'xs', 'e', 'H', 'J', 'gate_e', 'tau', 'row_of')
+    __slots__ = ('items', 'obs', 'keys', 'xs', 'e', 'H', 'J', 'gate_e', 'tau', 'row_of', 'sig')
 
     def __init__(self, items: list[_Pending], obs: list[Observation], keys: tuple[int, ...],
                  xs: tuple[np.ndarray, ...], e: np.ndarray, H: np.ndarray | None,
                  J: tuple[np.ndarray, ...], gate_e: np.ndarray | None,
-                 tau: np.ndarray | None, row_of: np.ndarray) -> None:
+                 tau: np.ndarray | None, row_of: np.ndarray, sig: np.ndarray) -> None:
         self.items, self.obs, self.keys, self.xs = items, obs, keys, xs
         self.e, self.H, self.J = e, H, J
-        self.gate_e, self.tau, self.row_of = gate_e, tau, row_of
+        self.gate_e, self.tau, self.row_of, self.sig = gate_e, tau, row_of, sig
 
     def kept(self, keep: np.ndarray) -> _Current:
         """Only the readings flagged in ``keep`` (and their rows)."""
@@ -112,7 +113,7 @@ class _Current:
         return _Current([self.items[i] for i in ids], [self.obs[i] for i in ids], self.keys,
                         self.xs, self.e[rows], None, tuple(Ji[rows] for Ji in self.J), None,
                         None, np.repeat(np.arange(len(ids)), np.bincount(
-                            self.row_of, minlength=len(keep))[keep]))
+                            self.row_of, minlength=len(keep))[keep]), self.sig[rows])
 
 
 class GraphMixin:
@@ -131,6 +132,9 @@ class GraphMixin:
 
     def _set_dynamics_noise(self, cfg: EstimatorConfig) -> None:
         self._dyn_sigma, self._jerk = coordinate_sigmas(self.sys, cfg)
+        self._jerk2 = self._jerk ** 2
+        self._gate_jerk: dict[float, tuple] = {}      # the gate's jerk terms of Q(τ) per τ²
+        self._integ_rows: dict[tuple, tuple] = {}     # the integrator's whitened rows per dt
         self._tick_dyn_sigma = self._dyn_sigma
         self._state_sigma = np.concatenate((np.full(2 * self.sys.m, cfg.constraint_sigma),
                                             self._dyn_sigma))
@@ -222,14 +226,16 @@ class GraphMixin:
             else []
         eps, t_prev, times = self._eps, self._t_last, self._times
         fast = guess is not None and self._linear()
-        cur = [p for p in ready if p.t > t_prev + eps] if fast else []
-        late = [p for p in ready if p.t <= t_prev + eps] if cur else ready
+        edge = t_prev + eps
+        cur = [p for p in ready if p.t > edge] if fast else []
+        late = ready if not cur else [] if len(cur) == len(ready) else \
+            [p for p in ready if p.t <= edge]
         current = self._current_rows(k, t - t_prev, guess, cur) if cur else None
         if not self._gate_off():
             parts = []
             if current is not None:
                 parts.append((current.items, current.gate_e, current.H, current.tau,
-                              current.row_of))
+                              current.row_of, current.sig))
             if late:
                 parts.append((late, *self._carried_rows(late)))
             if len(parts) == 1:
@@ -238,6 +244,7 @@ class GraphMixin:
                 items = current.items + late
                 rows = [np.concatenate((parts[0][j], parts[1][j])) for j in (1, 2, 3)]
                 rows.append(np.concatenate((parts[0][4], parts[1][4] + len(cur))))
+                rows.append(np.concatenate((parts[0][5], parts[1][5])))
             try:
                 keep = self._gate(items, *rows)
             except _Diverged as exc:
@@ -297,16 +304,16 @@ class GraphMixin:
         n = self.n
         t_prev = self._t_last
         stamps = np.array([p.t for p in items])
-        span = np.minimum((stamps - t_prev) / dt, 1.0)       # one array op, not per reading
+        after = stamps - t_prev
+        span = np.minimum(after / dt, 1.0)                   # one array op, not per reading
         if span.min() > 1.0 - 1e-9:
             obs = [p.ob for p in items]
-            state = (guess[:n], guess[n:2 * n], guess[2 * n:])
-            e, H = residuals(self.sm, obs, [state] * len(obs), True)
+            e, H = residuals(self.sm, obs, guess.reshape(3, n), True)
             H = H.reshape(len(e), 3 * n)
             keys, xs, J, gate_e = (k,), (guess,), (H,), e
         else:
             order = np.argsort(span, kind='stable')
-            span, stamps = span[order], stamps[order]
+            span, after = span[order], after[order]
             items = [items[i] for i in order.tolist()]
             obs = [Observation(ob.kind, ob.index, ob.z, ob.sigma, s)    # not _replace: µs each
                    for ob, s in zip([p.ob for p in items], span.tolist())]
@@ -315,10 +322,29 @@ class GraphMixin:
             e, H, J0, J1 = interval_rows(self.sm, obs, a, b, [x0, guess])
             keys, xs, J = (k - 1, k), (x0, guess), (J0, J1)
             gate_e = e + J0 @ (self._x_last - x0)
-        sizes = [ob.sigma.size for ob in obs]
-        row_of = np.repeat(np.arange(len(obs)), sizes)
-        tau = np.repeat(stamps - t_prev, sizes)
-        return _Current(items, obs, keys, xs, e, H, J, gate_e, tau, row_of)
+        row_of = np.repeat(np.arange(len(obs)), [ob.sigma.size for ob in obs])
+        tau = after[row_of]
+        return _Current(items, obs, keys, xs, e, H, J, gate_e, tau, row_of,
+                        observation_sigmas(obs))
+
+    def _integrator_rows(self, integ: functools.partial, sigma: np.ndarray, dt: float
+                         ) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]] | None:
+        """(Σ^-½, (Σ^-½ J_{k−1}, Σ^-½ J_k)) of the integrator ``integ`` over ``dt`` with σ
+        ``sigma``: constants of dt for the trapezoidal rows (Eq. 23) and their jerk rows,
+        kept per dt (a tick loop has a handful of dt's; cleared when the σ's change); None
+        for the disturbance rows (their Jacobians move with the state)."""
+        if integ.func not in (F.stacked_trapezoidal_error, F.stacked_trapezoidal_jerk_error):
+            return None
+        key = (integ.func, dt)
+        rows = self._integ_rows.get(key)
+        if rows is None:
+            if len(self._integ_rows) >= 64:
+                self._integ_rows.clear()
+            n = self.n
+            J = integ.func(n, dt, [np.zeros(3 * n)] * 2, True)[1]
+            inv = 1.0 / sigma
+            rows = self._integ_rows[key] = (inv, tuple((Ji.T * inv).T for Ji in J))
+        return rows
 
     def _update(self, graph: gtsam.NonlinearFactorGraph, values: gtsam.Values, key: int,
                 t: float) -> np.ndarray:
@@ -369,13 +395,22 @@ class GraphMixin:
             # the tick's own factors (state, integrator, the new interval's readings) as
             # ONE linear factor on (x_{k−1}, x_k): the same rows, one GTSAM object
             e_s, J_s = state([guess], True)
-            e_i, J_i = integ([theta_prev, guess], True)
-            blocks = [((1,), state_sigma, e_s, J_s), ((0, 1), sigma, e_i, J_i)]
+            rows = self._integrator_rows(integ, sigma, dt)
+            if rows is None:
+                e_i, J_i = integ([theta_prev, guess], True)
+                blocks = [((1,), state_sigma, e_s, J_s), ((0, 1), sigma, e_i, J_i)]
+            else:               # its whitened Jacobians are constants of dt: kept
+                inv, A = rows
+                b_i = -integ([theta_prev, guess], False)[0] * inv
+                blocks = [((1,), state_sigma, e_s, J_s), ((0, 1), None, b_i, A)]
             if current is not None:
                 on = (1,) if len(current.keys) == 1 else (0, 1)
-                blocks.append((on, observation_sigmas(current.obs), current.e, current.J))
+                blocks.append((on, current.sig, current.e, current.J))
                 used += current.obs
-            graph.add(F.stacked_linear_factor([prev, key], [theta_prev, guess], blocks))
+            # at the smoother's own linearisation point of both keys (x_{k−1}'s inserted
+            # value, x_k's now), which never moves (relinearisation off): no point kept
+            graph.add(F.stacked_linear_factor([prev, key], [theta_prev, guess], blocks,
+                                              point=False))
         else:
             graph.add(self._factor([key], state_sigma, state, [guess]))
             graph.add(self._factor([prev, key], sigma, integ, [theta_prev, guess]))

@@ -95,10 +95,10 @@ class GateMixin:
                                         and cfg.imu_rejection_threshold <= 0)
 
     def _carried_rows(self, items: list[_Pending]
-                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(E, H, τ, reading of each row) of readings ``items`` predicted from the estimate
-        of the newest tick at or before each stamp (the first in the window for older
-        ones) carried forward by τ (q + τq̇ + ½τ²q̈, q̇ + τq̈), through the sensor model
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(E, H, τ, reading of each row, σ of each row) of readings ``items`` predicted
+        from the estimate of the newest tick at or before each stamp (the first in the window
+        for older ones) carried forward by τ (q + τq̇ + ½τ²q̈, q̇ + τq̈), through the sensor model
         linearised once per base tick: ``E = h(x̂) ⊖ z + H (x̂(τ) − x̂)``."""
         n = self.n
         hist, times = self._x_hist, self._times
@@ -109,6 +109,7 @@ class GateMixin:
                 max(0, bisect.bisect_right(times, p.t + self._eps) - 1)
             groups.setdefault(base, []).append(i)
         Es, Hs, taus, rows = [], [], [], []
+        order = [i for ids in groups.values() for i in ids]         # the rows' readings
         for base, ids in groups.items():
             t_b, x = hist[base]
             obs = [items[i].ob for i in ids]
@@ -124,18 +125,18 @@ class GateMixin:
             taus.append(tau)
             rows.append(row_of)
         return (np.concatenate(Es), np.concatenate(Hs), np.concatenate(taus),
-                np.concatenate(rows))
+                np.concatenate(rows), np.concatenate([items[i].ob.sigma for i in order]))
 
     def _gate(self, items: list[_Pending], E: np.ndarray, H: np.ndarray, tau: np.ndarray,
-              row_of: np.ndarray) -> np.ndarray:
+              row_of: np.ndarray, sig: np.ndarray) -> np.ndarray:
         """Which of the readings ``items`` pass the innovation gate (module docstring).
 
         ``E`` (R,): each row's predicted residual ``h ⊖ z`` at the reading's stamp, ``H``
         (R, 3n) the model's Jacobian there, ``tau`` (R,) how far the prediction was carried
-        from the last estimate, ``row_of`` (R,) the reading of each row. Its variance adds
-        to σ² and the estimate's (HPHᵀ) the dynamics' σ on the new q̈, the change of q̈
-        over τ (``integrator_jerk`` · τ), and their effect on q̇ and q (HQHᵀ), and the
-        model error s_m. A run of rejections of one sensor longer than
+        from the last estimate, ``row_of`` (R,) the reading of each row, ``sig`` (R,) its σ.
+        Its variance adds to σ² and the estimate's (HPHᵀ) the dynamics' σ on the new q̈,
+        the change of q̈ over τ (``integrator_jerk`` · τ), and their effect on q̇ and q
+        (HQHᵀ), and the model error s_m. A run of rejections of one sensor longer than
         ``outlier_reset_time`` raises :class:`_Diverged` (the caller puts the readings
         back).
         """
@@ -144,16 +145,14 @@ class GateMixin:
         n = self.n
         var_s = self._var_last if self._var_last is not None else np.zeros(3 * n)
         shown, unseen = self._external_var()
-        sd2, sj2 = self._tick_dyn_sigma ** 2 + shown, self._jerk ** 2
+        sd2, sj2 = self._tick_dyn_sigma ** 2 + shown, self._jerk2
         obs = [p.ob for p in items]
-        sig = np.concatenate([ob.sigma for ob in obs])
-        keys = [(ob.kind, ob.index) for ob in obs]
-        wrap_of = self._wraps
-        wrap = np.array([wrap_of[kk] if kk in wrap_of else
-                         wrap_of.setdefault(kk, self.sm.angle_residual(*kk))
-                         for kk in keys])[row_of]
+        base = self._slot_base
+        slot_list = [base[ob.kind] + ob.index for ob in obs]
+        slots = np.array(slot_list)                     # the sensor of each reading
+        wrap = self._slot_wrap[slots][row_of]
         mv = self._model_var
-        sm = np.array([mv[kk][0] if kk in mv else 0.0 for kk in keys])[row_of]
+        sm = mv[slots][row_of]
         HH = H * H
         r = -E                                          # z − h at the stamp
         if wrap.any():
@@ -161,11 +160,17 @@ class GateMixin:
         var_x = HH @ var_s                              # H P Hᵀ (diagonal P)
         # process noise Q(τ), diagonal per row: the new q̈ is only known to the dynamics'
         # σ and changes by up to integrator_jerk·τ; both drive q̇ and q over τ
-        if tau[0] == tau[-1] and (tau == tau[0]).all():     # one stamp (at the tick)
+        one = tau[0] == tau[-1] and (tau == tau[0]).all()
+        if one:                                         # one stamp (at the tick)
             a2 = float(tau[0]) ** 2
             a4 = a2 * a2
-            Q = np.concatenate((0.25 * a4 * sd2 + a4 * a2 / 36.0 * sj2,
-                                a2 * sd2 + 0.25 * a4 * sj2, sd2 + a2 * sj2))
+            jerk = self._gate_jerk.get(a2)         # the jerk's share: a constant of τ
+            if jerk is None:
+                if len(self._gate_jerk) >= 64:
+                    self._gate_jerk.clear()
+                jerk = self._gate_jerk[a2] = (a4 * a2 / 36.0 * sj2, 0.25 * a4 * sj2,
+                                              a2 * sj2)
+            Q = np.concatenate((0.25 * a4 * sd2 + jerk[0], a2 * sd2 + jerk[1], sd2 + jerk[2]))
             var_p = HH @ Q                              # H Q(τ) Hᵀ
         else:
             a2 = tau * tau
@@ -174,58 +179,120 @@ class GateMixin:
             Cj = np.stack((a4 * a2 / 36.0, 0.25 * a4, a2), axis=1)
             Q = (Cd[:, :, None] * sd2 + Cj[:, :, None] * sj2).reshape(len(E), 3 * n)
             var_p = np.einsum('ij,ij->i', HH, Q)        # H Q(τ) Hᵀ, Q(τ) per row
-        if np.any(unseen):
+        joint = self._slot_joint[slots]
+        if unseen is not None:
             # a contact not yet seen (module docstring): the encoders' rows only
-            enc = np.array([kk[0] in ('joint_pos', 'joint_vel') for kk in keys])[row_of]
+            enc = joint[row_of]
             if enc.any():
-                a2 = tau * tau
-                C = np.stack((0.25 * a2 * a2, a2, np.ones_like(a2)), axis=1)  # q, q̇, q̈
-                var_c = np.einsum('rk,rk->r', HH.reshape(len(E), 3, n) @ unseen, C)
+                if one:                                 # Q_c(τ) the same for every row
+                    qc = self._gate_qc                  # kept while σ_c's term and τ hold
+                    if qc is None or qc[0] is not unseen or qc[1] != a2:
+                        qc = self._gate_qc = (unseen, a2, np.concatenate(
+                            (0.25 * a4 * unseen, a2 * unseen, unseen)))
+                    var_c = HH @ qc[2]
+                else:
+                    a2 = tau * tau
+                    C = np.stack((0.25 * a2 * a2, a2, np.ones_like(a2)), axis=1)  # q, q̇, q̈
+                    var_c = np.einsum('rk,rk->r', HH.reshape(len(E), 3, n) @ unseen, C)
                 var_p = var_p + np.where(enc, var_c, 0.0)
         s2r = sig * sig
         s0 = s2r + var_x + var_p                        # the smoother's prediction
         rr = r * r
         d2 = np.bincount(row_of, rr / (s0 + sm), minlength=N)
         cnt = np.bincount(row_of, minlength=N)
-        power = (np.bincount(row_of, rr, minlength=N) / cnt).tolist()
-        base_var = (np.bincount(row_of, s0, minlength=N) / cnt).tolist()
-        thr_j, thr_i = cfg.joint_rejection_threshold, cfg.imu_rejection_threshold
-        thr2 = {True: thr_j * thr_j, False: thr_i * thr_i}
-        keep = np.ones(N, dtype=bool)
-        diverged = ''
+        power = np.bincount(row_of, rr, minlength=N) / cnt
+        base_var = np.bincount(row_of, s0, minlength=N) / cnt
+        thr = np.where(joint, cfg.joint_rejection_threshold, cfg.imu_rejection_threshold)
+        t = np.array([p.t for p in items])
+        if len(set(slot_list)) < N:
+            return self._gate_sequential(slots, t, thr, d2, power, base_var)
+        return self._gate_decide(slots, t, thr, d2, power, base_var)
+
+    def _gate_decide(self, slots: np.ndarray, t: np.ndarray, thr: np.ndarray, d2: np.ndarray,
+                     power: np.ndarray, base_var: np.ndarray) -> np.ndarray:
+        """Which readings pass, and each sensor's model error ``s_m`` and rejected run
+        updated (module docstring): reading i of sensor ``slots[i]`` at ``t[i]``, its
+        squared distance ``d2[i]`` against ``thr[i]`` (≤ 0: no gate), its innovation power
+        and variance without ``s_m``. Vectorised over readings of distinct sensors (no
+        per-reading Python); where a sensor has several readings in one call, they update
+        its ``s_m`` one after the other (:meth:`_gate_sequential`, called instead)."""
+        cfg = self.config
+        mv, mt, rs = self._model_var, self._model_t, self._reject_since
         tau_m = 0.5 * cfg.outlier_reset_time
-        d2 = d2.tolist()
-        for i, p in enumerate(items):
-            key = keys[i]
-            joint = key[0] in ('joint_pos', 'joint_vel')
-            thr = cfg.joint_rejection_threshold if joint else cfg.imu_rejection_threshold
-            if thr <= 0:
-                continue
+        every = cfg.joint_rejection_threshold > 0 and cfg.imu_rejection_threshold > 0
+        active = True if every else thr > 0
+        on, ta, ba, pw = (slots, t, base_var, power) if every else \
+            (slots[active], t[active], base_var[active], power[active])
+        if on.size:
             # the model error the innovations show (module docstring): clipped, so an
-            # outlier moves it by at most 4·α·S
-            entry = mv.setdefault(key, [0.0, p.t])
-            alpha = min(1.0, max(p.t - entry[1], 0.0) / tau_m)
-            S = base_var[i] + entry[0]
-            entry[0] = (1.0 - alpha) * entry[0] + alpha * max(
+            # outlier moves it by at most 4·α·S; a sensor's first reading starts it (α 0)
+            ent_v, ent_t = mv[on], mt[on]
+            ent_t = np.where(np.isnan(ent_t), ta, ent_t)
+            alpha = np.minimum(1.0, np.maximum(ta - ent_t, 0.0) / tau_m)
+            S = ba + ent_v
+            mv[on] = (1.0 - alpha) * ent_v + alpha * np.maximum(
+                0.0, np.minimum(pw, 4.0 * S) - ba)
+            mt[on] = np.maximum(ent_t, ta)
+        ok = d2 <= thr * thr
+        rs[slots[ok if every else active & ok]] = np.nan
+        rej = ~ok if every else active & ~ok
+        keep = ~rej
+        if not rej.any():
+            return keep
+        self._counters['rejected_outlier'] += int(rej.sum())
+        bad = slots[rej]
+        since = np.where(np.isnan(rs[bad]), t[rej], rs[bad])
+        rs[bad] = since
+        over = np.flatnonzero(t[rej] - since >= cfg.outlier_reset_time)
+        if over.size:
+            i = over[-1]
+            raise _Diverged([], self._diverged_detail(int(bad[i]), float(t[rej][i] - since[i]),
+                                                      float(d2[rej][i])))
+        return keep
+
+    def _gate_sequential(self, slots: np.ndarray, t: np.ndarray, thr: np.ndarray,
+                         d2: np.ndarray, power: np.ndarray, base_var: np.ndarray
+                         ) -> np.ndarray:
+        """:meth:`_gate_decide` reading by reading: a sensor with several readings in one
+        call moves its ``s_m`` by each in turn."""
+        cfg = self.config
+        mv, mt, rs = self._model_var, self._model_t, self._reject_since
+        tau_m = 0.5 * cfg.outlier_reset_time
+        keep = np.ones(slots.size, dtype=bool)
+        diverged = ''
+        for i, (k, ti, th) in enumerate(zip(slots.tolist(), t.tolist(), thr.tolist())):
+            if th <= 0:
+                continue
+            ent_t = ti if math.isnan(mt[k]) else float(mt[k])
+            ent_v = float(mv[k])
+            alpha = min(1.0, max(ti - ent_t, 0.0) / tau_m)
+            S = base_var[i] + ent_v
+            mv[k] = (1.0 - alpha) * ent_v + alpha * max(
                 0.0, min(power[i], 4.0 * S) - base_var[i])
-            entry[1] = max(entry[1], p.t)
-            if d2[i] <= thr2[joint]:
-                self._reject_since.pop(key, None)
+            mt[k] = max(ent_t, ti)
+            if d2[i] <= th * th:
+                rs[k] = math.nan
                 continue
             keep[i] = False
             self._counters['rejected_outlier'] += 1
-            since = self._reject_since.setdefault(key, p.t)
-            if p.t - since >= cfg.outlier_reset_time:
-                diverged = (f'{key[0]} {key[1]}: every reading rejected for '
-                            f'{p.t - since:.3f} s, {math.sqrt(d2[i]):.3g} σ off')
+            if math.isnan(rs[k]):
+                rs[k] = ti
+            if ti - rs[k] >= cfg.outlier_reset_time:
+                diverged = self._diverged_detail(k, ti - float(rs[k]), float(d2[i]))
         if diverged:
             raise _Diverged([], diverged)
         return keep
 
-    def _external_var(self) -> tuple[np.ndarray | float, np.ndarray | float]:
+    def _diverged_detail(self, slot: int, run: float, d2: float) -> str:
+        kind, index = self._slot_key[slot]
+        return (f'{kind} {index}: every reading rejected for {run:.3f} s, '
+                f'{math.sqrt(d2):.3g} σ off')
+
+    def _external_var(self) -> tuple[np.ndarray | float, np.ndarray | None]:
         """The external torques' share of the gate's q̈ variance (module docstring): with
         every effort known, ``(d², Σ_a (∂q̈/∂τ_a σ_c,a)²)`` at the last estimate (the contact
-        the estimate shows, one not yet seen), else ``(0, 0)``.
+        the estimate shows, one not yet seen; None where no actuator has a σ_c), else
+        ``(0, None)``.
 
         ``d``: one forward dynamics per call; ``∂q̈/∂τ``
         (:meth:`~mbfg_ros.core.interface.MultibodySystem.acceleration_gain`) moves with the
@@ -233,13 +300,13 @@ class GateMixin:
         estimate's covariance).
         """
         if not self._n_act or not self._tau_live.all():
-            return 0.0, 0.0
+            return 0.0, None
         n, x = self.n, self._x_last
         q = x[:n]
         d = x[2 * n:] - self.sys.accelerations(q, x[n:2 * n], self._tau_prev)
         sc = self._contact_sigma
-        if not sc.any():
-            return d * d, 0.0
+        if not self._contact_any:
+            return d * d, None
         if self._contact_var is None or self._k - self._contact_k >= self.config.covariance_every:
             G = self.sys.acceleration_gain(q)
             self._contact_var, self._contact_k = (G * G) @ (sc * sc), self._k
@@ -251,6 +318,5 @@ class GateMixin:
         (wrapped angles, SO(3) orientation) and Jacobians of readings ``obs`` at the
         stacked state ``x``, stacked in order."""
         n = self.n
-        state = (x[:n], x[n:2 * n], x[2 * n:])
-        e, H = residuals(self.sm, obs, [state] * len(obs), True)
+        e, H = residuals(self.sm, obs, np.reshape(x, (3, n)), True)
         return e, H.reshape(len(e), 3 * n)

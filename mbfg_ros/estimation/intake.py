@@ -65,6 +65,9 @@ class IntakeMixin:
     def applied_torque(self, t: float) -> np.ndarray:
         """The known actuator efforts in force at ``t`` (0 where none or expired)."""
         live = (t - self._tau_t) <= self.config.sensor_timeout
+        if live.all():                  # every effort known (the common case): none expired
+            self._tau_live = live
+            return self._tau.copy()
         expired = self._tau_live & ~live
         if expired.any():
             self._counters['effort_expired'] += int(expired.sum())

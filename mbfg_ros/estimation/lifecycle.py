@@ -43,7 +43,8 @@ class LifecycleMixin:
         ``manual``); ``detail`` is kept in :attr:`last_reset_reason` for the log."""
         self._count_reset(reason, detail)
         if reason != 'diverged':
-            self._model_var.clear()
+            self._model_var[:] = 0.0
+            self._model_t[:] = math.nan
         self._clear()
 
     def _reset_keep_pending(self, reason: str, detail: str = '') -> None:
@@ -78,7 +79,9 @@ class LifecycleMixin:
         self._tau_prev = np.zeros(self._n_act)       # the previous tick's state-factor τ
         self._contact_var: np.ndarray | None = None  # the gate's contact term, held
         self._contact_k = -1                         # tick index it was computed at
-        self._reject_since: dict[tuple[str, int], float] = {}   # first of a rejected run
+        self._gate_qc: tuple | None = None          # (that term, τ², its Q_c(τ)), kept
+        # per gate sensor (slot): the stamp of the first reading of a rejected run, or NaN
+        self._reject_since = np.full(len(self._slot_key), math.nan)
 
     def _count_reset(self, reason: str, detail: str = '') -> None:
         if reason not in RESET_REASONS:

@@ -36,6 +36,7 @@ factor per tick beats one per message.
 """
 from __future__ import annotations
 
+from itertools import accumulate
 from typing import Sequence
 
 import gtsam
@@ -74,20 +75,24 @@ def interpolation_weights(s: np.ndarray | float, dt: float) -> tuple[np.ndarray,
 def residuals(sm: SensorModel, obs: Sequence[Observation], states, want: bool):
     """Residuals and model Jacobians (rows, 3, n) of ``obs``; ``states[i]`` is the
     (q, q̇, q̈) of reading i, or ``states`` is an array (len(obs), 3, n) of them (the
-    interval's interpolated states: no per-reading tuple). Readings of one sensor are
+    interval's interpolated states: no per-reading tuple), or one array (3, n): the state
+    of every reading (readings at one key). Readings of one sensor are
     evaluated together, vectorised over their states (``sm.joint_batch``;
     ``sm.imu_errors``, which owns the IMU's residual: 1-axis/2-axis/yaw on a plane,
     3-axis and SO(3) in space); prismatic joints use the scalar model per state. A
     reading has as many rows as its σ."""
     n = sm.n
     sizes = [ob.sigma.size for ob in obs]                   # rows of each reading
-    start = np.cumsum([0] + sizes[:-1]).tolist()
-    e = np.empty(sum(sizes))
+    start = list(accumulate(sizes, initial=0))
+    e = np.empty(start.pop())
     H = np.empty((e.size, 3, n)) if want else None
-    Xs = states if isinstance(states, np.ndarray) else None
-    one = None if Xs is not None else \
-        (states[0] if all(st is states[0] for st in states) else None)
-    X1 = np.stack(one) if one is not None else None       # (3, n): the one state of all
+    if isinstance(states, np.ndarray) and states.ndim == 2:
+        Xs, X1 = None, np.ascontiguousarray(states)       # (3, n): the one state of all
+    else:
+        Xs = states if isinstance(states, np.ndarray) else None
+        one = None if Xs is not None else \
+            (states[0] if all(st is states[0] for st in states) else None)
+        X1 = np.stack(one) if one is not None else None
     cache: dict[int, np.ndarray] = {}
 
     def stacked(state) -> np.ndarray:       # readings often share one state object
@@ -97,8 +102,10 @@ def residuals(sm: SensorModel, obs: Sequence[Observation], states, want: bool):
         return x
 
     def at(ids: list[int]) -> np.ndarray:   # (N, 3, n): the states of readings ids
-        if X1 is not None:
-            return np.broadcast_to(X1, (len(ids),) + X1.shape)
+        if X1 is not None:          # a read-only view repeating X1 (np.broadcast_to's)
+            view = np.ndarray((len(ids),) + X1.shape, X1.dtype, X1, 0, (0,) + X1.strides)
+            view.flags.writeable = False
+            return view
         if Xs is not None:
             return Xs[ids]
         return np.array([stacked(states[i]) for i in ids])
@@ -117,18 +124,28 @@ def residuals(sm: SensorModel, obs: Sequence[Observation], states, want: bool):
     if jids:
         # joint coordinates (spatial): every encoder reading at once, unit-row Jacobians
         idx = np.array([obs[i].index for i in jids])
-        lvl = np.array([0 if obs[i].kind == 'joint_pos' else 1 for i in jids])
         z = np.array([obs[i].z[0] for i in jids])
+        rate = [obs[i].kind != 'joint_pos' for i in jids]
+        if any(rate):
+            lvl = np.array(rate, dtype=int)
+            wrap = (lvl == 0) & direct[idx]
+        else:                                   # angles only (the common case)
+            lvl, wrap = 0, direct[idx]
         if X1 is not None:
             r = X1[lvl, idx] - z
         else:
             X = at(jids)
             r = X[np.arange(len(jids)), lvl, idx] - z
-        wrap = (lvl == 0) & direct[idx]
-        if wrap.any():
+        if wrap.all():
+            r = wrap_angle(r)
+        elif wrap.any():
             r[wrap] = wrap_angle(r[wrap])
         rows = [start[i] for i in jids]
-        e[rows] = r
+        if rows[-1] - rows[0] == len(rows) - 1:   # consecutive rows (encoders first)
+            rows = np.arange(rows[0], rows[-1] + 1)
+            e[rows[0]:rows[-1] + 1] = r
+        else:
+            e[rows] = r
         if want:
             H[rows] = 0.0
             H[rows, lvl, idx] = 1.0
@@ -139,7 +156,7 @@ def residuals(sm: SensorModel, obs: Sequence[Observation], states, want: bool):
             if batch is None:                                     # prismatic: scalar model
                 for i in ids:
                     ob = obs[i]
-                    q, qd, _ = states[i] if Xs is None else Xs[i]
+                    q, qd, _ = X1 if X1 is not None else states[i] if Xs is None else Xs[i]
                     pos, vel = sm.joint(index, q, qd, want)
                     m = pos if ob.kind == 'joint_pos' else vel
                     e[start[i]] = m.h[0] - ob.z[0]
@@ -173,9 +190,7 @@ def observation_error(sm: SensorModel, obs: Sequence[Observation],
                       xs: Sequence[np.ndarray], want: bool):
     """Stacked errors of ``obs`` taken at the key's time, with the (rows x 3n) Jacobian."""
     n = sm.n
-    x = xs[0]
-    state = (x[:n], x[n:2 * n], x[2 * n:])
-    e, H = residuals(sm, obs, [state] * len(obs), want)
+    e, H = residuals(sm, obs, np.reshape(xs[0], (3, n)), want)
     return e, ([H.reshape(len(e), 3 * n)] if want else None)
 
 
@@ -206,7 +221,12 @@ def interval_rows(sm: SensorModel, obs: Sequence[Observation], a: np.ndarray, b:
 
 
 def observation_sigmas(obs: Sequence[Observation]) -> np.ndarray:
-    return np.concatenate([np.atleast_1d(ob.sigma) for ob in obs]).astype(float)
+    """The σ of every row of ``obs``, stacked (a new float array)."""
+    try:                        # σ's are 1-D arrays (the intake's): one concatenation
+        sig = np.concatenate([ob.sigma for ob in obs])
+    except ValueError:          # a scalar σ
+        return np.concatenate([np.atleast_1d(ob.sigma) for ob in obs]).astype(float)
+    return sig if sig.dtype == float else sig.astype(float)
 
 
 def observation_factor(key: int, sm: SensorModel, obs: Sequence[Observation],

@@ -40,15 +40,17 @@ with it.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple, Sequence
 
 import numpy as np
+import scipy.linalg.lapack as lapack
 
 from ..core.errors import MbfgError, MechanismError
 from .constraints import Constraints, ConstraintTerms
 from .forces import Forces, mass_matrix
+from .lean_kinematics import KinTerms, LeanKinematics
 from .kinematics import choose_independent, independent_rows, r_s_matrices, solve_position
 from .mechanism_yaml import load_mechanism
 from .model import Mechanism
@@ -74,6 +76,28 @@ class System:
     """(point, distance assembly moved it from the YAML pose [m], length of the shortest
     body through it [m]) of every point moved by more than ASSEMBLY_TOLERANCE of that
     length (see :func:`assembly_warning`)."""
+    lean: LeanKinematics = field(init=False, repr=False)
+    """The constraint rows' fast per-state evaluation (built once from ``constraints``;
+    :func:`forward_accel` and the estimator's per-tick calls use it)."""
+    _A0: np.ndarray = field(init=False, repr=False)
+    """The augmented matrix of seed 000 Eq. 5 with M in place and zero constraint blocks
+    (copied and filled per state by :func:`forward_accel`)."""
+
+    _I: np.ndarray = field(init=False, repr=False)
+    """The identity of A's size (the right-hand side giving A⁻¹; read only)."""
+    _rsel: slice | np.ndarray = field(init=False, repr=False)
+    """``rows`` as a slice when they are every constraint row in order (the usual case: a
+    view instead of a copy per use)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, 'lean', LeanKinematics(self.constraints))
+        n, r = self.mech.n, len(self.rows)
+        every = r == self.constraints.m and np.array_equal(self.rows, np.arange(r))
+        object.__setattr__(self, '_rsel', slice(0, r) if every else self.rows)
+        A0 = np.zeros((n + r, n + r), order='F')       # LAPACK's order: no copy per call
+        A0[:n, :n] = self.M
+        object.__setattr__(self, '_A0', A0)
+        object.__setattr__(self, '_I', np.eye(n + r, order='F'))
 
     @property
     def n(self) -> int:
@@ -151,7 +175,7 @@ class System:
                     jacobians: bool = True) -> StateTerms:
         """What the estimator's state factor needs at (q, q̇) (seed 000 Eqs. 24-26):
         Φ, Φq, ∂(Φq q̇)/∂q and q̈ with ∂q̈/∂q, ∂q̈/∂q̇ (one constraint evaluation shared)."""
-        t = self.constraints.terms(q, qd)
+        t = self.lean.terms(q, qd)
         a = forward_accel(self, q, qd, tau, jacobians=jacobians, terms=t)
         return StateTerms(t.phi, t.phi_q, t.phi_q_dot, a.qdd, a.qdd_q, a.qdd_qd)
 
@@ -345,37 +369,51 @@ class Accel(NamedTuple):
 
 def forward_accel(sys: System, q: np.ndarray, qd: np.ndarray, tau: np.ndarray | None = None,
                   *, Q_extra: np.ndarray | None = None, jacobians: bool = False,
-                  jac_Q: bool = False, terms: ConstraintTerms | None = None) -> Accel:
+                  jac_Q: bool = False, terms: ConstraintTerms | KinTerms | None = None) -> Accel:
     """Dependent-coordinate accelerations q̈(q, q̇, Q), seed 000 Eq. 5/6.
 
     ``tau``: actuator efforts (order of ``mech.actuators``); ``Q_extra``: any
     further generalized force (e.g. the unknown Q of inverse dynamics);
-    ``terms``: ``sys.constraints.terms(q, qd)`` when the caller already has it.
+    ``terms``: ``sys.lean.terms(q, qd)`` (or ``sys.constraints.terms``) when the caller
+    already has it. One inverse of the augmented matrix A serves q̈, λ and every
+    Jacobian (module docstring, Eq. 47): ``[q̈; λ] = A⁻¹ [Q; c]`` and
+    ``[∂q̈/∂q, ∂q̈/∂q̇] = (A⁻¹)[:n] [[top_q, Q_q̇], [bot_q, −2 Φ̇q]]`` in one product.
     """
-    n, rows = sys.n, sys.rows
-    cons = sys.constraints
-    t = cons.terms(q, qd) if terms is None else terms
+    n, rows = sys.n, sys._rsel
+    lean = sys.lean
+    t = lean.terms(q, qd) if terms is None else terms
     ft = sys.forces.evaluate(q, qd, tau, jacobians=jacobians)
     Q = ft.Q if Q_extra is None else ft.Q + Q_extra
     Jq = t.phi_q[rows]
-    r = len(rows)
-    A = np.zeros((n + r, n + r))
-    A[:n, :n] = sys.mass_matrix(q)
+    A = sys._A0.copy(order='F')
     A[:n, n:] = Jq.T
     A[n:, :n] = Jq
-    Ainv = np.linalg.inv(A)
-    c = -(t.phi_q_dot[rows] @ qd)
-    sol = Ainv[:, :n] @ Q + Ainv[:, n:] @ c
+    # A⁻¹ by LAPACK's gesv against I (what np.linalg.inv does, without its ~3 µs of Python;
+    # getrs with several right-hand sides is pathologically slow in scipy's OpenBLAS)
+    Ainv, info = lapack.dgesv(A, sys._I, overwrite_a=True)[2:]
+    if info != 0:
+        raise np.linalg.LinAlgError('Singular matrix: the augmented matrix [M Φqᵀ; Φq 0]')
+    rhs = np.empty(len(A))
+    rhs[:n] = Q
+    Jd = t.phi_q_dot[rows]
+    rhs[n:] = -(Jd @ qd)
+    sol = Ainv @ rhs
     qdd, lam = sol[:n], sol[n:]
     if not jacobians:
         return Accel(qdd, lam, None, None, Ainv[:n, :n] if jac_Q else None)
-    lam_full = np.zeros(sys.m)
-    lam_full[rows] = lam
-    top_q = ft.Q_q - cons.hess_weighted(q, lam_full)
-    bot_q = -(t.gamma_q[rows] + cons.hess_vec(q, qdd)[rows])
-    qdd_q = Ainv[:n, :n] @ top_q + Ainv[:n, n:] @ bot_q
-    qdd_qd = Ainv[:n, :n] @ ft.Q_qd + Ainv[:n, n:] @ (-2.0 * t.phi_q_dot[rows])
-    return Accel(qdd, lam, qdd_q, qdd_qd, Ainv[:n, :n] if jac_Q else None)
+    if isinstance(rows, slice):
+        lam_full = lam
+    else:
+        lam_full = np.zeros(sys.m)
+        lam_full[rows] = lam
+    at = t if isinstance(t, KinTerms) else None
+    R = np.empty((len(A), 2 * n))
+    R[:n, :n] = ft.Q_q - lean.hess_weighted(q, lam_full, at)
+    R[n:, :n] = -(t.gamma_q[rows] + lean.hess_vec(q, qdd, at)[rows])
+    R[:n, n:] = ft.Q_qd
+    R[n:, n:] = -2.0 * Jd
+    J = Ainv[:n] @ R
+    return Accel(qdd, lam, J[:, :n], J[:, n:], Ainv[:n, :n] if jac_Q else None)
 
 
 def actuator_efforts(sys: System, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray
@@ -390,13 +428,15 @@ def actuator_efforts(sys: System, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray
     if not n_act:
         return np.zeros(0)
     B = sys.forces.actuator_matrix(q)
-    Jq = sys.constraints.phi_q(q)[sys.rows]
-    Q = sys.forces.evaluate(q, qd, None, jacobians=False).Q
-    A = np.hstack((B, Jq.T))
+    Jq = sys.lean.phi_q(q)[sys._rsel]
+    forces = sys.forces
+    Q = forces.evaluate(q, qd, None, jacobians=False).Q if forces.state_dependent else forces.Q0
+    A = np.empty((sys.n, n_act + Jq.shape[0]))
+    A[:, :n_act] = B
+    A[:, n_act:] = Jq.T
     b = sys.mass_matrix(q) @ qdd - Q
-    try:
-        sol = np.linalg.solve(A.T @ A, A.T @ b)
-    except np.linalg.LinAlgError:
+    sol, info = lapack.dgesv(A.T @ A, A.T @ b, overwrite_a=True, overwrite_b=True)[2:]
+    if info != 0:                  # singular normal equations: least squares
         sol = np.linalg.lstsq(A, b, rcond=None)[0]
     return sol[:n_act]
 

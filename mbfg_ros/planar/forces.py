@@ -171,6 +171,21 @@ def _angle(ext: np.ndarray, ext_d: np.ndarray, idx: np.ndarray) -> _Angle:
     return _Angle(grad, hess, float(G @ dd), np.concatenate((-Hdd, Hdd)), math.atan2(dy, dx))
 
 
+def _angle_grad_hess(w: list, idx: list) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """∂θ/∂(ri, rj) (4) and ∂²θ/∂(ri, rj)² row by row (16) of a body angle, as floats from
+    the entries ``idx`` of w (a list): the per-tick form of :func:`_angle`'s grad and hess
+    (same formulas, no rate)."""
+    xi, yi, xj, yj = w[idx[0]], w[idx[1]], w[idx[2]], w[idx[3]]
+    dx, dy = xj - xi, yj - yi
+    r2 = dx * dx + dy * dy
+    gx, gy = -dy / r2, dx / r2
+    r4 = r2 * r2
+    a, b = 2 * dx * dy / r4, (dy * dy - dx * dx) / r4
+    c = -2 * dx * dy / r4
+    return ((-gx, -gy, gx, gy),
+            (a, b, -a, -b, b, c, -b, -c, -a, -b, a, b, -b, -c, b, c))
+
+
 class Forces:
     """Generalized forces Q(q, q̇, τ) of a mechanism (immutable after build).
 
@@ -224,12 +239,25 @@ class Forces:
         self.stops = tuple(stops)
         self._stops = [(body_idx(st.bodies[0]), body_idx(st.bodies[1]), st) for st in stops]
         self._act = []
-        for a in mech.actuators:
+        self._act_bodies = []     # (actuator, sign, body's w indices, their W x W flat indices)
+        for k, a in enumerate(mech.actuators):
             if a.coordinate is not None:
                 self._act.append(('coord', a.coordinate))
             else:
                 j = mech.joint(a.joint)
                 self._act.append(('joint', (body_idx(j.bodies[0]), body_idx(j.bodies[1]))))
+                for sign, b in ((-1.0, j.bodies[0]), (1.0, j.bodies[1])):
+                    if b != GROUND:
+                        ii = body_idx(b)
+                        keep = [c for c in range(4) if ii[c] < n]    # entries on q
+                        self._act_bodies.append((
+                            k, sign, ii, ii.tolist(), (ii[:, None] * W + ii).ravel(),
+                            keep, ii[keep], [4 * a + b for a in keep for b in keep],
+                            np.array([ii[a] * n + ii[b] for a in keep for b in keep],
+                                     dtype=int)))
+        self._w_consts = list(consts) + [0.0]     # w = q.tolist() + this
+        self._act_coords = [(k, what) for k, (kind, what) in enumerate(self._act)
+                            if kind == 'coord']
         self._ground = ground
         self._body_idx = body_idx
         self.mech = mech
@@ -265,13 +293,16 @@ class Forces:
                  jacobians: bool = True) -> ForceTerms:
         """Q(q, q̇, τ) and, if asked, ``Q_q``, ``Q_qd`` (analytic)."""
         n, W = self.n, self.W
+        if not (self.state_dependent or (tau is not None and self.n_act)):
+            return ForceTerms(self.Q0.copy(), np.zeros((n, n)), np.zeros((n, n)))
+        if not self.state_dependent:
+            return self._actuator_terms_q(q, tau)
         Q = np.zeros(W)
         Q[:n] = self.Q0
         Qq = np.zeros((W, W))
+        ext = self.ext.of(q)
         Qqd = np.zeros((W, W))
-        if not (self.state_dependent or (tau is not None and self.n_act)):
-            return ForceTerms(Q[:n], Qq[:n, :n], Qqd[:n, :n])
-        ext, extd = self.ext.of(q), self.ext.rate(qd)
+        extd = self.ext.rate(qd)
         for idx, torque in self._torques:
             a = _angle(ext, extd, idx)
             Q[idx] += torque * a.grad
@@ -322,17 +353,41 @@ class Forces:
                 np.add.at(Qq, (idx[:, None], idx[None, :]), np.outer(grad, dtq_dq) + tq * hess)
                 np.add.at(Qqd, (idx[:, None], idx[None, :]), -st.c * np.outer(grad, grad))
         if tau is not None and self.n_act:
-            for k, (kind, what) in enumerate(self._act):
-                if kind == 'coord':
-                    Q[what] += tau[k]
-                    continue
-                for sign, ii in ((-1.0, what[0]), (1.0, what[1])):
-                    if self._is_ground(ii):
-                        continue
-                    a = _angle(ext, extd, ii)
-                    Q[ii] += sign * tau[k] * a.grad
-                    Qq[np.ix_(ii, ii)] += sign * tau[k] * a.hess
+            self._actuator_terms(ext, tau, Q, Qq)
         return ForceTerms(Q[:n], Qq[:n, :n], Qqd[:n, :n])
+
+    def _actuator_terms(self, ext: np.ndarray, tau: np.ndarray, Q: np.ndarray,
+                        Qq: np.ndarray) -> None:
+        """Add the actuators' ``B_act τ`` to Q (W,) and its q-Jacobian to Qq (W, W): a
+        coordinate actuator adds τ to its coordinate, a joint actuator the torque τ
+        between its bodies (``±τ ∂θ/∂q`` on each body, virtual power)."""
+        for k, what in self._act_coords:
+            Q[what] += tau[k]
+        flat = Qq.reshape(-1)
+        w = ext.tolist()
+        for k, sign, _, ii, ii2, *_ in self._act_bodies:
+            grad, hess = _angle_grad_hess(w, ii)
+            f = sign * tau[k]
+            Q[ii] += f * np.array(grad)
+            flat[ii2] += f * np.array(hess)
+
+    def _actuator_terms_q(self, q: np.ndarray, tau: np.ndarray) -> ForceTerms:
+        """Q = Q0 + B_act τ with its q-Jacobian when no element depends on the state (the
+        per-tick case): :meth:`_actuator_terms` on the n columns of q only."""
+        n = self.n
+        Q = self.Q0.copy()
+        Qq = np.zeros((n, n))
+        for k, what in self._act_coords:
+            Q[what] += tau[k]
+        if self._act_bodies:
+            w = q.tolist() + self._w_consts
+            flat = Qq.reshape(-1)
+            for k, sign, _, ii, _, keep, iq, keep2, iq2 in self._act_bodies:
+                grad, hess = _angle_grad_hess(w, ii)
+                f = sign * float(tau[k])
+                Q[iq] += [f * grad[c] for c in keep]
+                flat[iq2] += [f * hess[c] for c in keep2]
+        return ForceTerms(Q, Qq, np.zeros((n, n)))
 
     def joint_rate(self, q: np.ndarray, qd: np.ndarray, bodies: tuple[int, int]
                    ) -> tuple[np.ndarray, float]:
@@ -357,16 +412,16 @@ class Forces:
     def actuator_matrix(self, q: np.ndarray) -> np.ndarray:
         """B_act(q) (n x n_act): Q gains ``B_act τ`` from actuator efforts τ."""
         B = np.zeros((self.W, self.n_act))
-        ext = self.ext.of(q)
-        zero = np.zeros(self.W)
-        for k, (kind, what) in enumerate(self._act):
-            if kind == 'coord':
-                B[what, k] = 1.0
-                continue
-            for sign, ii in ((-1.0, what[0]), (1.0, what[1])):
-                if self._is_ground(ii):
-                    continue
-                B[ii, k] += sign * _angle(ext, zero, ii).grad
+        for k, what in self._act_coords:
+            B[what, k] = 1.0
+        if self._act_bodies:
+            ext = self.ext.of(q)
+            for k, sign, ii, *_ in self._act_bodies:
+                xi, yi, xj, yj = ext[ii].tolist()
+                dx, dy = xj - xi, yj - yi
+                r2 = dx * dx + dy * dy
+                gx, gy = -dy / r2, dx / r2         # ∂θ/∂(ri, rj) = (−G, G) (_angle)
+                B[ii, k] += (-sign * gx, -sign * gy, sign * gx, sign * gy)
         return B[:self.n]
 
     def element_loads(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray | None = None,

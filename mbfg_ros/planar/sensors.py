@@ -33,7 +33,8 @@ import numpy as np
 from ..core.angles import wrap_angle
 from ..core.observation import Model, Observation
 from .extended import Extended, point_columns
-from ..core.measurements import ImuMeasurement, JointMeasurement, quaternion_from_yaw
+from ..core.measurements import (ImuMeasurement, JointMeasurement, quaternion_from_yaw,
+                                 quaternion_yaw)
 from .dynamics import System
 from .forces import body_matrix_A
 from .model import GROUND, Imu, Mechanism
@@ -43,6 +44,34 @@ __all__ = ['SensorModel', 'Model', 'sample_indices', 'joint_positions',
 
 
 _P = np.array([[0.0, -1.0], [1.0, 0.0]])
+_ZERO1 = np.zeros(1)
+_TWO_PI = 2.0 * math.pi
+
+
+def _wrap(a: float) -> float:
+    """:func:`~mbfg_ros.core.angles.wrap_angle` of a float, bit for bit (Python's float ``%``
+    and numpy's ``mod`` both take fmod and move it to the divisor's sign)."""
+    return math.pi - (math.pi - a) % _TWO_PI
+
+
+def _body_angle(v: list, o: int, h: int) -> tuple[float, float, float, float, float, float]:
+    """(dx, dy, ḋx, ḋy, r², θ) of the body whose (xi, yi, xj, yj) are ``v[o:o + 4]`` and
+    whose rates are ``v[o + h:o + h + 4]`` (floats: the per-tick form of
+    :meth:`SensorModel._angle_batch` for one state)."""
+    dx, dy = v[o + 2] - v[o], v[o + 3] - v[o + 1]
+    ddx, ddy = v[o + h + 2] - v[o + h], v[o + h + 3] - v[o + h + 1]
+    return dx, dy, ddx, ddy, dx * dx + dy * dy, math.atan2(dy, dx)
+
+
+def _angle_rows(dx: float, dy: float, ddx: float, ddy: float, r2: float
+                ) -> tuple[float, tuple[float, ...], tuple[float, ...]]:
+    """θ̇ and the local rows ∂θ/∂(ri, rj), ∂θ̇/∂(ri, rj) (module docstring; the formulas of
+    :meth:`SensorModel._angle_batch`, for one state)."""
+    gx, gy = -dy / r2, dx / r2
+    rate = gx * ddx + gy * ddy
+    rx = ddy / r2 - 2.0 * rate * dx / r2
+    ry = -ddx / r2 - 2.0 * rate * dy / r2
+    return rate, (-gx, -gy, gx, gy), (-rx, -ry, rx, ry)
 
 
 class SensorModel:
@@ -62,6 +91,7 @@ class SensorModel:
         self.ext = Extended(n, consts)
         self.W = self.ext.W
         self.g = np.array(mech.gravity, dtype=float)
+        self._g0, self._g1 = (float(x) for x in mech.gravity)
 
         def body_w(b: int) -> np.ndarray | None:
             if b == GROUND:
@@ -90,71 +120,100 @@ class SensorModel:
             body = mech.bodies[s.body]
             A = body_matrix_A(s.point[0], s.point[1], body.length)
             self._imus.append((body_w(s.body), A, float(s.angle)))
+        # Per-tick plans (model-only, built once): which entries of the stacked vector
+        # [q, consts, q̇, 0, q̈, 0] a sensor reads (a constant's rate is the 0), and the
+        # matrix scattering its local rows (4 per body, signed) onto the n columns of q.
+        W = self.W
+        self._consts = self.ext.consts.tolist()
+
+        def plan(parts: list[tuple[float, np.ndarray]], levels: int
+                 ) -> tuple[np.ndarray, np.ndarray]:
+            pos = np.concatenate([idx for _, idx in parts])
+            rate = np.where(pos < n, pos, n)
+            gather = np.concatenate([pos] + [W + k * (n + 1) + rate for k in range(levels - 1)])
+            sel = np.zeros((4 * len(parts), n))
+            for r, (sign, idx) in enumerate(parts):
+                for c, i in enumerate(idx):
+                    if i < n:
+                        sel[4 * r + c, i] += sign
+            return gather.tolist(), sel
+
+        self._rev = {}            # joint -> (has a, has b, gather, sel, offset)
+        for j, (kind, a, b, offset) in enumerate(self._joints):
+            if kind == 'rev':
+                parts = [(sign, idx) for sign, idx in ((-1.0, a), (1.0, b)) if idx is not None]
+                self._rev[j] = (a is not None, b is not None) + plan(parts, 2) + (offset,)
+        self._imu_plan = [plan([(1.0, idx)], 3) + (tuple(A.ravel().tolist()),)
+                          for idx, A, _ in self._imus]
 
     # -- helpers ---------------------------------------------------------
     def _drop(self, Jw: np.ndarray) -> np.ndarray:
         return Jw[..., :self.n]
-
-    @staticmethod
-    def _angle(w: np.ndarray, wd: np.ndarray, idx: np.ndarray | None):
-        """(θ, θ̇, ∂θ/∂w (4,), ∂θ̇/∂w (4,)); ground gives zeros."""
-        if idx is None:
-            z = np.zeros(4)
-            return 0.0, 0.0, z, z
-        d = w[idx[2:]] - w[idx[:2]]
-        dd = wd[idx[2:]] - wd[idx[:2]]
-        r2 = d @ d
-        G = np.array([-d[1], d[0]]) / r2
-        rate = float(G @ dd)
-        rate_d = np.array([dd[1], -dd[0]]) / r2 - 2.0 * rate * d / r2
-        return (math.atan2(d[1], d[0]), rate, np.concatenate((-G, G)),
-                np.concatenate((-rate_d, rate_d)))
-
-    @staticmethod
-    def _angle_value(w: np.ndarray, wd: np.ndarray, idx: np.ndarray | None
-                     ) -> tuple[float, float]:
-        """(θ, θ̇) of :meth:`_angle` without the Jacobians; ground gives zeros."""
-        if idx is None:
-            return 0.0, 0.0
-        dx, dy = (w[idx[2:]] - w[idx[:2]]).tolist()
-        ddx, ddy = (wd[idx[2:]] - wd[idx[:2]]).tolist()
-        r2 = dx * dx + dy * dy
-        return math.atan2(dy, dx), (dx * ddy - dy * ddx) / r2
-
-    def _scatter(self, idx: np.ndarray | None, g4: np.ndarray, out: np.ndarray,
-                 sign: float = 1.0) -> None:
-        if idx is not None:
-            np.add.at(out, idx, sign * g4)
 
     # -- joints ----------------------------------------------------------
     def joint(self, j: int, q: np.ndarray, qd: np.ndarray, want: bool = False
               ) -> tuple[Model, Model]:
         """Position and rate models of joint ``j`` (each 1 row)."""
         kind, a, b, offset = self._joints[j]
-        w, wd = self.ext.of(q), self.ext.rate(qd)
-        if kind == 'rev' and not want:         # values only (the estimate's joint readings)
-            ta, ra = self._angle_value(w, wd, a)
-            tb, rb = self._angle_value(w, wd, b)
-            return (Model(np.array([float(wrap_angle(tb - ta - offset))])),
-                    Model(np.array([rb - ra])))
         if kind == 'rev':
-            ta, ra, ga, gra = self._angle(w, wd, a)
-            tb, rb, gb, grb = self._angle(w, wd, b)
-            pos = np.array([float(wrap_angle(tb - ta - offset))])
-            vel = np.array([rb - ra])
-            if not want:
-                return Model(pos), Model(vel)
-            Gp = np.zeros(self.W)
-            Gv = np.zeros(self.W)
-            self._scatter(b, gb, Gp)
-            self._scatter(a, ga, Gp, -1.0)
-            self._scatter(b, grb, Gv)
-            self._scatter(a, gra, Gv, -1.0)
-            gp = self._drop(Gp)[None, :]
+            if not want:                 # values only (the estimate's joint readings)
+                pos, vel = self._rev_values(j, q, qd)
+                return Model(np.array([pos])), Model(np.array([vel]))
+            pos, vel, rows = self._rev_rows(j, q, qd)
             zero = np.zeros((1, self.n))
-            return (Model(pos, gp, zero, zero),
-                    Model(vel, self._drop(Gv)[None, :], gp.copy(), zero))
+            return (Model(np.array([pos]), rows[0:1], zero, zero),
+                    Model(np.array([vel]), rows[1:2], rows[0:1].copy(), zero))
+        w, wd = self.ext.of(q), self.ext.rate(qd)
         return self._prismatic(a, b, offset, w, wd, want)
+
+    def _stacked(self, gather: list, *x: np.ndarray) -> list:
+        """The entries ``gather`` of [q, consts, q̇, 0(, q̈, 0)] as floats (Python lists:
+        cheaper than numpy's concatenate and fancy indexing at this size)."""
+        if len(x) == 2:
+            src = x[0].tolist() + self._consts + x[1].tolist() + [0.0]
+        else:
+            src = (x[0].tolist() + self._consts + x[1].tolist() + [0.0] + x[2].tolist()
+                   + [0.0])
+        return [src[i] for i in gather]
+
+    def _rev_values(self, j: int, q: np.ndarray, qd: np.ndarray) -> tuple[float, float]:
+        """Angle θ_b − θ_a − offset (wrapped) and rate of revolute joint ``j`` (floats;
+        θ̇ = (dx ḋy − dy ḋx)/|d|², module docstring)."""
+        has_a, has_b, gather, _, offset = self._rev[j]
+        v = self._stacked(gather, q, qd)
+        h = len(v) // 2
+        ta = ra = tb = rb = 0.0
+        o = 0
+        if has_a:
+            dx, dy, ddx, ddy, r2, ta = _body_angle(v, 0, h)
+            ra = (dx * ddy - dy * ddx) / r2
+            o = 4
+        if has_b:
+            dx, dy, ddx, ddy, r2, tb = _body_angle(v, o, h)
+            rb = (dx * ddy - dy * ddx) / r2
+        return _wrap(tb - ta - offset), rb - ra
+
+    def _rev_rows(self, j: int, q: np.ndarray, qd: np.ndarray
+                  ) -> tuple[float, float, np.ndarray]:
+        """Angle, rate and the Jacobian rows [∂angle/∂q; ∂rate/∂q] (2, n) of revolute joint
+        ``j`` (∂rate/∂q̇ = ∂angle/∂q); the module docstring's formulas, local rows scattered
+        by one product."""
+        has_a, has_b, gather, sel, offset = self._rev[j]
+        v = self._stacked(gather, q, qd)
+        h = len(v) // 2
+        ta = ra = tb = rb = 0.0
+        g: tuple = ()
+        gr: tuple = ()
+        o = 0
+        if has_a:
+            dx, dy, ddx, ddy, r2, ta = _body_angle(v, 0, h)
+            ra, g, gr = _angle_rows(dx, dy, ddx, ddy, r2)
+            o = 4
+        if has_b:
+            dx, dy, ddx, ddy, r2, tb = _body_angle(v, o, h)
+            rb, gb, grb = _angle_rows(dx, dy, ddx, ddy, r2)
+            g, gr = g + gb, gr + grb
+        return _wrap(tb - ta - offset), rb - ra, np.array((g, gr)) @ sel
 
     def _prismatic(self, p_idx, line, offset, w, wd, want):
         a_idx, b_idx, fixed = line
@@ -216,33 +275,44 @@ class SensorModel:
     def imu(self, k: int, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray, want: bool = False
             ) -> tuple[Model, Model, Model]:
         """Gyro (1), accelerometer (2) and orientation (1) models of IMU ``k``."""
-        idx, A, alpha = self._imus[k]
-        w, wd = self.ext.of(q), self.ext.rate(qd)
-        th, rate, g, gr = self._angle(w, wd, idx)
-        acc = A @ self.ext.rate(qdd)[idx]
-        v = acc - self.g
-        phi = th + alpha
-        c, s = math.cos(phi), math.sin(phi)
-        RT = np.array([[c, s], [-s, c]])
-        f = RT @ v
+        rate, f0, f1, phi, rows, dRTv = self._imu_rows(k, q, qd, qdd, want)
         gyro = np.array([rate])
-        ori = np.array([float(wrap_angle(phi))])
+        f = np.array([f0, f1])
+        ori = np.array([_wrap(phi)])
         if not want:
             return Model(gyro), Model(f), Model(ori)
         n = self.n
-        Gq = np.zeros(self.W)
-        Gr = np.zeros(self.W)
-        np.add.at(Gq, idx, g)
-        np.add.at(Gr, idx, gr)
-        gq = self._drop(Gq)
+        gq = rows[0]
         zero1 = np.zeros((1, n))
-        dRT = np.array([[-s, c], [-c, -s]])
-        Fq = np.outer(dRT @ v, gq)
-        Fa = np.zeros((2, self.W))
-        np.add.at(Fa.T, idx, (RT @ A).T)
-        return (Model(gyro, self._drop(Gr)[None, :], gq[None, :], zero1.copy()),
-                Model(f, Fq, np.zeros((2, n)), self._drop(Fa)),
-                Model(ori, gq[None, :], zero1.copy(), zero1.copy()))
+        return (Model(gyro, rows[1:2], rows[0:1], zero1),
+                Model(f, np.outer(dRTv, gq), np.zeros((2, n)), rows[2:4]),
+                Model(ori, rows[0:1].copy(), zero1.copy(), zero1.copy()))
+
+    def _imu_rows(self, k: int, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray, want: bool
+                  ) -> tuple[float, float, float, float, np.ndarray | None, tuple | None]:
+        """IMU ``k``'s gyro θ̇, specific force f = Rᵀ(θ + α)(A r̈ − g), angle θ + α
+        (unwrapped) and, with ``want``, the rows [∂θ/∂q; ∂θ̇/∂q; ∂f/∂q̈ (2)] (4, n) and
+        ∂Rᵀ/∂θ (A r̈ − g) (module docstring's models; floats, one product scatters the
+        local rows)."""
+        gather, sel, A = self._imu_plan[k]
+        alpha = self._imus[k][2]
+        v = self._stacked(gather, q, qd, qdd)
+        dx, dy, ddx, ddy, r2, th = _body_angle(v, 0, 4)
+        rate, g4, gr4 = _angle_rows(dx, dy, ddx, ddy, r2)
+        a0, a1, a2, a3, a4, a5, a6, a7 = A
+        x0, x1, x2, x3 = v[8:12]
+        v0 = a0 * x0 + a1 * x1 + a2 * x2 + a3 * x3 - self._g0
+        v1 = a4 * x0 + a5 * x1 + a6 * x2 + a7 * x3 - self._g1
+        phi = th + alpha
+        c, s = math.cos(phi), math.sin(phi)
+        f0, f1 = c * v0 + s * v1, -s * v0 + c * v1
+        if not want:
+            return rate, f0, f1, phi, None, None
+        local = np.array((g4, gr4,
+                          (c * a0 + s * a4, c * a1 + s * a5, c * a2 + s * a6, c * a3 + s * a7),
+                          (-s * a0 + c * a4, -s * a1 + c * a5, -s * a2 + c * a6,
+                           -s * a3 + c * a7)))
+        return rate, f0, f1, phi, local @ sel, (-s * v0 + c * v1, -c * v0 - s * v1)
 
     # -- many states at once (readings of one sensor in an interval factor) -------
     # The same formulas as joint/imu, vectorised over N states; the scalar forms stay
@@ -250,7 +320,8 @@ class SensorModel:
     # the two against each other.
     @staticmethod
     def _angle_batch(w: np.ndarray, wd: np.ndarray, idx: np.ndarray | None):
-        """:meth:`_angle` for N states at once: (θ, θ̇, ∂θ/∂w, ∂θ̇/∂w) as (N,),
+        """Body angle θ = atan2(dy, dx) and rate θ̇ (module docstring) for N states at once,
+        with their Jacobians: (θ, θ̇, ∂θ/∂w, ∂θ̇/∂w) as (N,),
         (N,), (N, 4), (N, 4); ground gives zeros."""
         N = w.shape[0]
         if idx is None:
@@ -286,12 +357,15 @@ class SensorModel:
             return None
         n, N = self.n, X.shape[0]
         if N == 1 or X.strides[0] == 0:        # one state: the scalar model, once
-            pm, vm = self.joint(j, X[0, 0], X[0, 1], True)
-            Hp = np.empty((N, 3, n))
-            Hv = np.empty((N, 3, n))
-            Hp[:, 0], Hp[:, 1], Hp[:, 2] = pm.Hq[0], pm.Hqd[0], pm.Hqdd[0]
-            Hv[:, 0], Hv[:, 1], Hv[:, 2] = vm.Hq[0], vm.Hqd[0], vm.Hqdd[0]
-            return (np.full(N, pm.h[0]), np.full(N, vm.h[0])), (Hp, Hv)
+            pos, vel, rows = self._rev_rows(j, X[0, 0], X[0, 1])
+            Hp = np.zeros((N, 3, n))
+            Hv = np.zeros((N, 3, n))
+            Hp[:, 0] = rows[0]
+            Hv[:, 0] = rows[1]
+            Hv[:, 1] = rows[0]
+            if N == 1:
+                return (np.array([pos]), np.array([vel])), (Hp, Hv)
+            return (np.full(N, pos), np.full(N, vel)), (Hp, Hv)
         w, wd, _ = self._extended(X)
         ta, ra, ga, gra = self._angle_batch(w, wd, a)
         tb, rb, gb, grb = self._angle_batch(w, wd, b)
@@ -348,11 +422,10 @@ class SensorModel:
                          s_orient: np.ndarray) -> list:
         """Observations of one 3-axis IMU record on a plane whose normal is z: the z rate,
         the in-plane specific force and the yaw (each part when finite)."""
-        from ..core.measurements import quaternion_yaw
         out = []
-        if gyro is not None and np.isfinite(gyro[2]):
+        if gyro is not None and math.isfinite(gyro[2]):
             out.append(Observation('gyro', k, gyro[2:], s_gyro[2:]))
-        if accel is not None and np.all(np.isfinite(accel[:2])):
+        if accel is not None and math.isfinite(accel[0]) and math.isfinite(accel[1]):
             out.append(Observation('accel', k, accel[:2], s_accel[:2]))
         if quat is not None and np.all(np.isfinite(quat)):
             out.append(Observation('orient', k, np.array([quaternion_yaw(quat)]), s_orient[2:]))
@@ -390,25 +463,30 @@ class SensorModel:
                         ) -> tuple[np.ndarray, np.ndarray | None]:
         """:meth:`imu_errors` with every reading at one state ``x`` (3, n): the scalar
         model, once (the batch form costs twice as much for one state)."""
-        gm, fm, om = self.imu(k, x[0], x[1], x[2], want)
-        sizes = [np.size(ob.sigma) for ob in obs]
+        rate, f0, f1, phi, rows, dRTv = self._imu_rows(k, x[0], x[1], x[2], want)
+        sizes = [ob.sigma.size for ob in obs]
         e = np.empty(sum(sizes))
-        H = np.empty((e.size, 3, self.n)) if want else None
+        H = np.zeros((e.size, 3, self.n)) if want else None
         r0 = 0
         for ob, size in zip(obs, sizes):
-            if ob.kind == 'gyro':
-                m = gm
-                e[r0] = gm.h[0] - ob.z[0]
-            elif ob.kind == 'accel':
-                m = fm
-                e[r0:r0 + 2] = fm.h - ob.z
+            kind = ob.kind
+            if kind == 'gyro':
+                e[r0] = rate - ob.z[0]
+                if want:
+                    H[r0, 0] = rows[1]
+                    H[r0, 1] = rows[0]
+            elif kind == 'accel':
+                z0, z1 = ob.z.tolist()
+                e[r0] = f0 - z0
+                e[r0 + 1] = f1 - z1
+                if want:
+                    H[r0, 0] = dRTv[0] * rows[0]
+                    H[r0 + 1, 0] = dRTv[1] * rows[0]
+                    H[r0:r0 + 2, 2] = rows[2:4]
             else:
-                m = om
-                e[r0] = wrap_angle(om.h[0] - ob.z[0])
-            if want:
-                H[r0:r0 + size, 0] = m.Hq
-                H[r0:r0 + size, 1] = m.Hqd
-                H[r0:r0 + size, 2] = m.Hqdd
+                e[r0] = _wrap(_wrap(phi) - ob.z[0])
+                if want:
+                    H[r0, 0] = rows[0]
             r0 += size
         return e, H
 

@@ -307,8 +307,10 @@ class SpatialDynamics:
 
     # -- forward dynamics ---------------------------------------------------------------------
     def forward(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray,
-                derivatives: bool = False) -> FDResult:
-        """q̈ = M(q)⁻¹ (τ − h(q, q̇)), optionally with ∂q̈/∂q, ∂q̈/∂q̇ and ∂q̈/∂τ = M⁻¹.
+                derivatives: bool = False, minv: bool = True) -> FDResult:
+        """q̈ = M(q)⁻¹ (τ − h(q, q̇)), optionally with ∂q̈/∂q, ∂q̈/∂q̇ and ∂q̈/∂τ = M⁻¹
+        (always: the Jacobians need it; ``minv`` is :class:`.pin_backend.PinocchioDynamics`'s
+        option to skip it).
 
         M is n×n and symmetric positive definite: its explicit inverse (LAPACK) is the
         cheapest way here, and the Jacobians reuse it, ``∂q̈/∂x = −M⁻¹ ∂ID/∂x`` at the

@@ -117,15 +117,15 @@ class PinocchioDynamics:
                                                    np.asarray(q, float), np.asarray(qd, float)))
 
     def forward(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray,
-                derivatives: bool = False) -> FDResult:
-        """q̈ (``pin.aba``), optionally with ∂q̈/∂q, ∂q̈/∂q̇ and M⁻¹."""
+                derivatives: bool = False, minv: bool = True) -> FDResult:
+        """q̈ (``pin.aba``), optionally with ∂q̈/∂q, ∂q̈/∂q̇ and (``minv``) M⁻¹."""
         pin, pm, pd = self._pin, self.pmodel, self.pdata
         q, qd, tau = (np.asarray(x, float) for x in (q, qd, tau))
         if not derivatives:
             return FDResult(qdd=np.array(pin.aba(pm, pd, q, qd, tau)))
         dq, dv, Minv = pin.computeABADerivatives(pm, pd, q, qd, tau)
         return FDResult(qdd=np.array(pd.ddq), dqdd_dq=np.array(dq), dqdd_dqd=np.array(dv),
-                        dqdd_dtau=self._sym(Minv))
+                        dqdd_dtau=self._sym(Minv) if minv else None)
 
 
 class PinocchioImu:
@@ -187,9 +187,9 @@ class PinocchioImu:
         L[:6, :n] = dv_dq
         L[6:, :n] = J[3:]
         L[:6, n:] = J
-        K = np.array([[0.0, -wz, wy, 0.0, vz, -vy, 0.0, gz, -gy],
-                      [wz, 0.0, -wx, -vz, 0.0, vx, -gz, 0.0, gx],
-                      [-wy, wx, 0.0, vy, -vx, 0.0, gy, -gx, 0.0]])
+        K = np.array([0.0, -wz, wy, 0.0, vz, -vy, 0.0, gz, -gy,
+                      wz, 0.0, -wx, -vz, 0.0, vx, -gz, 0.0, gx,
+                      -wy, wx, 0.0, vy, -vx, 0.0, gy, -gx, 0.0]).reshape(3, 9)
         H[3:6, :n] = da_dq[:3]
         H[3:6, n:2 * n] = da_dv[:3]
         H[3:6, :2 * n] += K @ L

@@ -153,7 +153,7 @@ class SpatialSystem:
         if fr is not None:
             Btau = Btau - fr[0]
         if d is None or not d.has_rotor:
-            r = self.dyn.forward(q, qd, Btau, derivatives=True)
+            r = self.dyn.forward(q, qd, Btau, derivatives=True, minv=fr is not None)
             if fr is None:
                 return r.qdd, r.dqdd_dq, r.dqdd_dqd
             return r.qdd, r.dqdd_dq, r.dqdd_dqd - r.dqdd_dtau * fr[1]

@@ -130,3 +130,36 @@ def test_a_tick_whose_every_new_reading_is_rejected_is_a_tick_without_readings(r
     assert d.get('rejected_outlier', 0) == len(enc.names), d
     assert not any(k.startswith('reset') for k in d), d
     assert est.counters['resets'] == 0
+
+
+def test_late_readings_of_different_ticks_are_gated_each_with_its_own_sigma(readings):
+    """Late readings (stamped at earlier ticks) are predicted from the estimate of their own
+    tick, grouped by that tick: an encoder reading 3.1 σ off, added between a gyro reading of
+    another tick and a good encoder reading, is rejected on its own σ. (Issue 24: the gate
+    took the σ's in the readings' order but the rows in the groups' order, so this reading
+    was weighed with the gyro's σ, five times its own, and used.)"""
+    system, recs = readings
+    est, later = start(system, recs, 0.2)
+    stamps = sorted(later)
+    for t in stamps[:3]:                        # three ticks on; then readings of two of them
+        for r in later[t]:
+            est.add(r)
+        assert est.tick(t) is not None
+    t_a, t_b, t_now = stamps[0], stamps[1], stamps[3]
+    enc_a = next(r for r in later[t_a] if isinstance(r, JointMeasurement))
+    imu_b = next(r for r in later[t_b] if isinstance(r, ImuMeasurement))
+    names = enc_a.names
+    assert len(names) == 2
+    var = np.array([SIGMA ** 2])
+    good = JointMeasurement(t_a, names[:1], enc_a.position[:1], np.zeros(0), np.zeros(0),
+                            position_var=var)
+    off = JointMeasurement(t_a, names[1:], enc_a.position[1:] + 3.1 * SIGMA, np.zeros(0),
+                           np.zeros(0), position_var=var)
+    before = dict(est.counters)
+    for r in later[t_now]:
+        est.add(r)
+    for r in (good, replace(imu_b, accel=None), off):   # the gyro's tick between the two
+        assert est.add(r)
+    assert est.tick(t_now) is not None
+    d = {k: v - before.get(k, 0) for k, v in est.counters.items() if v != before.get(k, 0)}
+    assert d.get('late', 0) == 2 and d.get('rejected_outlier', 0) == 1, d

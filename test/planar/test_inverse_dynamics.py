@@ -99,6 +99,12 @@ def test_lean_kinematics_equal_the_core_constraints(name):
     np.testing.assert_allclose(lean.hess_vec(q, v), sys.constraints.hess_vec(q, v), atol=1e-12)
     np.testing.assert_allclose(lean.hess_weighted(q, lam),
                                sys.constraints.hess_weighted(q, lam), atol=1e-12)
+    # the per-tick forms: Φq alone, and the second-order terms from terms()'s angle caches
+    np.testing.assert_allclose(lean.phi_q(q), sys.constraints.phi_q(q), atol=1e-12)
+    np.testing.assert_allclose(lean.hess_vec(q, v, got), sys.constraints.hess_vec(q, v),
+                               atol=1e-12)
+    np.testing.assert_allclose(lean.hess_weighted(q, lam, got),
+                               sys.constraints.hess_weighted(q, lam), atol=1e-12)
 
 
 def _pick_and_place_motion(sys, N):
