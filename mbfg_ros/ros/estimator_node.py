@@ -34,17 +34,20 @@ grid ticks into one longer step, so readings are never dropped for being
 slow (``ticks.merged``, ``ticks.overruns``, ``ticks.rate_hz``). With no input
 the tick timer stops (idle costs nothing) and the first reading restarts it.
 How it runs (parameter ``executor``, :func:`run_loop`): by default (``auto`` = ``loop``)
-the main thread runs the tick loop itself. Once per tick period (wall clock) it takes
-the newest ``/clock`` (under ``use_sim_time``) and every message waiting on the sensor
-topics (``take_message``, no callback and no wait set per message), runs the due tick
-and publishes it; rclpy's ``SingleThreadedExecutor`` serves everything else (services,
-parameters, references, ``~/set_state``, diagnostics, markers), one callback per turn
-every :data:`SPIN_EVERY_S`. The sensor subscriptions and rclpy's own ``/clock`` subscription
-sit in a :class:`PolledGroup`, a callback group the executor leaves out of its wait set
-while the loop ticks; with no input (idle) the loop blocks in the executor with them back
-in, and the first reading wakes it. ``single`` and ``events`` are the callback design (a
-callback per message, a tick timer) under the ``SingleThreadedExecutor`` or rclpy's
-``EventsExecutor`` (Kilted, recent Jazzy; not Humble).
+the main thread runs the tick loop itself. Once per tick period (wall clock) it takes the
+newest ``/clock`` (under ``use_sim_time``) and every message waiting on the sensor topics
+(``take_message``, no callback and no wait set per message; their serialised bytes, read
+by :mod:`.cdr`), runs the due tick and publishes it (bytes patched in place,
+:class:`~.conversions.SerialisedEstimateMessages`); rclpy's ``SingleThreadedExecutor``
+serves everything else (services, parameters, references, ``~/set_state``, diagnostics,
+markers), one callback per turn every :data:`SPIN_EVERY_S` (rclpy's QoS event handlers in
+one turn every :data:`EVENTS_EVERY_S`). The sensor subscriptions and rclpy's own
+``/clock`` subscription sit in a :class:`PolledGroup`, a callback group the executor
+leaves out of its wait set while the loop ticks; with no input (idle) the loop blocks in
+the executor with them back in, and the first reading wakes it. ``single`` and ``events``
+are the callback design (a callback per message, a tick timer) under the
+``SingleThreadedExecutor`` or rclpy's ``EventsExecutor`` (Kilted, recent Jazzy; not
+Humble).
 
 Run: ``ros2 run mbfg_ros estimator_node --ros-args -p mechanism:=fourbar.yaml``
 or ``python -m mbfg_ros.ros.estimator_node --ros-args ...``. A bad parameter or
@@ -68,8 +71,10 @@ from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from rclpy.time_source import TimeSource
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.serialization import deserialize_message
 
 from ..loader import load_mechanism, mechanism_warning
+from . import cdr
 from . import conversions as cv
 from .driver import EstimatorDriver, TickOutput
 from .markers import ESTIMATE_STYLE, MarkerPublisher
@@ -79,7 +84,7 @@ from .runner import run_node, stop_on_signals
 __all__ = ['EstimatorNode', 'main', 'SENSOR_QOS', 'OUTPUT_QOS', 'REFERENCE_QOS',
            'REFERENCE_LIVE_QOS',
            'make_executor', 'LOG_EVERY', 'REQUEST_KEYS', 'PolledGroup', 'run_loop',
-           'SPIN_EVERY_S', 'LOOP_KINDS']
+           'SPIN_EVERY_S', 'EVENTS_EVERY_S', 'LOOP_KINDS', 'event_handler_types']
 
 SENSOR_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000,
                         reliability=ReliabilityPolicy.BEST_EFFORT,
@@ -127,6 +132,11 @@ SPIN_EVERY_S = 0.01
 A turn costs ~0.13 ms of CPU here (rclpy builds its wait set in Python), so 1 % of a core
 at this rate; a request waits at most this long plus one tick."""
 
+EVENTS_EVERY_S = 1.0
+"""Loop mode: seconds between two executor turns that include the QoS event handlers
+(rclpy's incompatible-QoS and -type warnings, two per publisher and subscription: 32 of
+the wait set's entities, ~60 % of a turn's cost); the other turns leave them out."""
+
 PARK_AFTER_S = 0.1
 """Loop mode: a clock that has not moved for this long (a simulated clock that stopped:
 bag or simulator paused or ended), with no message and no tick run, parks the loop in the
@@ -165,6 +175,21 @@ class PolledGroup(CallbackGroup):
 
     def ending_execution(self, entity: Any) -> None:
         pass
+
+
+def event_handler_types() -> tuple[type, ...]:
+    """rclpy's QoS event handler class (``rclpy.event_handler.EventHandler`` since Iron,
+    ``rclpy.qos_event.QoSEventHandler`` in Humble), as an ``isinstance`` tuple."""
+    try:
+        from rclpy.event_handler import EventHandler
+        return (EventHandler,)
+    except ImportError:
+        pass
+    try:
+        from rclpy.qos_event import QoSEventHandler
+        return (QoSEventHandler,)
+    except ImportError:
+        return ()
 
 
 def _trigger_type() -> Any:
@@ -206,14 +231,36 @@ def _take(sub: Any) -> Any:
 
 
 def _newest(sub: Any) -> Any:
-    """The newest message waiting on ``sub`` (the older ones taken and dropped), or None."""
+    """The newest message waiting on ``sub`` (the older ones taken and dropped), or None
+    (deserialised: the floating-base node's ``/clock``)."""
     last = None
     while (msg := _take(sub)) is not None:
         last = msg
     return last
 
 
-def _drain(inputs: list, limit: int):
+def _take_raw(sub: Any) -> bytes | None:
+    """The serialised bytes of the next message waiting on ``sub`` (no deserialisation:
+    :mod:`.cdr` reads them), or None (nothing waiting)."""
+    with sub.handle:
+        info = sub.handle.take_message(sub.msg_type, True)
+    return None if info is None else info[0]
+
+
+def _newest_raw(sub: Any) -> bytes | None:
+    """The bytes of the newest message waiting on ``sub`` (the older ones taken and
+    dropped unread), or None. A subscription keeping the last message only (rclpy's
+    ``/clock`` one: KEEP_LAST, depth 1) is taken once."""
+    qos = sub.qos_profile
+    if qos.history == HistoryPolicy.KEEP_LAST and qos.depth == 1:
+        return _take_raw(sub)
+    last = None
+    while (buf := _take_raw(sub)) is not None:
+        last = buf
+    return last
+
+
+def _drain(inputs: list, limit: int, take: Any = _take):
     """``(handler, message)`` pairs already waiting on the sensor subscriptions
     ``inputs`` (``(subscription, handler)`` pairs), taken round-robin, at most ``limit``.
 
@@ -223,14 +270,15 @@ def _drain(inputs: list, limit: int):
     minus the per-message round trip. Round-robin over *every* sensor topic keeps
     their backlogs in step: draining one topic alone would run the ticks past the
     other topic's waiting readings and drop them as too old. Any failure of that
-    internal API falls back to one message per callback.
+    internal API falls back to one message per callback. ``take``: how one message is
+    taken (:func:`_take`; the loop's :func:`_take_raw`, its bytes for :mod:`.cdr`).
     """
     live = list(inputs)
     taken = 0
     try:
         while live and taken < limit:
             for item in tuple(live):
-                msg = _take(item[0])
+                msg = take(item[0])
                 if msg is None:
                     live.remove(item)
                     continue
@@ -271,6 +319,13 @@ class EstimatorNode(Node):
         self._idle_ns = int(1e9 * settings.config.max_tick_gap)
         self._msgs = cv.EstimateMessages(cv.rclpy_kit(), self.driver.joint_names,
                                          self.driver.coordinate_names)
+        try:      # the same messages as their serialised bytes, patched per tick
+            self._raw_msgs: cv.SerialisedEstimateMessages | None = \
+                cv.SerialisedEstimateMessages(self.driver.joint_names,
+                                              self.driver.coordinate_names,
+                                              len(self.driver.law.names))
+        except ValueError:
+            self._raw_msgs = None
         ext = self.driver.external
         self._ext_msgs = cv.ExternalMessages(cv.rclpy_kit(), ext.names, ext.config.wrench_link)
         self._logged: dict[str, list] = {}            # category -> [last wall time, suppressed]
@@ -360,12 +415,26 @@ class EstimatorNode(Node):
                 clock=Clock(clock_type=ClockType.STEADY_TIME))
         self._started = True
         self.clock_sub = self._poll_clock_subscription() if self.looping else None
+        self._clock_msg = cv.message_class('Clock')()     # the /clock read from its bytes
+        self.rare_events = self._rare_event_group() if self.looping else None
         self.get_logger().info(
             f'{system.description.source}: {len(self.driver.joint_names)} joints, '
             f'{len(self.driver.imu_names)} IMUs, {system.n} coordinates, '
             f'{self.driver.frequency:g} Hz, commands for {list(self.driver.law.names)}')
 
     # ------------------------------------------------------------------ input
+    def _rare_event_group(self) -> PolledGroup:
+        """Loop mode: the QoS event handlers of every publisher and subscription (rclpy's
+        waitables of this node) moved into one :class:`PolledGroup`, left out of the
+        executor's turns but one every :data:`EVENTS_EVERY_S` and the idle wait."""
+        group = PolledGroup(polling=True)
+        kinds = event_handler_types()
+        for waitable in self.waitables:
+            if isinstance(waitable, kinds):
+                waitable.callback_group = group
+                group.add_entity(waitable)
+        return group
+
     def _poll_clock_subscription(self) -> Any:
         """Loop mode under ``use_sim_time``: rclpy's own ``/clock`` subscription (its
         TimeSource's, found by its callback) moved into the polled group, so the loop takes
@@ -383,21 +452,23 @@ class EstimatorNode(Node):
     def poll(self) -> int:
         """Loop mode: the newest ``/clock`` (sim time: handed to rclpy's TimeSource, which
         sets the node clock), then the messages waiting on the sensor topics, taken
-        round-robin (:func:`_drain`) through the driver's input path with the clock read
-        once per batch of :data:`POLL_BATCH`; a backlog is taken batch by batch with the
-        clock polled again between them (a reading stamped after the clock read is not
-        "future"), at most :data:`LOOP_DRAIN_MAX` in all. The number of messages taken."""
+        round-robin (:func:`_drain`) as their serialised bytes (:func:`_take_raw`: the
+        driver reads them with :mod:`.cdr`, no Python message built) through the driver's
+        input path with the clock read once per batch of :data:`POLL_BATCH`; a backlog is
+        taken batch by batch with the clock polled again between them (a reading stamped
+        after the clock read is not "future"), at most :data:`LOOP_DRAIN_MAX` in all. The
+        number of messages taken."""
         taken = 0
         queued = False
         clock_sub = self.clock_sub
         while True:
             if clock_sub is not None:
-                tick = _newest(clock_sub)
-                if tick is not None:
-                    clock_sub.callback(tick)
+                buf = _newest_raw(clock_sub)
+                if buf is not None:
+                    self._set_clock(clock_sub, buf)
             now = self._now_ns()
             batch = 0
-            for handler, msg in _drain(self._polled_inputs, POLL_BATCH):
+            for handler, msg in _drain(self._polled_inputs, POLL_BATCH, _take_raw):
                 batch += 1
                 queued |= handler(msg, now) is not None
             taken += batch
@@ -406,6 +477,22 @@ class EstimatorNode(Node):
         if queued:
             self._wake()
         return taken
+
+    def _set_clock(self, clock_sub: Any, buf: bytes) -> None:
+        """The ``/clock`` message in ``buf`` (its bytes) to rclpy's TimeSource (the
+        callback of ``clock_sub``): read by :func:`.cdr.read_clock` into one reused
+        message, or deserialised by rclpy (another encapsulation); bytes neither reads
+        are skipped (the next /clock sets the time)."""
+        msg = self._clock_msg
+        try:
+            t = cdr.read_clock(buf)
+            msg.clock.sec, msg.clock.nanosec = divmod(t, cv.NS)
+        except (cdr.Unsupported, cdr.Malformed, ValueError, AssertionError):
+            try:
+                msg = deserialize_message(buf, clock_sub.msg_type)
+            except Exception:  # noqa: BLE001 - rclpy's RMWError: not a Clock
+                return
+        clock_sub.callback(msg)
 
     def _now_ns(self) -> int:
         return self.get_clock().now().nanoseconds
@@ -545,19 +632,32 @@ class EstimatorNode(Node):
     def _publish(self, out: TickOutput, now: int) -> None:
         if out.estimate is None:
             return
-        m = self._msgs
-        m.fill(out.t_ns, out.estimate, out.joint_effort, out.command)
         # a topic nobody subscribes to is not published: ~20 µs of rmw per message saved
         # (get_subscription_count is ~1 µs, asked every tick: a new subscriber gets the next)
-        _publish_wanted(self.pub_joints, m.joints)
-        _publish_wanted(self.pub_state, m.state)
-        _publish_wanted(self.pub_stddev, m.stddev)
-        if out.command is not None:
-            _publish_wanted(self.pub_command, m.command)
+        raw = self._raw_msgs
+        if raw is not None and raw.fill(out.t_ns, out.estimate, out.joint_effort, out.command):
+            # the serialised bytes, patched in place: no message converted or serialised
+            _publish_wanted(self.pub_joints, raw.joints.buf)
+            _publish_wanted(self.pub_state, raw.state.buf)
+            _publish_wanted(self.pub_stddev, raw.stddev.buf)
+            if out.command is not None:
+                _publish_wanted(self.pub_command, raw.command.buf)
+        else:
+            m = self._msgs
+            m.fill(out.t_ns, out.estimate, out.joint_effort, out.command)
+            _publish_wanted(self.pub_joints, m.joints)
+            _publish_wanted(self.pub_state, m.state)
+            _publish_wanted(self.pub_stddev, m.stddev)
+            if out.command is not None:
+                _publish_wanted(self.pub_command, m.command)
         if out.external is not None and out.external.valid:
-            self._ext_msgs.fill(out.t_ns, out.external)
-            for key, msg in self._ext_msgs.by_topic.items():
-                _publish_wanted(self.pub_external[key], msg)
+            wanted = [(self.pub_external[key], msg)
+                      for key, msg in self._ext_msgs.by_topic.items()
+                      if self.pub_external[key].get_subscription_count()]
+            if wanted:                    # filled only when someone listens
+                self._ext_msgs.fill(out.t_ns, out.external)
+                for pub, msg in wanted:
+                    pub.publish(msg)
         self.driver.ticks['published'] += 1
         self._latency_ms.append((self._now_ns() - out.t_ns) / 1e6)
 
@@ -667,9 +767,10 @@ class EstimatorNode(Node):
 
 
 def _publish_wanted(pub: Any, msg: Any) -> None:
-    """``pub.publish(msg)`` if anyone subscribes to ``pub``'s topic."""
+    """``pub.publish(msg)`` if anyone subscribes to ``pub``'s topic (a ``bytearray``: its
+    serialised bytes, copied)."""
     if pub.get_subscription_count():
-        pub.publish(msg)
+        pub.publish(bytes(msg) if isinstance(msg, bytearray) else msg)
 
 
 def _imu_at(driver: EstimatorDriver, sensor: str, msg: Any, now_ns: int) -> Any:
@@ -709,16 +810,17 @@ def run_loop(node: EstimatorNode, executor: rclpy.executors.Executor) -> None:
     no tick was due yet); while the ``max_tick_load`` budget holds the next tick back
     (``ticks.deferred``) the loop still polls every period and ticks when it ends. Every
     :data:`SPIN_EVERY_S` one turn of the executor (sensors and ``/clock`` left out of its
-    wait set) runs one ready callback. Idle (the tick timer cancelled: no input yet, or
+    wait set, and the QoS event handlers but every :data:`EVENTS_EVERY_S`) runs one ready
+    callback. Idle (the tick timer cancelled: no input yet, or
     none for ``max_tick_gap``), or parked (a simulated clock that stood still for
     :data:`PARK_AFTER_S` with nothing taken or ticked): the executor waits on everything,
     sensors and ``/clock`` included, and a message wakes the loop.
     """
     period = 1.0 / node.driver.frequency
     park_after = max(1, int(PARK_AFTER_S / period))
-    group = node.polled
+    group, rare = node.polled, node.rare_events
     clock = time.perf_counter
-    next_wake = next_spin = clock()
+    next_wake = next_spin = next_events = clock()
     stop = node.stop_requested
     ok = node.context.ok
     still, last_now, last_tick = 0, None, None
@@ -726,12 +828,12 @@ def run_loop(node: EstimatorNode, executor: rclpy.executors.Executor) -> None:
         if node.timer.is_canceled() or still >= park_after:
             # idle, or parked (a sim clock that stopped with nothing queued): the executor
             # waits on everything, sensors and /clock included; a message wakes the loop
-            group.polling = False
+            group.polling = rare.polling = False
             try:
                 executor.spin_once(timeout_sec=0.1)
             except OSError:      # a signal interrupted the wait: look at the context again
                 pass
-            group.polling = True
+            group.polling = rare.polling = True
             next_wake = next_spin = clock()
             if still:
                 still = park_after - 1          # look again once (the wait may have run
@@ -762,10 +864,14 @@ def run_loop(node: EstimatorNode, executor: rclpy.executors.Executor) -> None:
             # one turn, no waiting: rclpy's wait costs ~0.13 ms per call here (its wait set
             # rebuilt in Python, ~30 QoS event waitables), and a timeout may wait again
             next_spin = now + SPIN_EVERY_S
+            if now >= next_events:              # the QoS event handlers too, once a second
+                next_events = now + EVENTS_EVERY_S
+                rare.polling = False
             try:
                 executor.spin_once(timeout_sec=0.0)
             except OSError:
                 pass
+            rare.polling = True
             now = clock()
         if wake > now:
             time.sleep(wake - now)
