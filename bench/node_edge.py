@@ -143,7 +143,7 @@ def publishing(count: int, domain: int) -> tuple[float, float]:
 
     from mbfg_ros.core.measurements import Estimate
     from mbfg_ros.ros import conversions as cv
-    from mbfg_ros.ros.estimator_node import OUTPUT_QOS
+    from mbfg_ros.ros.polling import OUTPUT_QOS
 
     ctx_tx, ctx_rx = rclpy.Context(), rclpy.Context()
     rclpy.init(context=ctx_tx, domain_id=domain)
@@ -195,6 +195,7 @@ def executor_turn(count: int, domain: int) -> tuple[float, float]:
     from rclpy.parameter import Parameter
 
     from mbfg_ros.ros import estimator_node as N
+    from mbfg_ros.ros.polling import make_executor
 
     ctx = rclpy.Context()
     rclpy.init(context=ctx, domain_id=domain)
@@ -202,7 +203,7 @@ def executor_turn(count: int, domain: int) -> tuple[float, float]:
         node = N.EstimatorNode(context=ctx, parameter_overrides=[
             Parameter(k, value=v) for k, v in _params().items()] + [
             Parameter('use_sim_time', value=True)])
-        ex = N.make_executor('auto', context=ctx)
+        ex = make_executor('auto', context=ctx)
         ex.add_node(node)
         node.polled.polling = True
         out = []

@@ -66,7 +66,6 @@ from typing import Any
 import numpy as np
 import rclpy
 import rclpy.executors
-from rclpy.callback_groups import CallbackGroup
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from rclpy.time_source import TimeSource
@@ -79,22 +78,12 @@ from . import conversions as cv
 from .driver import EstimatorDriver, TickOutput
 from .markers import ESTIMATE_STYLE, MarkerPublisher
 from .params import ESTIMATOR_PARAMS, ParameterError, check_live, declare, parse_estimator, read
+from .polling import OUTPUT_QOS, SENSOR_QOS, SPIN_EVERY_S, GcPauses, PolledGroup, drain, \
+    event_handler_types, events_executor_class, make_executor, newest_raw, take_raw
 from .runner import run_node, stop_on_signals
 
-__all__ = ['EstimatorNode', 'main', 'SENSOR_QOS', 'OUTPUT_QOS', 'REFERENCE_QOS',
-           'REFERENCE_LIVE_QOS',
-           'make_executor', 'LOG_EVERY', 'REQUEST_KEYS', 'PolledGroup', 'run_loop',
-           'SPIN_EVERY_S', 'EVENTS_EVERY_S', 'LOOP_KINDS', 'event_handler_types']
-
-SENSOR_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000,
-                        reliability=ReliabilityPolicy.BEST_EFFORT,
-                        durability=DurabilityPolicy.VOLATILE)
-"""Sensor-data QoS (best effort, volatile) with a history of 1 s at 1 kHz, so a
-stream survives a slow tick. Matches reliable and best-effort publishers alike."""
-
-OUTPUT_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10,
-                        reliability=ReliabilityPolicy.RELIABLE,
-                        durability=DurabilityPolicy.VOLATILE)
+__all__ = ['EstimatorNode', 'main', 'REFERENCE_QOS', 'REFERENCE_LIVE_QOS', 'LOG_EVERY',
+           'REQUEST_KEYS', 'run_loop', 'EVENTS_EVERY_S', 'LOOP_KINDS']
 
 REFERENCE_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
                            reliability=ReliabilityPolicy.RELIABLE,
@@ -126,12 +115,6 @@ REQUEST_KEYS = ('reset', 'set_state', 'set_state_refused', 'params_set', 'params
 """Service and request counters (``requests.<key>`` in /diagnostics), a fixed set."""
 
 
-SPIN_EVERY_S = 0.01
-"""Loop mode: seconds between two turns of the executor (services, parameters, references,
-``~/set_state``, diagnostics, markers): one ready callback per turn, without waiting.
-A turn costs ~0.13 ms of CPU here (rclpy builds its wait set in Python), so 1 % of a core
-at this rate; a request waits at most this long plus one tick."""
-
 EVENTS_EVERY_S = 1.0
 """Loop mode: seconds between two executor turns that include the QoS event handlers
 (rclpy's incompatible-QoS and -type warnings, two per publisher and subscription: 32 of
@@ -156,136 +139,9 @@ POLL_BATCH = 64
 ``_drain_max``): under sim time the clock stays fresh while a backlog is taken."""
 
 
-class PolledGroup(CallbackGroup):
-    """A callback group the executor leaves out of its wait set while ``polling`` is set
-    (rclpy's public extension point: ``Executor.can_execute`` asks the entity's group):
-    the tick loop takes the messages of its subscriptions itself. With ``polling`` unset
-    it is a reentrant group (idle: the executor waits on them and a message wakes the
-    node)."""
-
-    def __init__(self, polling: bool = False) -> None:
-        super().__init__()
-        self.polling = polling
-
-    def can_execute(self, entity: Any) -> bool:
-        return not self.polling
-
-    def beginning_execution(self, entity: Any) -> bool:
-        return not self.polling
-
-    def ending_execution(self, entity: Any) -> None:
-        pass
-
-
-def event_handler_types() -> tuple[type, ...]:
-    """rclpy's QoS event handler class (``rclpy.event_handler.EventHandler`` since Iron,
-    ``rclpy.qos_event.QoSEventHandler`` in Humble), as an ``isinstance`` tuple."""
-    try:
-        from rclpy.event_handler import EventHandler
-        return (EventHandler,)
-    except ImportError:
-        pass
-    try:
-        from rclpy.qos_event import QoSEventHandler
-        return (QoSEventHandler,)
-    except ImportError:
-        return ()
-
-
 def _trigger_type() -> Any:
     from std_srvs.srv import Trigger
     return Trigger
-
-
-def _events_executor_class() -> type:
-    """rclpy's EventsExecutor class, or a :class:`ParameterError` naming the parameter
-    where the distro has none (Humble)."""
-    try:
-        from rclpy.experimental import EventsExecutor
-    except ImportError:
-        raise ParameterError("parameter 'executor': 'events' needs rclpy's "
-                             'EventsExecutor (Kilted, recent Jazzy; not Humble); use '
-                             'auto or single') from None
-    return EventsExecutor
-
-
-def make_executor(kind: str = 'auto', context: Any = None) -> rclpy.executors.Executor:
-    """``events``: rclpy's EventsExecutor (``rclpy.experimental``: Kilted, and Jazzy's
-    7.1.x releases since its backport; not Humble: a clear error there, picked at run
-    time); ``single``, and ``auto``/``loop`` (the executor of all but the sensors and the
-    ticks, :func:`run_loop`): the SingleThreadedExecutor every distro has, of ``context``
-    (None: the default one). Measured with bench/node_throughput.py at 1 kHz encoder +
-    IMU: with the callbacks draining their queues (:func:`_drain`), single kept the
-    latency at tens of ms where events let it grow to seconds."""
-    if kind == 'events':
-        return _events_executor_class()(context=context)
-    # single; auto/loop: the executor of everything but the sensors and the ticks
-    return rclpy.executors.SingleThreadedExecutor(context=context)
-
-
-def _take(sub: Any) -> Any:
-    """The next message waiting on ``sub``, or None (nothing waiting)."""
-    with sub.handle:
-        info = sub.handle.take_message(sub.msg_type, sub.raw)
-    return None if info is None else info[0]
-
-
-def _newest(sub: Any) -> Any:
-    """The newest message waiting on ``sub`` (the older ones taken and dropped), or None
-    (deserialised: the floating-base node's ``/clock``)."""
-    last = None
-    while (msg := _take(sub)) is not None:
-        last = msg
-    return last
-
-
-def _take_raw(sub: Any) -> bytes | None:
-    """The serialised bytes of the next message waiting on ``sub`` (no deserialisation:
-    :mod:`.cdr` reads them), or None (nothing waiting)."""
-    with sub.handle:
-        info = sub.handle.take_message(sub.msg_type, True)
-    return None if info is None else info[0]
-
-
-def _newest_raw(sub: Any) -> bytes | None:
-    """The bytes of the newest message waiting on ``sub`` (the older ones taken and
-    dropped unread), or None. A subscription keeping the last message only (rclpy's
-    ``/clock`` one: KEEP_LAST, depth 1) is taken once."""
-    qos = sub.qos_profile
-    if qos.history == HistoryPolicy.KEEP_LAST and qos.depth == 1:
-        return _take_raw(sub)
-    last = None
-    while (buf := _take_raw(sub)) is not None:
-        last = buf
-    return last
-
-
-def _drain(inputs: list, limit: int, take: Any = _take):
-    """``(handler, message)`` pairs already waiting on the sensor subscriptions
-    ``inputs`` (``(subscription, handler)`` pairs), taken round-robin, at most ``limit``.
-
-    One executor dispatch per message costs far more than the message itself at
-    1 kHz (rclpy rebuilds its wait set); taking what is queued in one callback is
-    what the executor's own dispatch does (``Subscription.handle.take_message``),
-    minus the per-message round trip. Round-robin over *every* sensor topic keeps
-    their backlogs in step: draining one topic alone would run the ticks past the
-    other topic's waiting readings and drop them as too old. Any failure of that
-    internal API falls back to one message per callback. ``take``: how one message is
-    taken (:func:`_take`; the loop's :func:`_take_raw`, its bytes for :mod:`.cdr`).
-    """
-    live = list(inputs)
-    taken = 0
-    try:
-        while live and taken < limit:
-            for item in tuple(live):
-                msg = take(item[0])
-                if msg is None:
-                    live.remove(item)
-                    continue
-                taken += 1
-                yield item[1], msg
-    except Exception:  # noqa: BLE001 - an rclpy without this API: per-message dispatch
-        return
 
 
 def v_overlay(settings: Any) -> str:
@@ -308,7 +164,7 @@ class EstimatorNode(Node):
         self.driver = EstimatorDriver(system, settings, live=True)
         self.executor_kind = v['executor']
         if self.executor_kind == 'events':
-            _events_executor_class()      # at start-up: one error line, exit 2, not a traceback
+            events_executor_class()      # at start-up: one error line, exit 2, not a traceback
         self.looping = self.executor_kind in LOOP_KINDS
         # loop mode: sensors and /clock polled by the loop, the tick timers never run by the
         # executor (the loop ticks); callback mode: rclpy's default group for all
@@ -452,7 +308,7 @@ class EstimatorNode(Node):
     def poll(self) -> int:
         """Loop mode: the newest ``/clock`` (sim time: handed to rclpy's TimeSource, which
         sets the node clock), then the messages waiting on the sensor topics, taken
-        round-robin (:func:`_drain`) as their serialised bytes (:func:`_take_raw`: the
+        round-robin (:func:`drain`) as their serialised bytes (:func:`take_raw`: the
         driver reads them with :mod:`.cdr`, no Python message built) through the driver's
         input path with the clock read once per batch of :data:`POLL_BATCH`; a backlog is
         taken batch by batch with the clock polled again between them (a reading stamped
@@ -463,12 +319,12 @@ class EstimatorNode(Node):
         clock_sub = self.clock_sub
         while True:
             if clock_sub is not None:
-                buf = _newest_raw(clock_sub)
+                buf = newest_raw(clock_sub)
                 if buf is not None:
                     self._set_clock(clock_sub, buf)
             now = self._now_ns()
             batch = 0
-            for handler, msg in _drain(self._polled_inputs, POLL_BATCH, _take_raw):
+            for handler, msg in drain(self._polled_inputs, POLL_BATCH, take_raw):
                 batch += 1
                 queued |= handler(msg, now) is not None
             taken += batch
@@ -518,7 +374,7 @@ class EstimatorNode(Node):
     def _on_sensor(self, handler: Any, msg: Any) -> None:
         """One sensor message, then everything waiting on all sensor topics."""
         queued = handler(msg)
-        for h, m in _drain(self._sensor_inputs, self._drain_max):
+        for h, m in drain(self._sensor_inputs, self._drain_max):
             queued |= h(m)
         if queued:
             self._wake()
@@ -776,27 +632,6 @@ def _publish_wanted(pub: Any, msg: Any) -> None:
 def _imu_at(driver: EstimatorDriver, sensor: str, msg: Any, now_ns: int) -> Any:
     """``driver.imu`` with the loop's argument order (message, clock)."""
     return driver.imu(msg, sensor, now_ns)
-
-
-class GcPauses:
-    """Python's garbage-collector pauses, timed through ``gc.callbacks`` (for
-    ``/diagnostics``: a pause delays every callback behind it)."""
-
-    def __init__(self) -> None:
-        self.count, self.ms_max, self._t0 = 0, 0.0, 0.0
-
-    def __call__(self, phase: str, info: dict) -> None:
-        if phase == 'start':
-            self._t0 = time.perf_counter()
-        else:
-            self.count += 1
-            self.ms_max = max(self.ms_max, 1e3 * (time.perf_counter() - self._t0))
-
-    def take(self) -> tuple[int, float]:
-        """(collections, longest pause in ms) since the last call."""
-        out = (self.count, self.ms_max)
-        self.count, self.ms_max = 0, 0.0
-        return out
 
 
 def run_loop(node: EstimatorNode, executor: rclpy.executors.Executor) -> None:

@@ -30,8 +30,9 @@ class Running:
 
         from mbfg_ros.ros import conversions as cv
         from mbfg_ros.ros import estimator_node as N
+        from mbfg_ros.ros import polling as P
 
-        self.cv, self.N = cv, N
+        self.cv, self.N, self.P = cv, N, P
         self.ctx = rclpy.Context()
         rclpy.init(context=self.ctx, domain_id=unique_domain(offset))
         self.node = N.EstimatorNode(context=self.ctx, parameter_overrides=[
@@ -52,7 +53,7 @@ class Running:
 
         self.node._on_sensor = counted_callback
         self.node.poll = counted_poll
-        self.executor = N.make_executor('auto', context=self.ctx)
+        self.executor = self.P.make_executor('auto', context=self.ctx)
         self.executor.add_node(self.node)
         self.event_turns = 0          # ticking turns (no wait) with the QoS event handlers in
         spin_once, rare = self.executor.spin_once, self.node.rare_events
@@ -84,7 +85,7 @@ class Running:
         cv = self.cv
         subs = (self.node.sub_joints, *self.node.sub_imus, self.node.clock_sub)
         events = [w for w in self.node.waitables
-                  if isinstance(w, self.N.event_handler_types())]
+                  if isinstance(w, self.P.event_handler_types())]
         assert events and all(w.callback_group is self.node.rare_events for w in events)
         for r in recs:
             self.left_out |= not any(self.executor.can_execute(s) for s in subs)
