@@ -4,7 +4,8 @@
         [--seed 0] [--contact-rate HZ] [--contact-threshold N] [--only NAME ...] [--quick]
 
 Runs, on the same bag, the package's floating-base estimator
-(``mbfg_ros.estimation.floating.FloatingEstimator``, fed as a node would: :func:`run_floating`),
+(``mbfg_ros.estimation.floating.FloatingEstimator``, fed as a node would: :func:`run_floating`;
+once with the bag's contacts, once with its contacts estimated from the joint efforts),
 GTSAM 4.3's legged estimators (``LeggedInvariantEKF``,
 ``LeggedInvariantIEKF``, ``LeggedFixedLagSmoother``, ``LeggedCombinedFixedLagSmoother``)
 and a baseline "leg odometry + IMU integration" (point feet, and feet as balls rolling
@@ -53,8 +54,10 @@ from mbfg_ros.cli.common import run_cli  # noqa: E402
 from mbfg_ros.core.bag import BagError  # noqa: E402
 
 OURS = 'FloatingEstimator (mbfg_ros)'
-PEERS = (OURS, 'leg odometry + IMU', 'leg odometry (rolling feet) + IMU', 'LeggedInvariantEKF',
-         'LeggedInvariantIEKF', 'LeggedFixedLagSmoother', 'LeggedCombinedFixedLagSmoother')
+OURS_EFFORT = 'FloatingEstimator, contacts from efforts'
+PEERS = (OURS, OURS_EFFORT, 'leg odometry + IMU', 'leg odometry (rolling feet) + IMU',
+         'LeggedInvariantEKF', 'LeggedInvariantIEKF', 'LeggedFixedLagSmoother',
+         'LeggedCombinedFixedLagSmoother')
 BIAS_WINDOW = 0.4
 """Seconds of standing at the start whose mean gyro reading is every estimator's gyro bias."""
 GRAVITY = 9.81
@@ -176,9 +179,10 @@ def floating_system():
                                             'contacts': list(FOOT_LINKS)})
 
 
-def floating_config(threshold: float = 0.0, **kw: float):
+def floating_config(threshold: float = 0.0, **kw: object):
     """The package estimator's config for solo12's bags: ball feet of the simulated
-    radius; contacts from the foot forces when ``threshold`` > 0."""
+    radius; contacts from the foot forces when ``threshold`` > 0 (``contact_source:
+    effort`` in ``kw``: estimated from the joint efforts, no contact topic read)."""
     from mbfg_ros.estimation.floating import FloatingEstimatorConfig
     if threshold > 0:
         kw = {**kw, 'contact_source': 'force', 'contact_force_threshold': threshold}
@@ -346,9 +350,11 @@ def run_peers(d: dict, names: Sequence[str] = PEERS, contact_every: int = 1,
     bias_g = d['gyro'][still].mean(axis=0)
     runners: dict[str, Callable[[], Track]] = {
         OURS: lambda: run_floating(d, floating_config(threshold), contact_every),
+        OURS_EFFORT: lambda: run_floating(d, floating_config(contact_source='effort'),
+                                          contact_every),
         'leg odometry + IMU': lambda: leg_odometry(d, kin, bias_g),
         'leg odometry (rolling feet) + IMU': lambda: leg_odometry(d, kin, bias_g, FOOT_RADIUS)}
-    for name in PEERS[3:]:
+    for name in PEERS[4:]:
         runners[name] = (lambda nm=name: _legged(nm, d, bias_g, noise, kin, contact_every))
     return {name: metrics(d, runners[name]()) for name in names}
 
@@ -417,7 +423,9 @@ def main(argv: list[str] | None = None) -> int:
             if a.contact_threshold > 0:
                 d = contact_from_force(d, a.contact_threshold)
             rows = {}
-            for name in a.only:
+            # the effort-contacts row reads no contact input: the same with a threshold
+            names = [n for n in a.only if not (a.contact_threshold > 0 and n == OURS_EFFORT)]
+            for name in names:
                 print(f'{bag.name}: {name}', file=sys.stderr, flush=True)
                 rows.update(run_peers(d, (name,), every, threshold=a.contact_threshold))
             print(table(f'{bag.name}: {source} at {1.0 / (every * DT):g} Hz, IMU at 1 kHz',

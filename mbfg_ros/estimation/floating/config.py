@@ -13,9 +13,11 @@ from typing import Any, Mapping
 
 __all__ = ['FloatingEstimatorConfig', 'CONTACT_SOURCES']
 
-CONTACT_SOURCES = ('topic', 'force')
-"""Where a foot's stance comes from: ``topic`` (a Bool per foot, :meth:`add_contact`) or
-``force`` (the foot force's norm above ``contact_force_threshold``, :meth:`add_foot_force`)."""
+CONTACT_SOURCES = ('topic', 'force', 'effort')
+"""Where a foot's stance comes from: ``topic`` (a Bool per foot, :meth:`add_contact`),
+``force`` (the foot force's norm above ``contact_force_threshold``, :meth:`add_foot_force`)
+or ``effort`` (estimated: the foot's vertical force from its leg's joint efforts above
+``contact_force_threshold``, below half of it to lift off; no contact sensor needed)."""
 
 
 @dataclass(frozen=True)
@@ -72,9 +74,10 @@ class FloatingEstimatorConfig:
     (the foot already moves before the flag drops): the smoother's lag keeps the keyframe
     (must be below ``lag``; 0: at once)."""
     contact_source: str = 'topic'
-    """``topic`` (Bool per foot) or ``force`` (foot force norm above the threshold)."""
+    """``topic`` (Bool per foot), ``force`` (foot force norm above the threshold) or
+    ``effort`` (the vertical force estimated from the leg's efforts above the threshold)."""
     contact_force_threshold: float = 3.0
-    """N: with ``contact_source: force``, a foot is in stance above this force norm."""
+    """N: with ``contact_source: force`` or ``effort``, a foot is in stance above it."""
     stale_after: float = 0.1
     """s without an IMU reading after which estimates are published as ``stale``."""
     max_imu_gap: float = 0.05

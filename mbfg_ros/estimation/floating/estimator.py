@@ -51,7 +51,6 @@ from typing import Sequence
 import gtsam
 import numpy as np
 
-from ...core.angles import skew
 from ...core.interface import FloatingBase
 from .config import FloatingEstimatorConfig
 from .estimate import FloatingEstimate
@@ -106,6 +105,13 @@ class FloatingEstimator:
         self._v_id = np.zeros(6 + self.n)
         self._initial_pose: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self._leg_cols = self._legs_of_feet()
+        self._leg3 = (np.array(self._leg_cols) if self._leg_cols is not None
+                      and all(len(c) == 3 for c in self._leg_cols) else None)
+        self._from_effort = c.contact_source == 'effort'
+        self._all_feet = np.arange(self.k)
+        if self._from_effort and self._leg_cols is None:
+            raise ValueError('contact_source: effort needs legs that share no joint (each '
+                             "foot's force from its own leg's efforts)")
         self.reset()
         self.counters['resets'] = 0
 
@@ -319,9 +325,10 @@ class FloatingEstimator:
             p0 = np.zeros(3)
         pf = self._legs(np.zeros(self.n), np.zeros(3), stance)[0]
         low = (R0.matrix() @ pf.T)[2] - self.config.foot_radius  # lowest points re. base
+        ground = float(low.mean()) if low.size else 0.0           # (no contacts: 0)
         if self._initial_pose is None:
-            p0[2] = -float(low.mean())
-        self._z_ground = float(p0[2] + low.mean())
+            p0[2] = -ground
+        self._z_ground = float(p0[2] + ground)
         self._bias = gtsam.imuBias.ConstantBias(np.zeros(3), bg)
         self._start(gtsam.NavState(R0, p0, v0), self._bias, buf[-1][0],
                     np.eye(6) * 1e-8, 1e-3, fresh=True)
@@ -370,7 +377,7 @@ class FloatingEstimator:
         """A keyframe's leg kinematics (every foot), for its leg rows now or later."""
         p, pdot, wf = self._legs(self._qd, w, np.ones(self.k, bool))
         R = nav.attitude().matrix()
-        u = pdot - self.config.foot_radius * np.cross(wf, R[2])   # base frame (k, 3)
+        u = pdot - self.config.foot_radius * _cross(wf, R[2])   # base frame (k, 3)
         return _Keyframe(key, t, nav.pose(), nav.velocity(), p, u)
 
     def _leg_factor(self, kf: '_Keyframe', t_now: float) -> gtsam.LinearContainerFactor | None:
@@ -395,23 +402,21 @@ class FloatingEstimator:
         gyro_s = c.gyro_noise / math.sqrt(self._imu_dt)     # σ of one gyro reading
         slip = np.array([c.contact_slip_sigma, c.contact_slip_sigma,
                          c.vertical_slip_sigma or c.contact_slip_sigma]) ** 2
-        for i in range(m):
-            L = float(np.linalg.norm(p[i]))
-            inv = (1.0 / np.sqrt(slip + 2 * (self._qd_sigma * L) ** 2
-                                 + (gyro_s * L) ** 2))[:, None]
-            sl = slice(3 * i, 3 * i + 3)
-            b[sl] = -(v + R @ u[i]) * inv[:, 0]           # e = v + R u (world axes)
-            AX[sl, :3] = -(R @ skew(u[i])) * inv          # ∂e/∂δθ (right perturbation)
-            AV[sl] = np.eye(3) * inv
-        if flat:
-            tz = pose.translation()[2]
-            for i in range(m):
-                inv = 1.0 / math.hypot(c.ground_flatness_sigma,
-                                       c.encoder_sigma * float(np.linalg.norm(p[i])))
-                row = 3 * m + i                           # e = t_z + e_zᵀ R p − r − z_g
-                b[row] = -(tz + R[2] @ p[i] - r - self._z_ground) * inv
-                AX[row, :3] = -(R[2] @ skew(p[i])) * inv
-                AX[row, 3:] = R[2] * inv                  # t ← t + R δt
+        L2 = np.einsum('ij,ij->i', p, p)
+        inv = 1.0 / np.sqrt(slip + (2 * self._qd_sigma ** 2 + gyro_s ** 2) * L2[:, None])
+        n3 = 3 * m
+        b[:n3] = -((v + u @ R.T) * inv).ravel()           # e = v + R u (world axes)
+        S = np.zeros((m, 3, 3))                           # [u]×
+        S[:, 0, 1], S[:, 0, 2], S[:, 1, 2] = -u[:, 2], u[:, 1], -u[:, 0]
+        S[:, 1, 0], S[:, 2, 0], S[:, 2, 1] = u[:, 2], -u[:, 1], u[:, 0]
+        AX[:n3, :3] = -(np.matmul(R, S) * inv[:, :, None]).reshape(n3, 3)  # ∂e/∂δθ (right)
+        AV[:n3] = (np.eye(3) * inv[:, :, None]).reshape(n3, 3)
+        if flat:                                          # e = t_z + e_zᵀ R p − r − z_g
+            inv = 1.0 / np.sqrt(c.ground_flatness_sigma ** 2 + c.encoder_sigma ** 2 * L2)
+            up = R[2]
+            b[n3:] = -(pose.translation()[2] + p @ up - r - self._z_ground) * inv
+            AX[n3:, :3] = -_cross(up, p) * inv[:, None]   # e_zᵀ R [p]× = (Rᵀe_z × p)ᵀ
+            AX[n3:, 3:] = up * inv[:, None]               # t ← t + R δt
         jf = gtsam.JacobianFactor(X, AX, V, AV, b, None)
         point = gtsam.Values()
         point.insert(X, pose)
@@ -452,6 +457,9 @@ class FloatingEstimator:
             pose = self._smoother.calculateEstimatePose3(X1)
             vel = self._smoother.calculateEstimatePoint3(V1)
             bias = self._smoother.calculateEstimateConstantBias(B1)
+            if not (np.isfinite(pose.matrix()).all() and np.isfinite(vel).all()
+                    and np.isfinite(bias.vector()).all()):
+                raise RuntimeError('non-finite estimate')
             if t - self._t_cov >= self._cov_period:
                 self._t_cov = t
                 self._cov_pose = self._smoother.marginalCovariance(X1)
@@ -459,11 +467,14 @@ class FloatingEstimator:
                 self._cov_bg = self._smoother.marginalCovariance(B1)[3:, 3:]
                 self._covariances(pose.rotation().matrix())
         except RuntimeError:
-            # an indeterminate system (should not happen with the priors): start again
-            # from the prediction rather than stop publishing
+            # an indeterminate system or a diverged estimate (should not happen with the
+            # priors): start again from the prediction (or the last keyframe) rather than
+            # stop publishing
             self.counters['restarts'] += 1
             self._pending.clear()
-            self._start(pred, self._bias, t, self._cov_pose + np.eye(6) * 1e-6, 0.05)
+            ok = np.isfinite(pred.pose().matrix()).all() and np.isfinite(pred.velocity()).all()
+            self._start(pred if ok else self._nav, self._bias, t,
+                        self._cov_pose + np.eye(6) * 1e-6, 0.05)
             return
         self._key = k1
         kf.pose, kf.velocity = pose, vel            # later leg rows linearise here
@@ -483,7 +494,26 @@ class FloatingEstimator:
             np.divide(self._qd - self._prev_qd, dt, out=self._vdot[6:])
         self._prev_w, self._prev_qd = w.copy(), self._qd.copy()
 
-    def _contact_forces(self, nav: gtsam.NavState, w: np.ndarray) -> None:
+    def _effort_contacts(self, t: float, q: np.ndarray, v: np.ndarray, vdot: np.ndarray
+                         ) -> None:
+        """``contact_source: effort``: every foot's force from its leg's joint rows and
+        efforts; in stance while its vertical (world) component is above
+        ``contact_force_threshold``, back in swing below half of it (hysteresis)."""
+        rhs = self.system.inverse(q, v, vdot)[6:] - self._tau
+        J = self.system.contact_jacobian(q, self.contact_names)
+        f = np.empty((self.k, 3))
+        self._leg_forces(J, rhs, self._all_feet, f)
+        thr = self.config.contact_force_threshold
+        for i in range(self.k):
+            fz = f[i, 2]
+            if fz > thr or (self._stance[i] and fz > 0.5 * thr):
+                self._set_stance(i, t, True)
+            else:
+                self._set_stance(i, t, False)
+        self._forces[self._stance] = f[self._stance]
+        self._tau_hat = self._tau
+
+    def _contact_forces(self, t: float, nav: gtsam.NavState, w: np.ndarray) -> None:
         """Stance forces and τ̂ from the equations of motion (module docstring) at ``nav``
         and the latest readings."""
         R = nav.attitude().matrix()
@@ -495,8 +525,12 @@ class FloatingEstimator:
         q[7:] = self._q
         v[:3], v[3:6], v[6:] = vb, w, self._qd
         vdot[:3] = self._acc - self._bias.accelerometer() - self._g * R[2] - _cross(w, vb)
-        stance = np.flatnonzero(self._stance)
         self._forces[:] = np.nan
+        if self._from_effort:
+            if np.isfinite(self._tau).all():
+                self._effort_contacts(t, q, v, vdot)
+            return
+        stance = np.flatnonzero(self._stance)
         if not len(stance):
             self._tau_hat = self.system.inverse(q, v, vdot)[6:]
             return
@@ -511,15 +545,29 @@ class FloatingEstimator:
             if self._leg_cols is None:
                 f[:] = np.linalg.lstsq(J[:, 6:].T, rhs, rcond=None)[0].reshape(-1, 3)
             else:
-                for row, i in enumerate(stance):
-                    cols = self._leg_cols[i]
-                    A = J[3 * row:3 * row + 3, 6 + cols].T
-                    f[row] = (np.linalg.solve(A, rhs[cols]) if A.shape[0] == 3
-                              else np.linalg.lstsq(A, rhs[cols], rcond=None)[0])
+                self._leg_forces(J, rhs, stance, f)
             self._tau_hat = self._tau
         else:
             self._tau_hat, f = self.system.contact_inverse(q, v, vdot, names)
         self._forces[stance] = f
+
+    def _leg_forces(self, J: np.ndarray, rhs: np.ndarray, stance: np.ndarray,
+                    f: np.ndarray) -> None:
+        """Each stance foot's force from its own leg's joint rows ``J_legᵀ f = rhs_leg``
+        (3-joint legs: one batched solve; a singular leg, stretched straight: least squares)."""
+        if self._leg3 is not None:
+            cols = self._leg3[stance]                      # (m, 3)
+            Jr = J.reshape(len(stance), 3, -1)
+            A = np.take_along_axis(Jr, 6 + cols[:, None, :].repeat(3, axis=1), axis=2)
+            try:
+                f[:] = np.linalg.solve(A.transpose(0, 2, 1), rhs[cols][..., None])[..., 0]
+                return
+            except np.linalg.LinAlgError:
+                pass
+        for row, i in enumerate(stance):
+            cols = self._leg_cols[i]
+            A = J[3 * row:3 * row + 3, 6 + cols].T
+            f[row] = np.linalg.lstsq(A, rhs[cols], rcond=None)[0]
 
     # -- output -----------------------------------------------------------------------------
     def tick(self, t: float) -> FloatingEstimate | None:
@@ -547,7 +595,7 @@ class FloatingEstimator:
             else self._nav
         if np.isfinite(self._q).all() and t - self._t_forces >= self._force_period:
             self._t_forces = t
-            self._contact_forces(nav, self._gyro - self._bias.gyroscope())
+            self._contact_forces(t, nav, self._gyro - self._bias.gyroscope())
         self._last = self._estimate(t, status, nav)
         return self._last
 
@@ -591,9 +639,10 @@ class _Keyframe:
 
 
 def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """a × b of two 3-vectors (``np.cross`` costs ~15 µs of Python per call)."""
-    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2],
-                     a[0] * b[1] - a[1] * b[0]])
+    """a × b over the last axis, broadcast (``np.cross`` costs ~15 µs of Python per call)."""
+    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
+    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
+    return np.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=-1)
 
 
 def _align(up_b: np.ndarray) -> np.ndarray:

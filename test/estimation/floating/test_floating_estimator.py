@@ -251,7 +251,7 @@ def test_config_errors_name_the_key():
         FloatingEstimatorConfig.from_mapping({'keyframe_rate': 0}, 'where')
     with pytest.raises(ValueError, match=r'where: foot_radius: expected a number'):
         FloatingEstimatorConfig.from_mapping({'foot_radius': 'big'}, 'where')
-    with pytest.raises(ValueError, match=r'contact_source: .bool. is not one of topic, force'):
+    with pytest.raises(ValueError, match=r'contact_source: .bool. is not one of topic, for'):
         FloatingEstimatorConfig.from_mapping({'contact_source': 'bool'}, 'where')
     with pytest.raises(ValueError, match=r'liftoff_guard: must be below lag'):
         FloatingEstimatorConfig.from_mapping({'liftoff_guard': 0.2, 'lag': 0.1})
@@ -279,3 +279,21 @@ def test_without_joint_velocities(bag, system, peers):
     no_qd['qd'] = np.full_like(bag['qd'], np.nan)
     m = metrics(no_qd, run_floating(no_qd, floating_config(), system=system))
     assert m['v_rmse'] < 0.5 * peers[EKF]['v_rmse'] and m['drift_pct'] <= 2.0, m
+
+
+def test_contacts_estimated_from_the_efforts(bag, system, peers):
+    """``contact_source: effort``: no contact topic nor foot force read (the bag's are
+    zeroed here); each foot's vertical force from its leg's efforts decides its stance."""
+    blind = dict(bag)
+    blind['contact'] = np.zeros_like(bag['contact'])
+    blind['force'] = np.zeros_like(bag['force'])
+    tr = run_floating(blind, floating_config(contact_source='effort'), system=system)
+    m = metrics(bag, tr)
+    assert m['v_rmse'] < 0.5 * peers[EKF]['v_rmse'], m
+    assert m['drift_pct'] <= 2.0 and m['z_cm'] <= 0.5, m
+    stance = np.isfinite(tr.forces[:, :, 0])
+    started = bag['t'] > 0.45
+    agree = (stance == (bag['contact'] > 0.5))[started].mean()
+    assert agree > 0.9, agree
+    # the flags it ignored: a foot down, a foot in the air
+    assert stance[started].any(axis=0).all() and (~stance[started]).any(axis=0).all()
