@@ -9,13 +9,12 @@ and that docs/floating-base.md's parameter table is the node's.
 from __future__ import annotations
 
 import ast
-import importlib.util
 import re
 import subprocess
 import sys
-import types
 
 import pytest
+from support.launch_stub import run_launch_function
 from support.ros_data import REPO, ros_env, unique_domain
 from test_launch_files import calls, kw, parsed
 
@@ -32,42 +31,7 @@ OVERLAY = REPO / 'config' / 'urdf' / 'solo12_floating.yaml'
 def _run_opaque(context: dict) -> list:
     """The launch file's ``_nodes`` run with stand-in launch modules (launch_ros has no
     wheel here): the Node calls it makes, as recorded keyword arguments."""
-    fake = {}
-    for name in ('launch', 'launch.actions', 'launch.conditions', 'launch.substitutions',
-                 'launch_ros', 'launch_ros.actions', 'launch_ros.descriptions',
-                 'launch_ros.substitutions'):
-        fake[name] = types.ModuleType(name)
-
-    class Rec:
-        def __init__(self, *a, **k):
-            self.a, self.k = a, k
-
-    class Config(Rec):
-        def perform(self, ctx):
-            return ctx[self.a[0]]
-    for mod, names in (('launch', ['LaunchDescription']),
-                       ('launch.actions', ['DeclareLaunchArgument', 'OpaqueFunction']),
-                       ('launch.conditions', ['IfCondition']),
-                       ('launch.substitutions', ['PathJoinSubstitution']),
-                       ('launch_ros.actions', ['Node']),
-                       ('launch_ros.descriptions', ['ParameterValue']),
-                       ('launch_ros.substitutions', ['FindPackageShare'])):
-        for nm in names:
-            setattr(fake[mod], nm, Rec)
-    fake['launch.substitutions'].LaunchConfiguration = Config
-    saved = {k: sys.modules.get(k) for k in fake}
-    sys.modules.update(fake)
-    try:
-        spec = importlib.util.spec_from_file_location('floating_launch', LAUNCH)
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-        return mod._nodes(context)
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                sys.modules.pop(k, None)
-            else:
-                sys.modules[k] = v
+    return run_launch_function(LAUNCH, context)
 
 
 def test_the_launch_declares_its_arguments_with_the_bundled_solo12_as_default():

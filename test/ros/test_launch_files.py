@@ -155,47 +155,9 @@ def test_the_urdf_launch_reads_the_urdf_into_robot_description_of_both_nodes():
 def test_the_urdf_launch_runs_its_opaque_function_on_the_bundled_robot(tmp_path):
     """The function that reads the URDF, run with a stand-in launch context (launch is not
     installable here): the estimator gets the URDF text and the overlay."""
-    import importlib.util
-    import sys
-    import types
-    fake = {}
-    for name in ('launch', 'launch.actions', 'launch.conditions', 'launch.substitutions',
-                 'launch_ros', 'launch_ros.actions', 'launch_ros.descriptions',
-                 'launch_ros.substitutions'):
-        fake[name] = types.ModuleType(name)
-
-    class Rec:
-        def __init__(self, *a, **k):
-            self.a, self.k = a, k
-
-    class Config(Rec):
-        def perform(self, context):
-            return context[self.a[0]]
-    for mod, names in (('launch', ['LaunchDescription']),
-                       ('launch.actions', ['DeclareLaunchArgument', 'OpaqueFunction']),
-                       ('launch.conditions', ['IfCondition']),
-                       ('launch.substitutions', ['PathJoinSubstitution']),
-                       ('launch_ros.actions', ['Node']),
-                       ('launch_ros.descriptions', ['ParameterValue']),
-                       ('launch_ros.substitutions', ['FindPackageShare'])):
-        for nm in names:
-            setattr(fake[mod], nm, Rec)
-    fake['launch.substitutions'].LaunchConfiguration = Config
-    saved = {k: sys.modules.get(k) for k in fake}
-    sys.modules.update(fake)
-    try:
-        spec = importlib.util.spec_from_file_location('urdf_launch',
-                                                      LAUNCH / 'urdf_estimator.launch.py')
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-        urdf = REPO / 'config' / 'urdf' / 'ur5.urdf'
-        nodes = mod._nodes({'urdf': str(urdf)})
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                sys.modules.pop(k, None)
-            else:
-                sys.modules[k] = v
+    from support.launch_stub import run_launch_function
+    urdf = REPO / 'config' / 'urdf' / 'ur5.urdf'
+    nodes = run_launch_function(LAUNCH / 'urdf_estimator.launch.py', {'urdf': str(urdf)})
     est = next(n for n in nodes if n.k['executable'] == 'estimator_node')
     params = est.k['parameters'][1]
     assert params['robot_description'] == urdf.read_text()
