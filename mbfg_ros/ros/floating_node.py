@@ -15,6 +15,9 @@ input names are parameters, ``<FOOT>`` each of ``feet``):
 ``feet/<FOOT>/contact``        std_msgs/Bool (in)                  contact_source topic
 ``feet/<FOOT>/wrench``         geometry_msgs/WrenchStamped (in)    contact_source force (or
                                                                    foot_forces): foot frame
+                                                                   (contact_source effort:
+                                                                   neither, the stance from
+                                                                   the joint efforts)
 ``~/odom``                     nav_msgs/Odometry (out)             odom → base_frame, twist in
                                                                    base_frame (REP-105)
 ``/tf``                        tf2_msgs/TFMessage (out)            odom → base_frame
