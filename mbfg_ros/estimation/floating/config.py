@@ -80,8 +80,13 @@ class FloatingEstimatorConfig:
     """N: with ``contact_source: force`` or ``effort``, a foot is in stance above it."""
     stale_after: float = 0.1
     """s without an IMU reading after which estimates are published as ``stale``."""
-    max_imu_gap: float = 0.05
-    """s: a longer gap between IMU readings is integrated as this long (counted)."""
+    max_imu_gap: float = 0.01
+    """s: a longer gap between IMU readings is bridged, not integrated as measured: a
+    keyframe at each end, the IMU factor across it loosened by the two below (counted)."""
+    gap_accel_sigma: float = 3.0
+    """m/s²: σ of the mean acceleration across an IMU gap about its end readings' mean."""
+    gap_gyro_sigma: float = 0.5
+    """rad/s: σ of the mean angular velocity across an IMU gap about its end readings' mean."""
 
     def __post_init__(self) -> None:
         if isinstance(self.liftoff_guard, (int, float)) and isinstance(self.lag, (int, float)) \
