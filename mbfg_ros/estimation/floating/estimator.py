@@ -663,7 +663,7 @@ class FloatingEstimator:
         T[3:, :3] = R                               # world rotation ← body δθ (GTSAM [δθ; δt])
         self._pose_cov = T @ self._cov_pose @ T.T
         tw = np.zeros((6, 6))
-        tw[:3, :3] = R.T @ self._cov_v @ R
+        tw[:3, :3] = self.config.velocity_covariance_scale * (R.T @ self._cov_v @ R)
         tw[3:, 3:] = self._cov_bg + self.config.gyro_noise ** 2 / self._imu_dt * np.eye(3)
         self._twist_cov = tw
 
