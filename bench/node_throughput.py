@@ -357,6 +357,7 @@ out = sys.argv[1]
 sys.argv = ['estimator_node'] + sys.argv[2:]
 from mbfg_ros.estimation import estimator as E
 from mbfg_ros.estimation import external as X
+from mbfg_ros.ros import cdr as C
 from mbfg_ros.ros import driver as D
 from mbfg_ros.ros import estimator_node as N
 spent, calls = {}, {}
@@ -377,7 +378,8 @@ def timed(owner, name, label):
     setattr(owner, name, call)
 
 for owner, name, label in TIMED:
-    timed({'N': N, 'E': E, 'D': D, 'EN': N.EstimatorNode, 'ES': E.Estimator,
+    timed({'N': N, 'E': E, 'D': D, 'C': C, 'CP': C.JointStateParser,
+           'EN': N.EstimatorNode, 'ES': E.Estimator,
            'ED': D.EstimatorDriver, 'EX': X.ExternalTorques}[owner], name, label)
 timed(N, '_spin', 'running')          # the node's life after start-up (imports, loading)
 try:
@@ -390,15 +392,18 @@ functions of :data:`TIMED` and on its run after start-up (``total``, so imports 
 loading are not counted); they are written as JSON to the file named first."""
 
 # (owner, function, label): the timed functions (cumulative thread-CPU time each, nested ones
-# included in their callers); N/E/D the node, estimator and driver modules, EN/ES/ED their
-# classes, EX the external-torque estimator. Labels starting with a space are nested in the
-# unindented one above them.
+# included in their callers); N/E/D/C the node, estimator, driver and cdr modules, EN/ES/ED
+# their classes, CP cdr's JointStateParser, EX the external-torque estimator. Labels starting
+# with a space are nested in the unindented one above them.
 TIMED = (
     ('EN', 'poll', 'intake: the loop\'s poll (/clock + sensor messages)'),
     ('EN', '_on_sensor', 'intake: sensor callbacks (idle wake-up; executor single/events)'),
-    ('N', '_take', '  take + deserialise'),
+    ('N', '_take', '  take + deserialise (callback designs)'),
+    ('N', '_take_raw', '  take (serialised bytes, the loop)'),
     ('ED', 'joint_state', '  JointState: conversion + validation + queue'),
+    ('CP', '__call__', '    its bytes read (cdr.JointStateParser)'),
     ('ED', 'imu', '  Imu: conversion + validation + queue'),
+    ('C', 'read_imu', '    its bytes read (cdr.read_imu)'),
     ('EN', '_on_timer', 'tick + publishing (the loop\'s tick call / the tick timer)'),
     ('ED', '_drain', '  queued readings into the estimator (Estimator.add_validated)'),
     ('ES', 'tick', '  tick: Estimator.tick'),
@@ -413,6 +418,7 @@ TIMED = (
     ('ED', '_command', '  torque command'),
     ('EX', 'update', '  external torques'),
     ('EN', '_publish', '  publishing'),
+    ('N', '_publish_wanted', '    rmw publish (subscribed topics) + subscriber counts'),
     ('EN', '_on_diag', 'diagnostics'),
 )
 
@@ -432,6 +438,12 @@ def profile_breakdown(path: Path, estimates: int, messages: int) -> list[tuple[s
     rows.append(("total CPU of the node's thread (after start-up)", r['total'] * per))
     intake = sum(spent.get(label, 0) for _, _, label in TIMED if label.startswith('intake'))
     rows.append(('intake per message (µs per message)', intake * 1e-3 / max(1, messages)))
+    calls = r['calls']
+    for label, text in ((TIMED[0][2], "loop passes per estimate (the poll's calls; a count)"),
+                        ('  take (serialised bytes, the loop)',
+                         'takes per estimate (empty ones too; a count)')):
+        if calls.get(label):
+            rows.append((text, calls[label] / max(1, estimates)))
     return rows
 
 

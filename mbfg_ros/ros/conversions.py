@@ -20,19 +20,21 @@ from __future__ import annotations
 import array
 import functools
 import importlib
-import math
+import struct
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
 from ..core.measurements import Estimate, ImuMeasurement, JointMeasurement
+from .cdr import IMU_DOUBLES, ImuFields, JointStateFields
 
 __all__ = ['InputRejected', 'capped', 'LOG_CHARS', 'stamp_ns', 'ns_to_stamp_fields',
-           'joint_state_to_record',
+           'joint_state_to_record', 'JointStateReader',
            'imu_to_record', 'Reference', 'trajectory_to_reference', 'MessageKit',
            'rclpy_kit', 'rosbags_kit', 'TYPES', 'joint_state_msg', 'float_array_msg',
-           'EstimateMessages', 'diagnostics_msg', 'imu_msg', 'clock_msg', 'ExternalMessages',
+           'EstimateMessages', 'SerialisedMessage', 'SerialisedEstimateMessages',
+           'diagnostics_msg', 'imu_msg', 'clock_msg', 'ExternalMessages',
            'EXTERNAL_TOPICS']
 
 NS = 1_000_000_000
@@ -100,7 +102,11 @@ def ns_to_stamp_fields(t_ns: int) -> dict:
 
 
 def _message_stamp(msg: Any, now_ns: int | None) -> int:
-    t = stamp_ns(msg.header.stamp)
+    return _checked_stamp(stamp_ns(msg.header.stamp), now_ns)
+
+
+def _checked_stamp(t: int, now_ns: int | None) -> int:
+    """A message's stamp ``t`` (ns); zero means ``now_ns`` (none given: rejected)."""
     if t == 0:
         if now_ns is None:
             raise InputRejected('no_stamp', 'header.stamp is zero')
@@ -129,6 +135,101 @@ def _column_of(arr: np.ndarray, finite: np.ndarray, n: int, field: str) -> np.nd
     return np.where(finite, arr, np.nan)
 
 
+_JOINT_FIELDS = ('position', 'velocity', 'effort')
+
+
+@dataclass(frozen=True)
+class _NamePlan:
+    """What a JointState's name tuple means, worked out once per distinct tuple: the
+    rejection (None: usable), the columns kept (None: all), the kept and unknown names."""
+
+    rejected: InputRejected | None
+    keep: np.ndarray | None
+    names: tuple[str, ...]
+    unknown: tuple[str, ...]
+
+
+class JointStateReader:
+    """:func:`joint_state_to_record` for one set of ``known`` joint names, with the checks
+    of a name tuple (empty, repeated, unknown names, the columns kept) worked out once per
+    distinct tuple (names rarely change; at most :attr:`PLANS` kept, a peer sending ever
+    new names costs the work, never memory) and the values checked as one (3, n) array.
+
+    Reads an rclpy or rosbags message, or the :class:`~mbfg_ros.ros.cdr.JointStateFields`
+    read from its bytes: the same doubles in, the same record out (live = replay).
+    """
+
+    PLANS = 64
+
+    def __init__(self, known: Iterable[str] | None = None) -> None:
+        if known is not None and not isinstance(known, (set, frozenset)):
+            known = frozenset(known)
+        self.known = known
+        self._plans: dict[tuple[str, ...], _NamePlan] = {}
+
+    def _plan(self, names: tuple[str, ...]) -> _NamePlan:
+        plan = self._plans.get(names)
+        if plan is not None:
+            return plan
+        n, known = len(names), self.known
+        rejected, keep, kept, unknown = None, None, names, ()
+        if n == 0:
+            rejected = InputRejected('empty', 'JointState without names')
+        elif len(set(names)) != n:
+            rejected = InputRejected('repeated_names', f'repeated joint names {capped(names)}')
+        elif known is not None and not known.issuperset(names):
+            cols = [i for i, name in enumerate(names) if name in known]
+            keep = np.array(cols, dtype=np.intp)
+            kept = tuple(names[i] for i in cols)
+            unknown = tuple(name for name in names if name not in known)
+        plan = _NamePlan(rejected, keep, kept, unknown)
+        if len(self._plans) >= self.PLANS:
+            self._plans.clear()
+        self._plans[names] = plan
+        return plan
+
+    def __call__(self, msg: Any, now_ns: int | None = None
+                 ) -> tuple[int, JointMeasurement, tuple[str, ...], int]:
+        """JointState -> (stamp ns, record, unknown names, number of non-finite values);
+        see :func:`joint_state_to_record`."""
+        if isinstance(msg, JointStateFields):
+            names = msg.name
+            t = _checked_stamp(msg.stamp[0] * NS + msg.stamp[1], now_ns)
+            raw = (msg.position, msg.velocity, msg.effort)
+        else:
+            names = tuple(map(str, msg.name))
+            t = _message_stamp(msg, now_ns)
+            raw = None
+        plan = self._plan(names)
+        if plan.rejected is not None:
+            raise plan.rejected
+        if raw is None:
+            raw = tuple(np.asarray(v, dtype=float).reshape(-1)
+                        for v in (msg.position, msg.velocity, msg.effort))
+        n = len(names)
+        v = np.full((3, n), np.nan)
+        given = 0
+        for i, a in enumerate(raw):
+            if a.size:
+                if a.size != n:
+                    raise InputRejected('length_mismatch',
+                                        f'{_JOINT_FIELDS[i]} has {a.size} values for {n} names')
+                v[i] = a
+                given += 1
+        finite = np.isfinite(v)
+        nonfinite = given * n - int(np.count_nonzero(finite))
+        if nonfinite:
+            v[~finite] = np.nan
+        if plan.keep is not None:
+            v, finite = v[:, plan.keep], finite[:, plan.keep]
+        if not plan.names or not finite.any():
+            raise InputRejected('no_usable_values',
+                                'no finite value for a known joint' if plan.names else
+                                f'no known joint among {plan.unknown}')
+        return t, JointMeasurement(t / NS, plan.names, v[0], v[1], v[2]), plan.unknown, \
+            nonfinite
+
+
 def joint_state_to_record(msg: Any, known: Iterable[str] | None = None,
                           now_ns: int | None = None
                           ) -> tuple[int, JointMeasurement, tuple[str, ...], int]:
@@ -137,65 +238,47 @@ def joint_state_to_record(msg: Any, known: Iterable[str] | None = None,
     position -> encoder, velocity -> rate, effort -> known applied torque.
     Names not in ``known`` (a set is used as it is) are dropped from the record and
     returned so the caller can warn once. Non-finite values become NaN ("not given").
+    A caller converting a stream keeps one :class:`JointStateReader` (its checks per name
+    tuple cached).
 
     :raises InputRejected: wrong array lengths, repeated names, no usable value.
     """
-    names = tuple(map(str, msg.name))
-    t = _message_stamp(msg, now_ns)
-    n = len(names)
-    if n == 0:
-        raise InputRejected('empty', 'JointState without names')
-    if len(set(names)) != n:
-        raise InputRejected('repeated_names', f'repeated joint names {capped(names)}')
-    raw = [np.asarray(v, dtype=float).reshape(-1) for v in (msg.position, msg.velocity,
-                                                            msg.effort)]
-    finite = [np.isfinite(v) for v in raw]
-    pos, vel, eff = (_column_of(v, f, n, name) for v, f, name in
-                     zip(raw, finite, ('position', 'velocity', 'effort')))
-    nonfinite = sum(v.size - int(np.count_nonzero(f)) for v, f in zip(raw, finite))
-    unknown: tuple[str, ...] = ()
-    if known is not None:
-        if not isinstance(known, (set, frozenset)):
-            known = set(known)
-        if not known.issuperset(names):
-            keep = [i for i, name in enumerate(names) if name in known]
-            unknown = tuple(name for name in names if name not in known)
-            names = tuple(names[i] for i in keep)
-            pos, vel, eff = pos[keep], vel[keep], eff[keep]
-    if not names or not (np.isfinite(pos).any() or np.isfinite(vel).any()
-                         or np.isfinite(eff).any()):
-        raise InputRejected('no_usable_values',
-                            'no finite value for a known joint' if names else
-                            f'no known joint among {unknown}')
-    return t, JointMeasurement(t / NS, names, pos, vel, eff), unknown, nonfinite
-
-
-def _variances(cov: Sequence[float]) -> np.ndarray | None:
-    """The diagonal (3,) of a 3x3 row-major covariance, or None: not 9 finite values, all
-    zero ("unknown"), or a diagonal element that is not positive."""
-    c = np.asarray(cov, dtype=float).reshape(-1)
-    if c.size != 9 or not np.isfinite(c).all() or not c.any():
-        return None
-    d = c[_DIAGONAL]
-    return d if (d > 0.0).all() else None
-
-
-_DIAGONAL = np.array([0, 4, 8])
+    return JointStateReader(known)(msg, now_ns)
 
 
 def _provided(cov: Sequence[float]) -> bool:
     return not (len(cov) > 0 and cov[0] == -1.0)
 
 
-def _vector(v: Any, cov: Sequence[float]) -> np.ndarray | None:
-    """A geometry_msgs/Vector3 as (3,), or None: not provided (covariance[0] = -1) or not
-    all finite."""
-    if not _provided(cov):
+_IMU_PARTS = (('orientation_covariance', 4), ('angular_velocity_covariance', 16),
+              ('linear_acceleration_covariance', 28))
+
+
+def _imu_values(msg: Any) -> np.ndarray:
+    """The :data:`~mbfg_ros.ros.cdr.IMU_DOUBLES` float64 of an Imu message after its header
+    (the layout :func:`~mbfg_ros.ros.cdr.read_imu` reads from the bytes); a covariance
+    without values (a duck-typed message) reads as all zero ("unknown")."""
+    a = np.zeros(IMU_DOUBLES)
+    o, g, f = msg.orientation, msg.angular_velocity, msg.linear_acceleration
+    a[0:4] = (o.x, o.y, o.z, o.w)
+    a[13:16] = (g.x, g.y, g.z)
+    a[25:28] = (f.x, f.y, f.z)
+    for field, at in _IMU_PARTS:
+        cov = np.asarray(getattr(msg, field), dtype=float).reshape(-1)
+        if cov.size == 9:
+            a[at:at + 9] = cov
+        elif cov.size:
+            raise InputRejected('length_mismatch', f'{field} has {cov.size} values, not 9')
+    return a
+
+
+def _variances(c: np.ndarray, finite: bool) -> np.ndarray | None:
+    """The diagonal (3,) of a 3x3 row-major covariance ``c`` (9,), or None: not all
+    ``finite``, all zero ("unknown"), or a diagonal element that is not positive."""
+    if not finite or not c.any():
         return None
-    x, y, z = float(v.x), float(v.y), float(v.z)
-    if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(z)):
-        return None
-    return np.array((x, y, z))
+    d = c[::4]
+    return d if (d > 0.0).all() else None
 
 
 def imu_to_record(msg: Any, sensor: str, now_ns: int | None = None
@@ -206,29 +289,38 @@ def imu_to_record(msg: Any, sensor: str, now_ns: int | None = None
     specific force in the sensor frame), orientation -> the unit quaternion only
     when orientation_covariance[0] != -1. A part whose covariance[0] is -1 or
     whose values are not all finite is left out; variances are the covariance
-    diagonals (None when not all positive).
+    diagonals (None when not all positive). ``msg``: an rclpy or rosbags message or
+    the :class:`~mbfg_ros.ros.cdr.ImuFields` read from its bytes (one path for both).
 
     :raises InputRejected: nothing usable in the message.
     """
-    t = _message_stamp(msg, now_ns)
-    gyro_cov, accel_cov = msg.angular_velocity_covariance, msg.linear_acceleration_covariance
-    gyro = _vector(msg.angular_velocity, gyro_cov)
-    accel = _vector(msg.linear_acceleration, accel_cov)
+    if isinstance(msg, ImuFields):
+        t = _checked_stamp(msg.stamp[0] * NS + msg.stamp[1], now_ns)
+        a = msg.values
+    else:
+        t = _message_stamp(msg, now_ns)
+        a = _imu_values(msg)
+    fin = np.isfinite(a)
+    every = bool(fin.all())
+
+    def part(lo: int, hi: int) -> bool:
+        return every or bool(fin[lo:hi].all())
+
+    gyro = a[13:16] if a[16] != -1.0 and part(13, 16) else None
+    accel = a[25:28] if a[28] != -1.0 and part(25, 28) else None
     quat = None
-    o_cov = msg.orientation_covariance
-    if _provided(o_cov):
-        o = msg.orientation
-        q = np.array([o.x, o.y, o.z, o.w], dtype=float)
-        norm = float(np.linalg.norm(q)) if np.all(np.isfinite(q)) else 0.0
+    if a[4] != -1.0:
+        q = a[0:4]
+        norm = float(np.linalg.norm(q)) if part(0, 4) else 0.0
         if norm > 1e-6:
             quat = q / norm
     if gyro is None and accel is None and quat is None:
         raise InputRejected('no_usable_values', f'Imu for {sensor!r} has no finite field')
     rec = ImuMeasurement(
         t / NS, sensor, gyro, accel, quat,
-        gyro_var=_variances(gyro_cov) if gyro is not None else None,
-        accel_var=_variances(accel_cov) if accel is not None else None,
-        orientation_var=_variances(o_cov) if quat is not None else None)
+        gyro_var=_variances(a[16:25], part(16, 25)) if gyro is not None else None,
+        accel_var=_variances(a[28:37], part(28, 37)) if accel is not None else None,
+        orientation_var=_variances(a[4:13], part(4, 13)) if quat is not None else None)
     return t, rec
 
 
@@ -446,6 +538,93 @@ class EstimateMessages:
         self.stddev.position, self.stddev.velocity = f(est.q_std), f(est.qd_std)
         if command is not None:
             self.command.data = f(command)
+
+
+_STAMP = struct.Struct('<iI')
+_MARK_STAMP = (1_234_567_891, 987_654_321)      # a stamp the serialised bytes show once
+
+
+class SerialisedMessage:
+    """One output message kept as its serialised bytes (issue 24): serialised once
+    (``serialize``, rclpy's) with a recognisable stamp and recognisable values in its
+    float64 sequences ``fields`` of ``sizes`` values, whose places in the bytes are then
+    found; per tick :meth:`set_stamp` and :attr:`views` (numpy views of those places)
+    change them in place, and ``bytes(self.buf)`` is the message for rclpy's
+    ``publish`` (``publish_raw``: no Python message converted, nothing serialised).
+
+    :raises ValueError: a place not found exactly once (a serialisation this does not
+        understand: the caller publishes message objects instead).
+    """
+
+    def __init__(self, msg: Any, fields: Sequence[str], sizes: Sequence[int],
+                 serialize: Callable[[Any], bytes]) -> None:
+        header = getattr(msg, 'header', None)
+        if header is not None:
+            header.stamp.sec, header.stamp.nanosec = _MARK_STAMP
+        marks = []
+        for k, (field, n) in enumerate(zip(fields, sizes)):
+            mark = -np.pi * 1e300 / (2.0 + np.arange(n) + 100.0 * k)
+            setattr(msg, field, _float64_array(mark))
+            marks.append(mark.astype('<f8').tobytes())
+        self.buf = bytearray(serialize(msg))
+
+        def place(pattern: bytes) -> int:
+            if self.buf.count(pattern) != 1:
+                raise ValueError('serialised message: a field not found once')
+            return self.buf.find(pattern)
+
+        self._stamp_at = place(_STAMP.pack(*_MARK_STAMP)) if header is not None else -1
+        self.views = [np.frombuffer(self.buf, '<f8', len(m) // 8, place(m)) if m else
+                      np.zeros(0) for m in marks]
+
+    def set_stamp(self, sec: int, nanosec: int) -> None:
+        """The header stamp (a message with a header)."""
+        _STAMP.pack_into(self.buf, self._stamp_at, sec, nanosec)
+
+
+class SerialisedEstimateMessages:
+    """:class:`EstimateMessages` as serialised bytes for the live node (issue 24):
+    ``~/joint_states``, ``~/state``, ``~/state_stddev`` and the torque command, each a
+    :class:`SerialisedMessage` whose values :meth:`fill` writes in place; the bytes carry
+    the same doubles :class:`EstimateMessages` would (one message per topic, as before).
+
+    :raises ValueError: a serialisation :class:`SerialisedMessage` does not understand.
+    """
+
+    def __init__(self, joint_names: Sequence[str], coordinate_names: Sequence[str],
+                 command_size: int) -> None:
+        from rclpy.serialization import serialize_message
+
+        msgs = EstimateMessages(rclpy_kit(), joint_names, coordinate_names)
+        nj, nc = len(joint_names), len(coordinate_names)
+        self.joints = SerialisedMessage(msgs.joints, _JOINT_FIELDS, (nj, nj, nj),
+                                        serialize_message)
+        self.state = SerialisedMessage(msgs.state, _JOINT_FIELDS[:2], (nc, nc),
+                                       serialize_message)
+        self.stddev = SerialisedMessage(msgs.stddev, _JOINT_FIELDS[:2], (nc, nc),
+                                        serialize_message)
+        self.command = SerialisedMessage(msgs.command, ('data',), (command_size,),
+                                         serialize_message)
+
+    def fill(self, t_ns: int, est: Estimate, joint_effort: np.ndarray,
+             command: np.ndarray | None) -> bool:
+        """As :meth:`EstimateMessages.fill`; False (nothing usable) when a value array's
+        size is not the one the bytes were made for, or the stamp is no int32 seconds (the
+        caller builds messages then)."""
+        sec, nanosec = divmod(int(t_ns), NS)
+        rows = ((self.joints, (est.joint_position, est.joint_velocity, joint_effort)),
+                (self.state, (est.q, est.qd)), (self.stddev, (est.q_std, est.qd_std)))
+        if command is not None:
+            rows += ((self.command, (command,)),)
+        try:
+            for msg, values in rows:
+                for view, v in zip(msg.views, values):
+                    view[...] = v
+                if msg is not self.command:
+                    msg.set_stamp(sec, nanosec)
+        except (ValueError, struct.error):
+            return False
+        return True
 
 
 class ExternalMessages:

@@ -82,6 +82,7 @@ from ..estimation.estimator import LIVE_FIELDS, Estimator
 from ..estimation.external import ExternalConfig, ExternalOutput, ExternalTorques
 from ..estimation.gate import LimitGate
 from ..core.measurements import Estimate, ImuMeasurement, JointMeasurement
+from . import cdr
 from . import conversions as cv
 from ..core.errors import MbfgError
 from .conversions import Reference
@@ -102,8 +103,8 @@ INPUT_KEYS = ('received', 'queued', 'unknown_joint', 'nonfinite_values', 'out_of
               'dropped.repeated_names', 'dropped.length_mismatch', 'dropped.no_usable_values',
               'dropped.out_of_limits', 'dropped.future', 'dropped.backwards',
               'dropped.too_old', 'dropped.queue_full', 'dropped.bad_reference',
-              'dropped.estimator_error', 'dropped.other', 'rejected_by_estimator', 'references',
-              'command_errors')
+              'dropped.estimator_error', 'dropped.malformed', 'dropped.other',
+              'rejected_by_estimator', 'references', 'command_errors')
 """Every input counter (``input.<key>`` in /diagnostics): a fixed set, whatever arrives."""
 
 WITHHELD = ('no_estimate', 'initialising', 'timeout', 'error')
@@ -203,6 +204,8 @@ class EstimatorDriver:
         self.gate = LimitGate(mech)
         self.joint_names = tuple(j.name for j in mech.joints)
         self._known_joints = frozenset(self.joint_names)
+        self._joint_reader = cv.JointStateReader(self._known_joints)
+        self._joint_parser = cdr.JointStateParser()
         self.coordinate_names = tuple(mech.coordinate_names)
         self.imu_names = tuple(s.name for s in mech.sensors)
         self._limits_of = f'the limits of {mech.name} ({LIMITS_FROM})'
@@ -268,13 +271,37 @@ class EstimatorDriver:
         ``category``."""
         self.events.append((category, cv.capped(text, self.NOTE_CHARS)))
 
-    def joint_state(self, msg: Any, now_ns: int | None = None) -> JointMeasurement | None:
-        """A JointState message (rclpy or rosbags) into the queue: the record queued, or
-        None if it was dropped (counted)."""
-        self.counters['received'] += 1
+    def _raw(self, read: Any, buf: bytes, type_name: str, what: str) -> Any:
+        """The fields of the message in ``buf`` (its CDR bytes, :mod:`.cdr`), the message
+        rclpy deserialises from them (an encapsulation :mod:`.cdr` does not read), or None:
+        bytes that are no whole message (``dropped.malformed``, noted)."""
         try:
-            t, rec, unknown, nonfinite = cv.joint_state_to_record(msg, self._known_joints,
-                                                                  now_ns)
+            return read(buf)
+        except cdr.Unsupported:
+            pass
+        except cdr.Malformed as exc:
+            self.counters['dropped.malformed'] += 1
+            self.note(f'{what}:malformed', f'{what}: message dropped (malformed: {exc})')
+            return None
+        try:
+            from rclpy.serialization import deserialize_message
+            return deserialize_message(buf, cv.message_class(type_name))
+        except Exception as exc:  # noqa: BLE001 - rclpy's RMWError: bytes it cannot read
+            self.counters['dropped.malformed'] += 1
+            self.note(f'{what}:malformed', f'{what}: message dropped (malformed: {exc})')
+            return None
+
+    def joint_state(self, msg: Any, now_ns: int | None = None) -> JointMeasurement | None:
+        """A JointState message (rclpy or rosbags, or its serialised bytes as
+        ``take_message(raw=True)`` gives them) into the queue: the record queued, or None
+        if it was dropped (counted)."""
+        self.counters['received'] += 1
+        if isinstance(msg, bytes):
+            msg = self._raw(self._joint_parser, msg, 'JointState', 'joint_states')
+            if msg is None:
+                return None
+        try:
+            t, rec, unknown, nonfinite = self._joint_reader(msg, now_ns)
         except cv.InputRejected as exc:
             self.count(f'dropped.{exc.reason}')
             self.note(f'joint_states:{exc.reason}', f'joint_states: message dropped ({exc})')
@@ -290,9 +317,13 @@ class EstimatorDriver:
         return self._gated(t, rec, bad, 'joint_states', now_ns)
 
     def imu(self, msg: Any, sensor: str, now_ns: int | None = None) -> ImuMeasurement | None:
-        """An Imu message for the YAML sensor ``sensor`` into the queue: the record
-        queued, or None if it was dropped (counted)."""
+        """An Imu message (or its serialised bytes) for the YAML sensor ``sensor`` into
+        the queue: the record queued, or None if it was dropped (counted)."""
         self.counters['received'] += 1
+        if isinstance(msg, bytes):
+            msg = self._raw(cdr.read_imu, msg, 'Imu', f'imu {sensor}')
+            if msg is None:
+                return None
         try:
             t, rec = cv.imu_to_record(msg, sensor, now_ns)
         except cv.InputRejected as exc:
@@ -335,6 +366,7 @@ class EstimatorDriver:
             self.counters['dropped.too_old'] += 1
             return False
         self._max_stamp = t_ns if self._max_stamp is None else max(self._max_stamp, t_ns)
+        wall = time.monotonic_ns() if self.live else 0      # when it arrived (live)
         if now_ns is not None and self.live:
             # the tick clock is the newest data, moving on with the clock between readings
             delay = max(0, now_ns - self._max_stamp)
@@ -343,7 +375,7 @@ class EstimatorDriver:
                           'follow the data' if delay > self.lag_ns // 2 else
                           'input stamps caught up with the clock')
             self.delay_ns = delay
-            self._push_wall = wall = time.monotonic_ns()
+            self._push_wall = wall
             key = record.sensor if isinstance(record, ImuMeasurement) else ''
             stream = self._streams.get(key)
             if stream is None:
@@ -354,8 +386,7 @@ class EstimatorDriver:
                     stream[1] = step if stream[1] == 0 else (3 * stream[1] + step) // 4
                     stream[0] = t_ns
                 stream[2] = wall
-        heapq.heappush(self._queue, (_order_key(t_ns, record, self._seq), record,
-                                     time.monotonic_ns() if self.live else 0))
+        heapq.heappush(self._queue, (_order_key(t_ns, record, self._seq), record, wall))
         self._seq += 1
         self.counters['queued'] += 1
         if len(self._queue) > self.max_queue:

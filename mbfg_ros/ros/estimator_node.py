@@ -34,17 +34,20 @@ grid ticks into one longer step, so readings are never dropped for being
 slow (``ticks.merged``, ``ticks.overruns``, ``ticks.rate_hz``). With no input
 the tick timer stops (idle costs nothing) and the first reading restarts it.
 How it runs (parameter ``executor``, :func:`run_loop`): by default (``auto`` = ``loop``)
-the main thread runs the tick loop itself. Once per tick period (wall clock) it takes
-the newest ``/clock`` (under ``use_sim_time``) and every message waiting on the sensor
-topics (``take_message``, no callback and no wait set per message), runs the due tick
-and publishes it; rclpy's ``SingleThreadedExecutor`` serves everything else (services,
-parameters, references, ``~/set_state``, diagnostics, markers), one callback per turn
-every :data:`SPIN_EVERY_S`. The sensor subscriptions and rclpy's own ``/clock`` subscription
-sit in a :class:`PolledGroup`, a callback group the executor leaves out of its wait set
-while the loop ticks; with no input (idle) the loop blocks in the executor with them back
-in, and the first reading wakes it. ``single`` and ``events`` are the callback design (a
-callback per message, a tick timer) under the ``SingleThreadedExecutor`` or rclpy's
-``EventsExecutor`` (Kilted, recent Jazzy; not Humble).
+the main thread runs the tick loop itself. Once per tick period (wall clock) it takes the
+newest ``/clock`` (under ``use_sim_time``) and every message waiting on the sensor topics
+(``take_message``, no callback and no wait set per message; their serialised bytes, read
+by :mod:`.cdr`), runs the due tick and publishes it (bytes patched in place,
+:class:`~.conversions.SerialisedEstimateMessages`); rclpy's ``SingleThreadedExecutor``
+serves everything else (services, parameters, references, ``~/set_state``, diagnostics,
+markers), one callback per turn every :data:`SPIN_EVERY_S` (rclpy's QoS event handlers in
+one turn every :data:`EVENTS_EVERY_S`). The sensor subscriptions and rclpy's own
+``/clock`` subscription sit in a :class:`PolledGroup`, a callback group the executor
+leaves out of its wait set while the loop ticks; with no input (idle) the loop blocks in
+the executor with them back in, and the first reading wakes it. ``single`` and ``events``
+are the callback design (a callback per message, a tick timer) under the
+``SingleThreadedExecutor`` or rclpy's ``EventsExecutor`` (Kilted, recent Jazzy; not
+Humble).
 
 Run: ``ros2 run mbfg_ros estimator_node --ros-args -p mechanism:=fourbar.yaml``
 or ``python -m mbfg_ros.ros.estimator_node --ros-args ...``. A bad parameter or
@@ -63,33 +66,24 @@ from typing import Any
 import numpy as np
 import rclpy
 import rclpy.executors
-from rclpy.callback_groups import CallbackGroup
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from rclpy.time_source import TimeSource
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.serialization import deserialize_message
 
 from ..loader import load_mechanism, mechanism_warning
+from . import cdr
 from . import conversions as cv
 from .driver import EstimatorDriver, TickOutput
 from .markers import ESTIMATE_STYLE, MarkerPublisher
 from .params import ESTIMATOR_PARAMS, ParameterError, check_live, declare, parse_estimator, read
+from .polling import OUTPUT_QOS, SENSOR_QOS, SPIN_EVERY_S, GcPauses, PolledGroup, drain, \
+    event_handler_types, events_executor_class, make_executor, newest_raw, take_raw
 from .runner import run_node, stop_on_signals
 
-__all__ = ['EstimatorNode', 'main', 'SENSOR_QOS', 'OUTPUT_QOS', 'REFERENCE_QOS',
-           'REFERENCE_LIVE_QOS',
-           'make_executor', 'LOG_EVERY', 'REQUEST_KEYS', 'PolledGroup', 'run_loop',
-           'SPIN_EVERY_S', 'LOOP_KINDS']
-
-SENSOR_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000,
-                        reliability=ReliabilityPolicy.BEST_EFFORT,
-                        durability=DurabilityPolicy.VOLATILE)
-"""Sensor-data QoS (best effort, volatile) with a history of 1 s at 1 kHz, so a
-stream survives a slow tick. Matches reliable and best-effort publishers alike."""
-
-OUTPUT_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10,
-                        reliability=ReliabilityPolicy.RELIABLE,
-                        durability=DurabilityPolicy.VOLATILE)
+__all__ = ['EstimatorNode', 'main', 'REFERENCE_QOS', 'REFERENCE_LIVE_QOS', 'LOG_EVERY',
+           'REQUEST_KEYS', 'run_loop', 'EVENTS_EVERY_S', 'LOOP_KINDS']
 
 REFERENCE_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
                            reliability=ReliabilityPolicy.RELIABLE,
@@ -121,11 +115,10 @@ REQUEST_KEYS = ('reset', 'set_state', 'set_state_refused', 'params_set', 'params
 """Service and request counters (``requests.<key>`` in /diagnostics), a fixed set."""
 
 
-SPIN_EVERY_S = 0.01
-"""Loop mode: seconds between two turns of the executor (services, parameters, references,
-``~/set_state``, diagnostics, markers): one ready callback per turn, without waiting.
-A turn costs ~0.13 ms of CPU here (rclpy builds its wait set in Python), so 1 % of a core
-at this rate; a request waits at most this long plus one tick."""
+EVENTS_EVERY_S = 1.0
+"""Loop mode: seconds between two executor turns that include the QoS event handlers
+(rclpy's incompatible-QoS and -type warnings, two per publisher and subscription: 32 of
+the wait set's entities, ~60 % of a turn's cost); the other turns leave them out."""
 
 PARK_AFTER_S = 0.1
 """Loop mode: a clock that has not moved for this long (a simulated clock that stopped:
@@ -146,98 +139,9 @@ POLL_BATCH = 64
 ``_drain_max``): under sim time the clock stays fresh while a backlog is taken."""
 
 
-class PolledGroup(CallbackGroup):
-    """A callback group the executor leaves out of its wait set while ``polling`` is set
-    (rclpy's public extension point: ``Executor.can_execute`` asks the entity's group):
-    the tick loop takes the messages of its subscriptions itself. With ``polling`` unset
-    it is a reentrant group (idle: the executor waits on them and a message wakes the
-    node)."""
-
-    def __init__(self, polling: bool = False) -> None:
-        super().__init__()
-        self.polling = polling
-
-    def can_execute(self, entity: Any) -> bool:
-        return not self.polling
-
-    def beginning_execution(self, entity: Any) -> bool:
-        return not self.polling
-
-    def ending_execution(self, entity: Any) -> None:
-        pass
-
-
 def _trigger_type() -> Any:
     from std_srvs.srv import Trigger
     return Trigger
-
-
-def _events_executor_class() -> type:
-    """rclpy's EventsExecutor class, or a :class:`ParameterError` naming the parameter
-    where the distro has none (Humble)."""
-    try:
-        from rclpy.experimental import EventsExecutor
-    except ImportError:
-        raise ParameterError("parameter 'executor': 'events' needs rclpy's "
-                             'EventsExecutor (Kilted, recent Jazzy; not Humble); use '
-                             'auto or single') from None
-    return EventsExecutor
-
-
-def make_executor(kind: str = 'auto', context: Any = None) -> rclpy.executors.Executor:
-    """``events``: rclpy's EventsExecutor (``rclpy.experimental``: Kilted, and Jazzy's
-    7.1.x releases since its backport; not Humble: a clear error there, picked at run
-    time); ``single``, and ``auto``/``loop`` (the executor of all but the sensors and the
-    ticks, :func:`run_loop`): the SingleThreadedExecutor every distro has, of ``context``
-    (None: the default one). Measured with bench/node_throughput.py at 1 kHz encoder +
-    IMU: with the callbacks draining their queues (:func:`_drain`), single kept the
-    latency at tens of ms where events let it grow to seconds."""
-    if kind == 'events':
-        return _events_executor_class()(context=context)
-    # single; auto/loop: the executor of everything but the sensors and the ticks
-    return rclpy.executors.SingleThreadedExecutor(context=context)
-
-
-def _take(sub: Any) -> Any:
-    """The next message waiting on ``sub``, or None (nothing waiting)."""
-    with sub.handle:
-        info = sub.handle.take_message(sub.msg_type, sub.raw)
-    return None if info is None else info[0]
-
-
-def _newest(sub: Any) -> Any:
-    """The newest message waiting on ``sub`` (the older ones taken and dropped), or None."""
-    last = None
-    while (msg := _take(sub)) is not None:
-        last = msg
-    return last
-
-
-def _drain(inputs: list, limit: int):
-    """``(handler, message)`` pairs already waiting on the sensor subscriptions
-    ``inputs`` (``(subscription, handler)`` pairs), taken round-robin, at most ``limit``.
-
-    One executor dispatch per message costs far more than the message itself at
-    1 kHz (rclpy rebuilds its wait set); taking what is queued in one callback is
-    what the executor's own dispatch does (``Subscription.handle.take_message``),
-    minus the per-message round trip. Round-robin over *every* sensor topic keeps
-    their backlogs in step: draining one topic alone would run the ticks past the
-    other topic's waiting readings and drop them as too old. Any failure of that
-    internal API falls back to one message per callback.
-    """
-    live = list(inputs)
-    taken = 0
-    try:
-        while live and taken < limit:
-            for item in tuple(live):
-                msg = _take(item[0])
-                if msg is None:
-                    live.remove(item)
-                    continue
-                taken += 1
-                yield item[1], msg
-    except Exception:  # noqa: BLE001 - an rclpy without this API: per-message dispatch
-        return
 
 
 def v_overlay(settings: Any) -> str:
@@ -260,7 +164,7 @@ class EstimatorNode(Node):
         self.driver = EstimatorDriver(system, settings, live=True)
         self.executor_kind = v['executor']
         if self.executor_kind == 'events':
-            _events_executor_class()      # at start-up: one error line, exit 2, not a traceback
+            events_executor_class()      # at start-up: one error line, exit 2, not a traceback
         self.looping = self.executor_kind in LOOP_KINDS
         # loop mode: sensors and /clock polled by the loop, the tick timers never run by the
         # executor (the loop ticks); callback mode: rclpy's default group for all
@@ -271,6 +175,13 @@ class EstimatorNode(Node):
         self._idle_ns = int(1e9 * settings.config.max_tick_gap)
         self._msgs = cv.EstimateMessages(cv.rclpy_kit(), self.driver.joint_names,
                                          self.driver.coordinate_names)
+        try:      # the same messages as their serialised bytes, patched per tick
+            self._raw_msgs: cv.SerialisedEstimateMessages | None = \
+                cv.SerialisedEstimateMessages(self.driver.joint_names,
+                                              self.driver.coordinate_names,
+                                              len(self.driver.law.names))
+        except ValueError:
+            self._raw_msgs = None
         ext = self.driver.external
         self._ext_msgs = cv.ExternalMessages(cv.rclpy_kit(), ext.names, ext.config.wrench_link)
         self._logged: dict[str, list] = {}            # category -> [last wall time, suppressed]
@@ -360,12 +271,26 @@ class EstimatorNode(Node):
                 clock=Clock(clock_type=ClockType.STEADY_TIME))
         self._started = True
         self.clock_sub = self._poll_clock_subscription() if self.looping else None
+        self._clock_msg = cv.message_class('Clock')()     # the /clock read from its bytes
+        self.rare_events = self._rare_event_group() if self.looping else None
         self.get_logger().info(
             f'{system.description.source}: {len(self.driver.joint_names)} joints, '
             f'{len(self.driver.imu_names)} IMUs, {system.n} coordinates, '
             f'{self.driver.frequency:g} Hz, commands for {list(self.driver.law.names)}')
 
     # ------------------------------------------------------------------ input
+    def _rare_event_group(self) -> PolledGroup:
+        """Loop mode: the QoS event handlers of every publisher and subscription (rclpy's
+        waitables of this node) moved into one :class:`PolledGroup`, left out of the
+        executor's turns but one every :data:`EVENTS_EVERY_S` and the idle wait."""
+        group = PolledGroup(polling=True)
+        kinds = event_handler_types()
+        for waitable in self.waitables:
+            if isinstance(waitable, kinds):
+                waitable.callback_group = group
+                group.add_entity(waitable)
+        return group
+
     def _poll_clock_subscription(self) -> Any:
         """Loop mode under ``use_sim_time``: rclpy's own ``/clock`` subscription (its
         TimeSource's, found by its callback) moved into the polled group, so the loop takes
@@ -383,21 +308,23 @@ class EstimatorNode(Node):
     def poll(self) -> int:
         """Loop mode: the newest ``/clock`` (sim time: handed to rclpy's TimeSource, which
         sets the node clock), then the messages waiting on the sensor topics, taken
-        round-robin (:func:`_drain`) through the driver's input path with the clock read
-        once per batch of :data:`POLL_BATCH`; a backlog is taken batch by batch with the
-        clock polled again between them (a reading stamped after the clock read is not
-        "future"), at most :data:`LOOP_DRAIN_MAX` in all. The number of messages taken."""
+        round-robin (:func:`drain`) as their serialised bytes (:func:`take_raw`: the
+        driver reads them with :mod:`.cdr`, no Python message built) through the driver's
+        input path with the clock read once per batch of :data:`POLL_BATCH`; a backlog is
+        taken batch by batch with the clock polled again between them (a reading stamped
+        after the clock read is not "future"), at most :data:`LOOP_DRAIN_MAX` in all. The
+        number of messages taken."""
         taken = 0
         queued = False
         clock_sub = self.clock_sub
         while True:
             if clock_sub is not None:
-                tick = _newest(clock_sub)
-                if tick is not None:
-                    clock_sub.callback(tick)
+                buf = newest_raw(clock_sub)
+                if buf is not None:
+                    self._set_clock(clock_sub, buf)
             now = self._now_ns()
             batch = 0
-            for handler, msg in _drain(self._polled_inputs, POLL_BATCH):
+            for handler, msg in drain(self._polled_inputs, POLL_BATCH, take_raw):
                 batch += 1
                 queued |= handler(msg, now) is not None
             taken += batch
@@ -406,6 +333,22 @@ class EstimatorNode(Node):
         if queued:
             self._wake()
         return taken
+
+    def _set_clock(self, clock_sub: Any, buf: bytes) -> None:
+        """The ``/clock`` message in ``buf`` (its bytes) to rclpy's TimeSource (the
+        callback of ``clock_sub``): read by :func:`.cdr.read_clock` into one reused
+        message, or deserialised by rclpy (another encapsulation); bytes neither reads
+        are skipped (the next /clock sets the time)."""
+        msg = self._clock_msg
+        try:
+            t = cdr.read_clock(buf)
+            msg.clock.sec, msg.clock.nanosec = divmod(t, cv.NS)
+        except (cdr.Unsupported, cdr.Malformed, ValueError, AssertionError):
+            try:
+                msg = deserialize_message(buf, clock_sub.msg_type)
+            except Exception:  # noqa: BLE001 - rclpy's RMWError: not a Clock
+                return
+        clock_sub.callback(msg)
 
     def _now_ns(self) -> int:
         return self.get_clock().now().nanoseconds
@@ -431,7 +374,7 @@ class EstimatorNode(Node):
     def _on_sensor(self, handler: Any, msg: Any) -> None:
         """One sensor message, then everything waiting on all sensor topics."""
         queued = handler(msg)
-        for h, m in _drain(self._sensor_inputs, self._drain_max):
+        for h, m in drain(self._sensor_inputs, self._drain_max):
             queued |= h(m)
         if queued:
             self._wake()
@@ -545,19 +488,32 @@ class EstimatorNode(Node):
     def _publish(self, out: TickOutput, now: int) -> None:
         if out.estimate is None:
             return
-        m = self._msgs
-        m.fill(out.t_ns, out.estimate, out.joint_effort, out.command)
         # a topic nobody subscribes to is not published: ~20 µs of rmw per message saved
         # (get_subscription_count is ~1 µs, asked every tick: a new subscriber gets the next)
-        _publish_wanted(self.pub_joints, m.joints)
-        _publish_wanted(self.pub_state, m.state)
-        _publish_wanted(self.pub_stddev, m.stddev)
-        if out.command is not None:
-            _publish_wanted(self.pub_command, m.command)
+        raw = self._raw_msgs
+        if raw is not None and raw.fill(out.t_ns, out.estimate, out.joint_effort, out.command):
+            # the serialised bytes, patched in place: no message converted or serialised
+            _publish_wanted(self.pub_joints, raw.joints.buf)
+            _publish_wanted(self.pub_state, raw.state.buf)
+            _publish_wanted(self.pub_stddev, raw.stddev.buf)
+            if out.command is not None:
+                _publish_wanted(self.pub_command, raw.command.buf)
+        else:
+            m = self._msgs
+            m.fill(out.t_ns, out.estimate, out.joint_effort, out.command)
+            _publish_wanted(self.pub_joints, m.joints)
+            _publish_wanted(self.pub_state, m.state)
+            _publish_wanted(self.pub_stddev, m.stddev)
+            if out.command is not None:
+                _publish_wanted(self.pub_command, m.command)
         if out.external is not None and out.external.valid:
-            self._ext_msgs.fill(out.t_ns, out.external)
-            for key, msg in self._ext_msgs.by_topic.items():
-                _publish_wanted(self.pub_external[key], msg)
+            wanted = [(self.pub_external[key], msg)
+                      for key, msg in self._ext_msgs.by_topic.items()
+                      if self.pub_external[key].get_subscription_count()]
+            if wanted:                    # filled only when someone listens
+                self._ext_msgs.fill(out.t_ns, out.external)
+                for pub, msg in wanted:
+                    pub.publish(msg)
         self.driver.ticks['published'] += 1
         self._latency_ms.append((self._now_ns() - out.t_ns) / 1e6)
 
@@ -667,35 +623,15 @@ class EstimatorNode(Node):
 
 
 def _publish_wanted(pub: Any, msg: Any) -> None:
-    """``pub.publish(msg)`` if anyone subscribes to ``pub``'s topic."""
+    """``pub.publish(msg)`` if anyone subscribes to ``pub``'s topic (a ``bytearray``: its
+    serialised bytes, copied)."""
     if pub.get_subscription_count():
-        pub.publish(msg)
+        pub.publish(bytes(msg) if isinstance(msg, bytearray) else msg)
 
 
 def _imu_at(driver: EstimatorDriver, sensor: str, msg: Any, now_ns: int) -> Any:
     """``driver.imu`` with the loop's argument order (message, clock)."""
     return driver.imu(msg, sensor, now_ns)
-
-
-class GcPauses:
-    """Python's garbage-collector pauses, timed through ``gc.callbacks`` (for
-    ``/diagnostics``: a pause delays every callback behind it)."""
-
-    def __init__(self) -> None:
-        self.count, self.ms_max, self._t0 = 0, 0.0, 0.0
-
-    def __call__(self, phase: str, info: dict) -> None:
-        if phase == 'start':
-            self._t0 = time.perf_counter()
-        else:
-            self.count += 1
-            self.ms_max = max(self.ms_max, 1e3 * (time.perf_counter() - self._t0))
-
-    def take(self) -> tuple[int, float]:
-        """(collections, longest pause in ms) since the last call."""
-        out = (self.count, self.ms_max)
-        self.count, self.ms_max = 0, 0.0
-        return out
 
 
 def run_loop(node: EstimatorNode, executor: rclpy.executors.Executor) -> None:
@@ -709,16 +645,17 @@ def run_loop(node: EstimatorNode, executor: rclpy.executors.Executor) -> None:
     no tick was due yet); while the ``max_tick_load`` budget holds the next tick back
     (``ticks.deferred``) the loop still polls every period and ticks when it ends. Every
     :data:`SPIN_EVERY_S` one turn of the executor (sensors and ``/clock`` left out of its
-    wait set) runs one ready callback. Idle (the tick timer cancelled: no input yet, or
+    wait set, and the QoS event handlers but every :data:`EVENTS_EVERY_S`) runs one ready
+    callback. Idle (the tick timer cancelled: no input yet, or
     none for ``max_tick_gap``), or parked (a simulated clock that stood still for
     :data:`PARK_AFTER_S` with nothing taken or ticked): the executor waits on everything,
     sensors and ``/clock`` included, and a message wakes the loop.
     """
     period = 1.0 / node.driver.frequency
     park_after = max(1, int(PARK_AFTER_S / period))
-    group = node.polled
+    group, rare = node.polled, node.rare_events
     clock = time.perf_counter
-    next_wake = next_spin = clock()
+    next_wake = next_spin = next_events = clock()
     stop = node.stop_requested
     ok = node.context.ok
     still, last_now, last_tick = 0, None, None
@@ -726,12 +663,12 @@ def run_loop(node: EstimatorNode, executor: rclpy.executors.Executor) -> None:
         if node.timer.is_canceled() or still >= park_after:
             # idle, or parked (a sim clock that stopped with nothing queued): the executor
             # waits on everything, sensors and /clock included; a message wakes the loop
-            group.polling = False
+            group.polling = rare.polling = False
             try:
                 executor.spin_once(timeout_sec=0.1)
             except OSError:      # a signal interrupted the wait: look at the context again
                 pass
-            group.polling = True
+            group.polling = rare.polling = True
             next_wake = next_spin = clock()
             if still:
                 still = park_after - 1          # look again once (the wait may have run
@@ -762,10 +699,14 @@ def run_loop(node: EstimatorNode, executor: rclpy.executors.Executor) -> None:
             # one turn, no waiting: rclpy's wait costs ~0.13 ms per call here (its wait set
             # rebuilt in Python, ~30 QoS event waitables), and a timeout may wait again
             next_spin = now + SPIN_EVERY_S
+            if now >= next_events:              # the QoS event handlers too, once a second
+                next_events = now + EVENTS_EVERY_S
+                rare.polling = False
             try:
                 executor.spin_once(timeout_sec=0.0)
             except OSError:
                 pass
+            rare.polling = True
             now = clock()
         if wake > now:
             time.sleep(wake - now)

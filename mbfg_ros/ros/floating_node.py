@@ -63,8 +63,7 @@ from rclpy.time_source import TimeSource
 from ..estimation.floating import FloatingEstimator
 from ..loader import load_floating
 from . import conversions as cv
-from .estimator_node import OUTPUT_QOS, SENSOR_QOS, SPIN_EVERY_S, GcPauses, PolledGroup, \
-    _drain, _newest
+from .polling import OUTPUT_QOS, SENSOR_QOS, SPIN_EVERY_S, GcPauses, PolledGroup, drain, newest
 from .floating_intake import FloatingDriver
 from .floating_messages import FloatingMessages, message
 from .floating_params import NODE_NAME, ParameterError, floating_params, foot_topic, \
@@ -203,7 +202,7 @@ class FloatingEstimatorNode(Node):
         """Idle: a message woke the executor; it and everything waiting go in."""
         now = self.now_ns()
         handler(msg, now)
-        for h, m in _drain(self._inputs, POLL_MAX):
+        for h, m in drain(self._inputs, POLL_MAX):
             h(m, now)
 
     def poll(self) -> int:
@@ -213,12 +212,12 @@ class FloatingEstimatorNode(Node):
         clock_sub = self.clock_sub
         while True:
             if clock_sub is not None:
-                tick = _newest(clock_sub)
+                tick = newest(clock_sub)
                 if tick is not None:
                     clock_sub.callback(tick)
             now = self.now_ns()
             batch = 0
-            for handler, msg in _drain(self._inputs, POLL_BATCH):
+            for handler, msg in drain(self._inputs, POLL_BATCH):
                 batch += 1
                 handler(msg, now)
             taken += batch

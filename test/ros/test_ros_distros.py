@@ -27,7 +27,7 @@ from support.ros_nodes import (
 )
 from support.ros_data import fourbar_data, fourbar_path, ros_env, unique_domain
 
-from mbfg_ros.ros.estimator_node import make_executor
+from mbfg_ros.ros.polling import make_executor
 from mbfg_ros.ros.params import ParameterError
 
 pytestmark = pytest.mark.ros

@@ -30,8 +30,9 @@ class Running:
 
         from mbfg_ros.ros import conversions as cv
         from mbfg_ros.ros import estimator_node as N
+        from mbfg_ros.ros import polling as P
 
-        self.cv, self.N = cv, N
+        self.cv, self.N, self.P = cv, N, P
         self.ctx = rclpy.Context()
         rclpy.init(context=self.ctx, domain_id=unique_domain(offset))
         self.node = N.EstimatorNode(context=self.ctx, parameter_overrides=[
@@ -39,7 +40,7 @@ class Running:
             Parameter('frequency', value=500.0), Parameter('use_sim_time', value=True)])
         assert self.node.looping and self.node.clock_sub is not None
         self.callbacks = self.polls = 0
-        self.left_out = False
+        self.left_out = self.events_left_out = False
         on_sensor, poll = self.node._on_sensor, self.node.poll
 
         def counted_callback(*args):
@@ -52,8 +53,16 @@ class Running:
 
         self.node._on_sensor = counted_callback
         self.node.poll = counted_poll
-        self.executor = N.make_executor('auto', context=self.ctx)
+        self.executor = self.P.make_executor('auto', context=self.ctx)
         self.executor.add_node(self.node)
+        self.event_turns = 0          # ticking turns (no wait) with the QoS event handlers in
+        spin_once, rare = self.executor.spin_once, self.node.rare_events
+
+        def counted_spin(*args, **kwargs):
+            self.event_turns += not rare.polling and kwargs.get('timeout_sec') == 0.0
+            return spin_once(*args, **kwargs)
+
+        self.executor.spin_once = counted_spin
         self.peer = rclpy.create_node('mbfg_test_loop_peer', context=self.ctx)
         self.kit = cv.rclpy_kit()
         self.pub_clock = self.peer.create_publisher(cv.message_class('Clock'), '/clock', 10)
@@ -75,8 +84,12 @@ class Running:
         whether the executor would leave the sensors and /clock out of its wait set."""
         cv = self.cv
         subs = (self.node.sub_joints, *self.node.sub_imus, self.node.clock_sub)
+        events = [w for w in self.node.waitables
+                  if isinstance(w, self.P.event_handler_types())]
+        assert events and all(w.callback_group is self.node.rare_events for w in events)
         for r in recs:
             self.left_out |= not any(self.executor.can_execute(s) for s in subs)
+            self.events_left_out |= not any(self.executor.can_execute(w) for w in events)
             t = stamp_of(r)
             self.pub_clock.publish(cv.clock_msg(self.kit, t))
             if hasattr(r, 'sensor'):
@@ -122,6 +135,9 @@ def test_the_loop_takes_every_sensor_message_without_a_callback_each():
         assert run.polls > 10
         # while it ticks, the executor's wait set leaves the sensors and /clock to the loop
         assert run.left_out, 'the executor kept the sensor subscriptions in its wait set'
+        # rclpy's QoS event handlers: out of the turns, but in one turn a second (and idle)
+        assert run.events_left_out, 'the QoS event handlers were in every executor turn'
+        assert run.event_turns >= 1
         # the ticks follow the polled /clock: none beyond the newest stamp published
         assert d.last_tick <= stamp_of(recs[-1])
     finally:

@@ -1,0 +1,201 @@
+"""The node's sensor input read straight from its serialised bytes (issue 24).
+
+``take_message(raw=True)`` hands the CDR bytes of a message (~3 µs) where rclpy's
+deserialisation into a Python message costs 4-15 µs more and the conversion then reads
+it field by field; these readers put a ``sensor_msgs/JointState``, ``sensor_msgs/Imu`` or
+``rosgraph_msgs/Clock`` into numpy arrays in a few calls (:class:`JointStateFields`,
+:class:`ImuFields`), which :mod:`.conversions` turns into records exactly as it does a
+deserialised message (the same doubles, so live and replay stay bit-identical).
+
+The format (OMG DDS-XTypes 1.3 §7.4.3.4-5, plain CDR of final types, what ROS 2's rmws
+send): a 4-byte encapsulation header, the representation id big-endian (``00 01``: CDR_LE,
+XCDR1 little-endian, what Fast DDS and Cyclone DDS send) and two option bytes; then the
+data, each primitive aligned to its size *relative to the data start* (after the header);
+a string is a uint32 length that counts its NUL, the bytes and the NUL; a sequence a
+uint32 count and its elements. Padding bytes are not read (serialisers leave them
+uninitialised).
+
+Only XCDR1 little-endian is read here: any other representation (:class:`Unsupported`:
+big-endian, XCDR2, whose string sequences carry a length header) is for the caller to
+deserialise through rclpy instead. Bytes that do not hold a whole message (truncated,
+counts beyond the end, a name that is not UTF-8) raise :class:`Malformed`, never
+anything else.
+"""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ['Malformed', 'Unsupported', 'JointStateFields', 'ImuFields', 'IMU_DOUBLES',
+           'JointStateParser', 'read_imu', 'read_clock', 'encapsulation']
+
+NS = 1_000_000_000
+
+_HEADER = 4                                   # encapsulation header bytes
+_XCDR1_LE = b'\x00\x01'
+_STAMP_LEN = struct.Struct('<iII')            # sec, nanosec, frame_id length
+_U32 = struct.Struct('<I')
+_CLOCK = struct.Struct('<iI')
+
+IMU_DOUBLES = 37
+"""sensor_msgs/Imu after its header: orientation (4), orientation_covariance (9),
+angular_velocity (3) and its covariance (9), linear_acceleration (3) and its covariance
+(9), contiguous float64 in that order."""
+
+
+class Malformed(ValueError):
+    """Bytes that are not a whole message of the expected type."""
+
+
+class Unsupported(ValueError):
+    """An encapsulation these readers do not read (big-endian, delimited XCDR2...)."""
+
+
+def encapsulation(buf: bytes) -> None:
+    """Checks that ``buf`` is XCDR1 little-endian.
+
+    :raises Unsupported: another representation. :raises Malformed: no header.
+    """
+    if len(buf) < _HEADER:
+        raise Malformed(f'{len(buf)} bytes: no encapsulation header')
+    if buf[:2] != _XCDR1_LE:
+        raise Unsupported(f'encapsulation {buf[:2].hex()}')
+
+
+def _aligned(o: int, a: int) -> int:
+    """Absolute offset ``o`` moved up to a multiple of ``a`` relative to the data start."""
+    return o + (-(o - _HEADER) % a)
+
+
+def _stamp(buf: bytes) -> tuple[int, int, int]:
+    """(sec, nanosec, offset after header.frame_id) of a message starting with a
+    std_msgs/Header."""
+    if len(buf) < _HEADER + 12:
+        raise Malformed(f'{len(buf)} bytes: truncated header')
+    sec, nanosec, flen = _STAMP_LEN.unpack_from(buf, _HEADER)
+    end = _HEADER + 12 + flen
+    if end > len(buf):
+        raise Malformed(f'frame_id of {flen} bytes beyond the end ({len(buf)} bytes)')
+    return sec, nanosec, end
+
+
+@dataclass(frozen=True, slots=True)
+class JointStateFields:
+    """A sensor_msgs/JointState as read from its bytes: ``stamp`` (sec, nanosec) as sent,
+    ``name`` the joint names, the three float64 sequences as owned arrays (any lengths: the
+    conversion checks them)."""
+
+    stamp: tuple[int, int]
+    name: tuple[str, ...]
+    position: np.ndarray
+    velocity: np.ndarray
+    effort: np.ndarray
+
+
+@dataclass(frozen=True, slots=True)
+class ImuFields:
+    """A sensor_msgs/Imu as read from its bytes: ``stamp`` (sec, nanosec) and ``values``,
+    the :data:`IMU_DOUBLES` float64 after the header (an owned, writable array)."""
+
+    stamp: tuple[int, int]
+    values: np.ndarray
+
+
+class JointStateParser:
+    """Reads JointState bytes (:meth:`__call__`). Remembers the name section of the last
+    message (its bytes and decoded names): names rarely change, so a message whose bytes
+    start with the same section costs no string decoding."""
+
+    def __init__(self) -> None:
+        self._section = b''                      # count + strings of the last names
+        self._names: tuple[str, ...] = ()
+
+    def _names_at(self, buf: bytes, o: int) -> tuple[tuple[str, ...], int]:
+        """(names, offset after them) of the string sequence at ``o`` (4-aligned)."""
+        section = self._section
+        if section and buf.startswith(section, o):
+            return self._names, o + len(section)
+        size = len(buf)
+        if o + 4 > size:
+            raise Malformed(f'{size} bytes: truncated before the names')
+        (count,) = _U32.unpack_from(buf, o)
+        if count > (size - o - 4) // 4:
+            raise Malformed(f'{count} names in {size} bytes')
+        start, p = o, o + 4
+        names = []
+        for _ in range(count):
+            p = _aligned(p, 4)
+            if p + 4 > size:
+                raise Malformed(f'name {len(names)} truncated ({size} bytes)')
+            (n,) = _U32.unpack_from(buf, p)
+            p += 4
+            if n > size - p:
+                raise Malformed(f'name {len(names)} of {n} bytes beyond the end')
+            try:
+                names.append(buf[p:p + n - 1].decode() if n else '')
+            except UnicodeDecodeError:
+                raise Malformed(f'name {len(names)} is not UTF-8') from None
+            p += n
+        self._section, self._names = bytes(buf[start:p]), tuple(names)
+        return self._names, p
+
+    def __call__(self, buf: bytes) -> JointStateFields:
+        """The fields of the JointState in ``buf``.
+
+        :raises Unsupported: not XCDR1 little-endian.
+        :raises Malformed: bytes that do not hold a whole JointState.
+        """
+        encapsulation(buf)
+        sec, nanosec, o = _stamp(buf)
+        names, o = self._names_at(buf, _aligned(o, 4))
+        size = len(buf)
+        arrays = []
+        for field in ('position', 'velocity', 'effort'):
+            o = _aligned(o, 4)
+            if o + 4 > size:
+                raise Malformed(f'{size} bytes: truncated before {field}')
+            (count,) = _U32.unpack_from(buf, o)
+            o += 4
+            if count:
+                o = _aligned(o, 8)
+                if count > (size - o) // 8:
+                    raise Malformed(f'{field}: {count} values beyond the end ({size} bytes)')
+                arrays.append(np.frombuffer(buf, '<f8', count, o).astype(np.float64))
+                o += 8 * count
+            else:
+                arrays.append(_EMPTY)
+        return JointStateFields((sec, nanosec), names, *arrays)
+
+
+_EMPTY = np.zeros(0)
+_EMPTY.setflags(write=False)
+
+
+def read_imu(buf: bytes) -> ImuFields:
+    """The fields of the Imu in ``buf`` (:class:`ImuFields`).
+
+    :raises Unsupported: not XCDR1 little-endian.
+    :raises Malformed: bytes that do not hold a whole Imu.
+    """
+    encapsulation(buf)
+    sec, nanosec, o = _stamp(buf)
+    o = _aligned(o, 8)
+    if o + 8 * IMU_DOUBLES > len(buf):
+        raise Malformed(f'{len(buf)} bytes: truncated Imu')
+    return ImuFields((sec, nanosec),
+                     np.frombuffer(buf, '<f8', IMU_DOUBLES, o).astype(np.float64))
+
+
+def read_clock(buf: bytes) -> int:
+    """The time of the rosgraph_msgs/Clock in ``buf``, integer nanoseconds.
+
+    :raises Unsupported: not XCDR1 little-endian.
+    :raises Malformed: fewer than its 8 bytes.
+    """
+    encapsulation(buf)
+    if len(buf) < _HEADER + 8:
+        raise Malformed(f'{len(buf)} bytes: truncated Clock')
+    sec, nanosec = _CLOCK.unpack_from(buf, _HEADER)
+    return sec * NS + nanosec
