@@ -461,6 +461,7 @@ class Options(argparse.Namespace):
     ticks: float = 0.0
     sim_time: bool = False
     profile: Path | None = None
+    predict: bool = False
 
 
 def node_params(params: dict, opts: Options, default_ticks: float) -> dict:
@@ -468,6 +469,8 @@ def node_params(params: dict, opts: Options, default_ticks: float) -> dict:
     out = dict(params, frequency=opts.ticks or default_ticks)
     if opts.sim_time:
         out['use_sim_time'] = 'true'
+    if opts.predict:
+        out['predict_between_ticks'] = 'true'
     return out
 
 
@@ -513,8 +516,11 @@ def drive(params: dict, data: Path, busy: bool, domain: int, log: Path, tmp: Pat
 
 
 def row_counts(v: dict, rate: int, busy: bool, d, lat: list, cpu: float,
-               duration: float) -> dict:
-    """The row's counters from the node's last /diagnostics ``v`` and the latencies."""
+               duration: float, diags: list = ()) -> dict:
+    """The row's counters from the node's last /diagnostics ``v`` and the latencies
+    (``diags``: all of them, for the node's own latency p99, the worst second's)."""
+    own = [float(kv.value) for m in diags for kv in m.status[0].values
+           if kv.key == 'latency.ms_p99' and kv.value != '-']
     dropped = {k.split('.', 1)[1]: int(x) for k, x in v.items()
                if ('dropped' in k or 'rejected' in k) and x.lstrip('-').isdigit() and int(x)}
     used = sum(int(x) for k, x in v.items() if k.startswith('estimator.used_'))
@@ -524,7 +530,9 @@ def row_counts(v: dict, rate: int, busy: bool, d, lat: list, cpu: float,
             'lat50': float(np.percentile(lat, 50)) if lat else float('nan'),
             'lat99': float(np.percentile(lat, 99)) if lat else float('nan'),
             'cpu': cpu, 'est_hz': len(lat) / (duration - 0.5), 'ticks': TICKS[rate],
-            'merged': int(v['ticks.merged']), 'resets': int(v['estimator.resets'])}
+            'merged': int(v['ticks.merged']), 'resets': int(v['estimator.resets']),
+            'predicted': int(v.get('ticks.predicted', 0)), 'run': int(v['ticks.run']),
+            'node_lat99': f'{max(own):.1f}' if own else '-'}
 
 
 def run_row(rate: int, busy: bool, duration: float, domain: int, tmp: Path,
@@ -575,7 +583,8 @@ def run_row(rate: int, busy: bool, duration: float, domain: int, tmp: Path,
     enc = d['kind'] == 0
     raw = [float(wrap_angle(z - crank(true_q(s))))
            for z, s in zip(d['enc'][enc], d['stamp'][enc]) if 0.5 <= s <= duration]
-    return dict(row_counts(v, rate, busy, d, lat, cpu, duration), robot='fourbar', late=late,
+    return dict(row_counts(v, rate, busy, d, lat, cpu, duration, diags), robot='fourbar',
+                late=late,
                 ticks=params['frequency'], crank_mrad=1e3 * rms(ea), p1_mm=1e3 * rms(ep),
                 raw_mrad=1e3 * rms(raw), rate_rms=rms(er), tau_pct=float('nan'))
 
@@ -621,7 +630,7 @@ def run_row_ur5(rate: int, busy: bool, duration: float, domain: int, tmp: Path,
     enc = d['kind'] == 0
     raw = [z - true_q(st) for z, st in zip(d['enc'][enc], d['stamp'][enc])
            if 0.5 <= st <= duration]
-    return dict(row_counts(v, rate, busy, d, lat, cpu, duration), robot='ur5', late=late,
+    return dict(row_counts(v, rate, busy, d, lat, cpu, duration, diags), robot='ur5', late=late,
                 ticks=params['frequency'], crank_mrad=1e3 * rms(ea), p1_mm=float('nan'),
                 raw_mrad=1e3 * rms(raw), rate_rms=rms(er),
                 tau_pct=100 * rms(et) / rms(tt) if tt else float('nan'))
@@ -643,6 +652,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument('--sim-time', action='store_true',
                     help='the generator also publishes /clock (each reading\'s stamp); the '
                          'node runs on use_sim_time')
+    ap.add_argument('--predict', action='store_true',
+                    help='the node with predict_between_ticks: a predicted estimate at every '
+                    'grid tick the tick budget holds back (issue 24)')
     ap.add_argument('--profile', action='store_true',
                     help='time the node\'s callbacks and estimator phases (thread CPU) and '
                          'print where each estimate\'s CPU time goes')
@@ -658,7 +670,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         opts = Options(ticks=args.ticks, sim_time=args.sim_time,
-                       profile=Path(tmp) if args.profile else None)
+                       profile=Path(tmp) if args.profile else None, predict=args.predict)
         domain = 60 + os.getpid() % 40
         loads = (False,) if args.quiet_only else (False, True)
         jobs = ([('fourbar', r) for r in args.rates] if 'fourbar' in args.robots else []) \
@@ -671,8 +683,9 @@ def main(argv: list[str] | None = None) -> int:
                                                                    domain, Path(tmp), opts)
                 rows.append(row)
     head = ('| robot | inputs | ticks | load | sent | received | used | dropped (reason: n) | '
-            'too old | latency p50 / p99 ms | generator late p99 / max ms | node CPU % | '
-            'estimates/s | merged ticks | '
+            'too old | latency p50 / p99 ms (node\'s own p99) | generator late p99 / max ms | '
+            'node CPU % | '
+            'estimates/s | smoothed / predicted ticks | merged ticks | '
             'resets | angle mrad | P1 mm | raw encoder mrad | beats raw | rate RMSE rad/s | '
             'τ̂ RMSE % |')
     print()
@@ -685,8 +698,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {r['robot']} | {inputs} | {r['ticks']:g} Hz | "
               f"{'one core busy' if r['busy'] else 'quiet'} | {r['sent']} | {r['received']} | "
               f"{r['used']} | {dropped} | {r['too_old']} | {r['lat50']:.1f} / "
-              f"{r['lat99']:.1f} | {r['late'][0]:.1f} / {r['late'][1]:.1f} | "
-              f"{r['cpu']:.0f} | {r['est_hz']:.0f} | {r['merged']} | "
+              f"{r['lat99']:.1f} ({r['node_lat99']}) | {r['late'][0]:.1f} / {r['late'][1]:.1f} | "
+              f"{r['cpu']:.0f} | {r['est_hz']:.0f} | {r['run']} / {r['predicted']} | "
+              f"{r['merged']} | "
               f"{r['resets']} | {r['crank_mrad']:.3f} | "
               f"{'-' if math.isnan(r['p1_mm']) else format(r['p1_mm'], '.3f')} | "
               f"{r['raw_mrad']:.3f} | {'yes' if r['crank_mrad'] < r['raw_mrad'] else 'NO'} | "

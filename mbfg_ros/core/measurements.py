@@ -84,3 +84,5 @@ class Estimate:
     counters: dict = field(default_factory=dict)
     covariance: np.ndarray | None = None   # (3n, 3n) marginal of [q, q̇, q̈]; refreshed every
     #                                        covariance_every ticks (the same array between)
+    predicted: bool = False         # True: the newest smoothed estimate carried to t by the
+    #                                 model (Estimator.predict), not a smoother tick

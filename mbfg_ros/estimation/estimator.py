@@ -29,7 +29,8 @@ readings and known torques), :mod:`mbfg_ros.estimation.innovation_gate` (the
 innovation gate and its model-error term), :mod:`mbfg_ros.estimation.graph` (factor
 assembly, the window, linearisation and marginalisation),
 :mod:`mbfg_ros.estimation.lifecycle` (start-up, steps, recovery, resets) and
-:mod:`mbfg_ros.estimation.output` (covariance and the Estimate); the parameters and
+:mod:`mbfg_ros.estimation.output` (covariance and the Estimate),
+:mod:`mbfg_ros.estimation.prediction` (predicted estimates between ticks); the parameters and
 per-coordinate noise are in :mod:`mbfg_ros.estimation.config`, the start-up state
 from the first readings in :mod:`mbfg_ros.estimation.start`.
 """
@@ -50,6 +51,7 @@ from .innovation_gate import GateMixin, contact_sigmas
 from .intake import IntakeMixin
 from .lifecycle import RESET_REASONS, LifecycleMixin
 from .output import OutputMixin
+from .prediction import PredictionMixin
 
 __all__ = ['EstimatorConfig', 'Estimator', 'LIVE_FIELDS', 'coordinate_sigmas',
            'RESET_REASONS', 'MARGINALISE_EVERY']
@@ -64,7 +66,8 @@ _COUNTERS = ('ticks', 'initialisations', 'resets', 'late', 'dropped_nonfinite',
              ) + tuple(f'used_{k}' for k in _KINDS) + tuple(f'reset:{r}' for r in RESET_REASONS)
 
 
-class Estimator(IntakeMixin, GateMixin, GraphMixin, LifecycleMixin, OutputMixin):
+class Estimator(IntakeMixin, GateMixin, GraphMixin, LifecycleMixin, OutputMixin,
+                PredictionMixin):
     """Fixed-lag smoother (GTSAM IncrementalFixedLagSmoother, ISAM2 with QR).
 
     Defined outcomes of bad input (all counted in :attr:`counters`, never raised;

@@ -45,6 +45,14 @@ class OutputMixin:
                 self._std_last = np.full(3 * self.n, np.nan)
                 self._var_last = np.zeros(3 * self.n)
 
+    def _joint_readings(self, q: np.ndarray, qd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The joint angles and rates (per YAML joint) the state (q, q̇) implies."""
+        if self.sm.direct_encoders is not None:     # encoder j reads coordinate j
+            nj = len(self.joint_names)
+            return q[:nj].copy(), qd[:nj].copy()
+        models = [self.sm.joint(j, q, qd) for j in range(len(self.joint_names))]
+        return (np.array([p.h[0] for p, _ in models]), np.array([v.h[0] for _, v in models]))
+
     def _finish(self, t: float, key: int, x: np.ndarray, start: float) -> Estimate:
         n = self.n
         self._counters['ticks'] += 1
@@ -60,13 +68,7 @@ class OutputMixin:
         if t - self._last_reading > cfg.sensor_timeout:
             status = 'stale'
             self._counters['stale_ticks'] += 1
-        if self.sm.direct_encoders is not None:     # encoder j reads coordinate j
-            nj = len(self.joint_names)
-            jp, jv = q[:nj].copy(), qd[:nj].copy()
-        else:
-            models = [self.sm.joint(j, q, qd) for j in range(len(self.joint_names))]
-            jp = np.array([p.h[0] for p, _ in models])
-            jv = np.array([v.h[0] for _, v in models])
+        jp, jv = self._joint_readings(q, qd)
         est = Estimate(t=t, q=q.copy(), qd=qd.copy(), qdd=qdd.copy(),
                        q_std=self._std_last[:n].copy(), qd_std=self._std_last[n:2 * n].copy(),
                        tau=self.sys.torques(q, qd, qdd), joint_position=jp,

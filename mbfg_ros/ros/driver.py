@@ -251,7 +251,11 @@ class EstimatorDriver:
         # [newest stamp, stamp spacing (running mean), wall time of its last reading]
         self._streams: dict[str, list[int]] = {}
         self.counters: dict[str, int] = dict.fromkeys(INPUT_KEYS, 0)
-        self.ticks = {'run': 0, 'merged': 0, 'overruns': 0, 'skipped': 0, 'published': 0}
+        # predicted: estimates of predict(); unpublished: smoothed ticks at a grid time a
+        # prediction was already published for (the node publishes one estimate per stamp)
+        self.ticks = {'run': 0, 'merged': 0, 'overruns': 0, 'skipped': 0, 'published': 0,
+                      'predicted': 0, 'unpublished': 0}
+        self._predicted_ns = -1               # grid time of the newest prediction
         self.events: list[tuple[str, str]] = []      # (category, text) for the caller to log
         self.last_output: TickOutput | None = None
 
@@ -430,6 +434,7 @@ class EstimatorDriver:
         (:data:`~mbfg_ros.estimation.estimator.RESET_REASONS`), noted with ``detail``."""
         self._queue.clear()
         self.last_tick = None
+        self._predicted_ns = -1
         self._max_stamp = None
         self._fed = False
         self._back_streak = 0
@@ -501,13 +506,7 @@ class EstimatorDriver:
             self.reset('clock_jump',
                        f'clock jumped back by {(self._last_clock - now_ns) / NS:.3f} s')
         self._last_clock = now_ns
-        T = now_ns - self.delay_ns
-        wall = time.monotonic_ns() if self.live else 0
-        if (self.live and self._max_stamp is not None
-                and wall - self._push_wall < self.silence_ns):
-            # readings are flowing (perhaps a backlog): ticks stay within half a window of
-            # the newest one, so the readings still on their way are not too old on arrival
-            T = min(T, self._max_stamp + self.lag_ns // 2, self.data_horizon(wall))
+        T = self._due(now_ns)
         self.behind = False
         if self.live and self.last_tick is not None:
             return self._advance_live(T, inclusive)
@@ -515,6 +514,71 @@ class EstimatorDriver:
         if skipped:
             self.ticks['skipped'] += skipped
         return [self._tick(t) for t in ticks]
+
+    def _due(self, now_ns: int) -> int:
+        """The stamp clock up to which ticks are due at clock ``now_ns`` (live: held at the
+        data horizon while readings flow; module docstring)."""
+        T = now_ns - self.delay_ns
+        if self.live and self._max_stamp is not None:
+            wall = time.monotonic_ns()
+            if wall - self._push_wall < self.silence_ns:
+                # readings are flowing (perhaps a backlog): ticks stay within half a window
+                # of the newest one, so the readings still on their way are not too old on
+                # arrival
+                T = min(T, self._max_stamp + self.lag_ns // 2, self.data_horizon(wall))
+        return T
+
+    def predict(self, now_ns: int, before_tick: bool = False) -> list[TickOutput]:
+        """Live, while the tick budget holds the due tick back (issue 24): the newest
+        smoothed estimate carried to each grid time due at clock ``now_ns`` after the last
+        tick and the last prediction (none while more than ``max_merge_ticks`` are due: the
+        smoother is behind), by
+        :meth:`Estimator.predict` (no state change; the readings stay queued for the tick).
+        The newest one carries the torque command (the older ones are superseded at once).
+        ``before_tick``: the caller runs the due tick next (:meth:`advance`), so the grid
+        times it merges get predictions and the newest due one, and the command, are left to
+        it. Empty before the first estimate. Counted in ``ticks.predicted``."""
+        if self.last_tick is None:
+            return []
+        p = self.period
+        due = self._due(now_ns) // p
+        if due > self.last_tick // p + self.max_merge:
+            # the smoother is behind a backlog: predictions from its old state would be
+            # late and worse than none, and their budget is the catch-up's
+            return []
+        last = due - before_tick
+        first = max(self.last_tick, self._predicted_ns) // p + 1
+        outs: list[TickOutput] = []
+        for k in range(first, last + 1):
+            g = k * p
+            try:
+                est = self.estimator.predict(g / NS)
+            except Exception as exc:  # noqa: BLE001 - the node must survive it
+                self.note('predict', f'estimator.predict failed: {exc!r}')
+                break
+            if est is None or not est.predicted:
+                break
+            self._predicted_ns = g
+            self.ticks['predicted'] += 1
+            tau = np.asarray(est.tau, dtype=float).reshape(-1)
+            effort = np.where(self._effort_src >= 0,
+                              tau[np.maximum(self._effort_src, 0)] if tau.size else np.nan,
+                              np.nan)
+            level = 0 if est.status == 'ok' else 1
+            status = f'{est.status} (predicted)'
+            command, withheld = None, ''
+            if k == last and not before_tick:
+                command, withheld = self._command(est, g)
+                if withheld:
+                    level = 2
+                    status = f'{status}; no torque command: {_WITHHELD_TEXT[withheld]}'
+            outs.append(TickOutput(g, est, effort, command, level, status, None, withheld))
+        return outs
+
+    @property
+    def predicted_ns(self) -> int:
+        """Grid time of the newest prediction (-1: none since the start or a reset)."""
+        return self._predicted_ns
 
     def _advance_live(self, T: int, inclusive: bool) -> list[TickOutput]:
         """One tick per call: the next grid tick, or when several are due (the node fell

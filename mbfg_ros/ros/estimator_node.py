@@ -31,7 +31,9 @@ every actuated joint's effort is measured.
 Load: the ticks may use ``max_tick_load`` of a core (wall time); a slower
 tick (a busy computer) defers the next one, and the driver merges the missed
 grid ticks into one longer step, so readings are never dropped for being
-slow (``ticks.merged``, ``ticks.overruns``, ``ticks.rate_hz``). With no input
+slow (``ticks.merged``, ``ticks.overruns``, ``ticks.rate_hz``); with
+``predict_between_ticks`` the grid ticks held back get a predicted estimate
+(:meth:`EstimatorDriver.predict`, ``ticks.predicted``). With no input
 the tick timer stops (idle costs nothing) and the first reading restarts it.
 How it runs (parameter ``executor``, :func:`run_loop`): by default (``auto`` = ``loop``)
 the main thread runs the tick loop itself. Once per tick period (wall clock) it takes the
@@ -172,6 +174,7 @@ class EstimatorNode(Node):
         self._loop_only = PolledGroup(polling=True) if self.looping else None
         self.mech_name = system.description.name
         self._load = float(v['max_tick_load'])
+        self._predict = bool(v['predict_between_ticks'])
         self._idle_ns = int(1e9 * settings.config.max_tick_gap)
         self._msgs = cv.EstimateMessages(cv.rclpy_kit(), self.driver.joint_names,
                                          self.driver.coordinate_names)
@@ -186,6 +189,7 @@ class EstimatorNode(Node):
         self._ext_msgs = cv.ExternalMessages(cv.rclpy_kit(), ext.names, ext.config.wrench_link)
         self._logged: dict[str, list] = {}            # category -> [last wall time, suppressed]
         self._next_tick_wall = 0.0
+        self._defer_cap = 0.0                     # latest end of a tick's pause
         self._deferred = 0
         self._tick_ms: deque[float] = deque(maxlen=4096)
         self._latency_ms: deque[float] = deque(maxlen=4096)
@@ -461,12 +465,26 @@ class EstimatorNode(Node):
         wall = time.perf_counter()
         if wall < self._next_tick_wall:           # over the tick budget: merge into a later one
             self._deferred += 1
+            if self._predict:                     # meanwhile the model's predictions, within
+                preds = d.predict(now)            # the budget too (issue 24)
+                for pred in preds:
+                    self._publish(pred, now)
+                if preds:                         # (never past the cap of a tick's pause:
+                    #                               predictions from an ever older state)
+                    self._next_tick_wall = min(self._next_tick_wall + (
+                        time.perf_counter() - wall) / self._load, self._defer_cap)
             if self.retry_timer.is_canceled():
                 self.retry_timer.reset()
             return
+        if self._predict:                         # the grid ticks the due tick merges
+            for pred in d.predict(now, before_tick=True):
+                self._publish(pred, now)
         outs = d.advance(now)
         if outs:
-            self._publish(outs[-1], now)
+            if self._predict and outs[-1].t_ns <= d.predicted_ns:
+                d.ticks['unpublished'] += 1       # its stamp went out predicted: one per stamp
+            else:
+                self._publish(outs[-1], now)
             took = time.perf_counter() - wall
             self._tick_ms.append(1e3 * took)
             self._ticks_in_period += 1
@@ -474,6 +492,7 @@ class EstimatorNode(Node):
             # longer merged ticks after one slow tick)
             self._next_tick_wall = wall + took + min(took * (1.0 / self._load - 1.0),
                                                      4.0 / self.driver.frequency)
+            self._defer_cap = wall + took + 4.0 / self.driver.frequency
         if (d.behind or (d.pending and self._sim_time)) and self.retry_timer.is_canceled():
             self.retry_timer.reset()      # catch up, or tick readings queued ahead, on the
             #                               steady clock: a sim clock may have stopped (on
@@ -693,8 +712,12 @@ def run_loop(node: EstimatorNode, executor: rclpy.executors.Executor) -> None:
             next_wake if ticked else min(next_wake, now + period / 4)
         if node._next_tick_wall > wake:         # over the tick budget: the next tick waits
             #                                     (a turn in the pause counts ticks.deferred),
-            #                                     the intake not (a burst fills the queues)
-            wake = min(node._next_tick_wall, now + period)
+            #                                     the intake not (a burst fills the queues);
+            #                                     predicting, a turn at once after a tick
+            #                                     and then every period publishes the grid
+            #                                     ticks due meanwhile (issue 24)
+            wake = min(node._next_tick_wall, (now if ticked else next_wake) if node._predict
+                       else now + period)
         if now >= next_spin:
             # one turn, no waiting: rclpy's wait costs ~0.13 ms per call here (its wait set
             # rebuilt in Python, ~30 QoS event waitables), and a timeout may wait again

@@ -159,6 +159,10 @@ def _estimator_params() -> tuple[ParamSpec, ...]:
         ParamSpec('max_tick_load', 0.6, 'Fraction of one core the ticks may use; beyond it '
                   'ticks are merged (longer steps), readings are never dropped for it.',
                   lo=0.05, hi=1.0),
+        ParamSpec('predict_between_ticks', False, 'While the max_tick_load budget holds the '
+                  'due tick back, publish the newest smoothed estimate carried to the due grid '
+                  'time by the model (a predicted estimate, ticks.predicted) and its torque '
+                  'command, so an estimate goes out at every grid tick.', 'bool'),
         ParamSpec('max_merge_ticks', 10, 'When behind, one tick may merge at most this many '
                   'grid ticks (a longer step); the rest follow in later ticks.', 'int', lo=1,
                   hi=1000),
