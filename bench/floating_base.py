@@ -123,6 +123,8 @@ class Track:
     R: np.ndarray
     cpu_ns: np.ndarray
     forces: np.ndarray | None = None
+    counters: dict | None = None
+    """The package estimator's counters at the end of the run."""
 
 
 def _skew(w: np.ndarray) -> np.ndarray:
@@ -234,6 +236,7 @@ def run_floating(d: dict, config: object = None, contact_every: int = 1,
     if first is None:
         raise RuntimeError('the floating-base estimator never started (too short a bag?)')
     out.p[:first], out.v[:first], out.R[:first] = out.p[first], out.v[first], out.R[first]
+    out.counters = dict(est.counters)
     return out
 
 

@@ -18,14 +18,18 @@ Three processes talk over DDS on loopback (a private ROS_DOMAIN_ID):
 Without BAG a ``--duration`` s trot is simulated first (bench/quadruped/sim.py) into a
 temporary directory. ``--busy`` adds a process spinning on one of the two cores.
 
-Printed per row: estimates received per second of data, the node's CPU (% of one core,
+Printed per row: estimates received per second of data (in brackets: from the first
+estimate on, the start-up's ``init_time`` left out), the node's CPU (% of one core,
 from /proc over the play: all its threads, DDS's included) and its own thread CPU per
 estimate (``ticks.cpu_ms_mean_all`` of /diagnostics: tick + publishing), the latency from an
 estimate's stamp to its arrival here (p50 / p99, ms), the base velocity RMSE (base frame)
 and the xy drift against the bag's truth beside leg odometry's on the same bag, readings
-used and rejected, and the machine's load average. Issue 28's target: 500 estimates/s for
-the 12-joint quadruped within the controller-rate budget scaled to the joints
-(DESIGN.md §8: 60 % of a core for a 6-joint arm at 1 kHz).
+used and rejected, and the machine's load average; below it the player's own lateness and
+the share of 2 ms slots in which it sent anything (a stalled player sends no data meanwhile:
+the node has nothing to tick on) and the node's loop counters
+(``loop.turns``, ``loop.behind``: turns a whole period late, ``loop.no_new_data``).
+Issue 28's target: 500 estimates/s for the 12-joint quadruped within the controller-rate
+budget scaled to the joints (DESIGN.md §8: 60 % of a core for a 6-joint arm at 1 kHz).
 """
 from __future__ import annotations
 
@@ -182,15 +186,20 @@ def score(bag: Path, odom: list, diags: list, start: int, cpu_s: float, wall_s: 
     drift = _drift(p0[:3], p1[:3], yaw_of(quat_to_rot(p0[3:])), k0, k1, d)
     drift_leg = _drift(tr.p[k0], tr.p[k1], yaw_of(tr.R[k0]), k0, k1, d)
     v = {kv.key: kv.value for kv in diags[-1].status[0].values}
-    late = next((ln.split()[1] for ln in lines if ln.startswith('DONE')), 'nan')
-    return {'estimates_per_s': len(odom) / span, 'cpu_pct': 100.0 * cpu_s / wall_s,
+    done = next((ln.split() for ln in lines if ln.startswith('DONE')), ['DONE', 'nan'])
+    late, flow = done[1], (done[2] if len(done) > 2 else 'nan')
+    first = min(cv_stamp(m) for _, m in odom)
+    flowing = span - (first - start) / 1e9          # from the first estimate (start-up over)
+    return {'estimates_per_s': len(odom) / span, 'estimates_per_s_up': len(odom) / flowing,
+            'player_flow_pct': flow, 'cpu_pct': 100.0 * cpu_s / wall_s,
             'tick_cpu_ms': v.get('ticks.cpu_ms_mean_all', '-'),
             'lat_p50': float(np.median(lat)), 'lat_p99': float(np.percentile(lat, 99)),
             'v_rmse': rmse, 'v_rmse_leg': rmse_leg, 'walked': walked,
             'drift_pct': 100 * drift / walked, 'drift_leg_pct': 100 * drift_leg / walked,
             'used': int(v['input.joint_states.used']) + int(v['input.imu.used']),
             'rejected': sum(int(x) for k, x in v.items() if k.startswith('input.rejected.')),
-            'load': load, 'player_late_p99': late, 'status': v.get('estimate.status')}
+            'load': load, 'player_late_p99': late, 'status': v.get('estimate.status'),
+            'loop': {k[5:]: v[k] for k in v if k.startswith('loop.')}}
 
 
 def cv_stamp(m) -> int:
@@ -218,7 +227,8 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix='mbfg_floating_bench_') as tmp:
         bag = _bag(args, Path(tmp))
         r = run(args, bag, Path(tmp))
-    print('| robot | inputs | ticks | load | estimates/s | node CPU (% core) | '
+    print('| robot | inputs | ticks | load | estimates/s (after the start-up) | '
+          'node CPU (% core) | '
           'tick+publish CPU (ms) | latency p50 / p99 (ms) | v RMSE (m/s) | leg odometry '
           'v RMSE | xy drift (%) | leg odometry xy drift (%) | used / rejected |')
     print('|---|---|---|---|---|---|---|---|---|---|---|---|---|')
@@ -228,12 +238,15 @@ def main(argv: list[str] | None = None) -> int:
     busy = 'busy core' if args.busy else 'quiet'
     la = '/'.join(f'{x:.2f}' for x in r['load'])
     print(f'| solo12 (12 joints) | {inputs} | {args.frequency:g} Hz | {busy}, load {la} | '
-          f'{r["estimates_per_s"]:.0f} | {r["cpu_pct"]:.0f} | {r["tick_cpu_ms"]} | '
+          f'{r["estimates_per_s"]:.0f} ({r["estimates_per_s_up"]:.0f}) | {r["cpu_pct"]:.0f} | '
+          f'{r["tick_cpu_ms"]} | '
           f'{r["lat_p50"]:.2f} / {r["lat_p99"]:.2f} | {r["v_rmse"]:.4f} | '
           f'{r["v_rmse_leg"]:.4f} | {r["drift_pct"]:.2f} | {r["drift_leg_pct"]:.2f} | '
           f'{r["used"]} / {r["rejected"]} |')
     print(f'({r["walked"]:.2f} m walked in xy; the player\'s own lateness p99 '
-          f'{r["player_late_p99"]} ms; final status {r["status"]})')
+          f'{r["player_late_p99"]} ms, it sent data in {r["player_flow_pct"]} % of the 2 ms '
+          f'slots; final status {r["status"]}; the node\'s loop turns '
+          f'{r["loop"]})')
     return 0
 
 

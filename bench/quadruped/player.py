@@ -11,8 +11,9 @@ and publishes, per 1 kHz sample, ``/joint_states`` (positions, velocities, effor
 sample's stamp. It waits until every topic has a subscriber (discovery, never a fixed
 sleep), prints ``START <ns>`` (the stamp of sample 0: the wall clock 0.2 s later; sample k
 is stamped ``START + (t_k − t_0)``) and publishes each sample when the wall clock reaches
-its stamp (``--rate`` scales the pace, not the stamps), then prints ``DONE <late_ms_p99>``
-(its own lateness) and exits 0.
+its stamp (``--rate`` scales the pace, not the stamps), then prints ``DONE <late_ms_p99> <flow %>``
+(its own lateness, p99; and the share of 2 ms slots in which it published anything: a
+stall sends no data) and exits 0.
 
 ``--bad-every K`` adds, every K samples, three malformed messages: a JointState with a
 wrong joint name, one with a NaN position, an Imu in a frame that is not on the robot
@@ -35,6 +36,8 @@ from bench.quadruped.bag import FOOT_LINKS, read_bag  # noqa: E402
 from mbfg_ros.ros import conversions as cv  # noqa: E402
 
 NS = 1_000_000_000
+SLOT_NS = 2_000_000
+"""The slot of ``DONE``'s data-flow share: a 500 Hz consumer's period."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -86,7 +89,8 @@ def main(argv: list[str] | None = None) -> int:
     start = clock.now().nanoseconds + NS // 5
     wall0 = time.monotonic_ns() + NS // 5          # sample 0 goes out at its stamp
     print(f'START {start}', flush=True)
-    late = []
+    late: list[float] = []
+    sent_ns: list[int] = []
     bad = 0
     Bool = mk('Bool')
     for rep in range(a.repeat):
@@ -95,7 +99,9 @@ def main(argv: list[str] | None = None) -> int:
             due = wall0 + int((rep * span + int(offsets[k])) / a.rate)
             while (wait := due - time.monotonic_ns()) > 0:
                 time.sleep(min(wait, 500_000) / NS)
-            late.append((time.monotonic_ns() - due) / 1e6)
+            now_ns = time.monotonic_ns()
+            late.append((now_ns - due) / 1e6)
+            sent_ns.append(now_ns)
             if pub_clock is not None:
                 pub_clock.publish(cv.clock_msg(kit, t_ns))
             pub_js.publish(cv.joint_state_msg(kit, t_ns, names, d['q'][k], d['qd'][k],
@@ -115,7 +121,12 @@ def main(argv: list[str] | None = None) -> int:
                 bad += 1
     if a.bad_every:
         print(f'BAD {bad}', flush=True)
-    print(f'DONE {np.percentile(late, 99):.3f}', flush=True)
+    # the share of 2 ms slots (its wall clock, from sample 0's) in which it published: a
+    # stalled player sends nothing meanwhile, a late but steady one still sends every slot
+    sent = (np.asarray(sent_ns) - wall0) // SLOT_NS
+    slots = max(1, -(-(int(sent_ns[-1]) - wall0) // SLOT_NS)) if sent_ns else 1
+    flow = 100.0 * min(1.0, len(np.unique(sent)) / slots)
+    print(f'DONE {np.percentile(late, 99):.3f} {flow:.1f}', flush=True)
     node.destroy_node()
     rclpy.shutdown()
     return 0

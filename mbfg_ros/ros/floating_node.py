@@ -15,6 +15,9 @@ input names are parameters, ``<FOOT>`` each of ``feet``):
 ``feet/<FOOT>/contact``        std_msgs/Bool (in)                  contact_source topic
 ``feet/<FOOT>/wrench``         geometry_msgs/WrenchStamped (in)    contact_source force (or
                                                                    foot_forces): foot frame
+                                                                   (contact_source effort:
+                                                                   neither, the stance from
+                                                                   the joint efforts)
 ``~/odom``                     nav_msgs/Odometry (out)             odom → base_frame, twist in
                                                                    base_frame (REP-105)
 ``/tf``                        tf2_msgs/TFMessage (out)            odom → base_frame
@@ -29,7 +32,10 @@ input names are parameters, ``<FOOT>`` each of ``feet``):
 Each loop turn (``frequency`` per second, wall clock): the newest ``/clock`` (sim time),
 every message waiting on the sensor topics, one tick at the data horizon
 (:meth:`FloatingDriver.advance`), its messages (only to topics with subscribers), then a
-sleep to the next period. With no input for ``sensor_timeout`` the loop blocks in the
+sleep to the next period. A turn that found no new data (the sensors late) looks again after
+a quarter period instead of a whole one; a turn that ends less than a period late runs the
+next at once (the slot is kept, not dropped); only a whole period behind are slots given up
+(``loop.behind``). With no input for ``sensor_timeout`` the loop blocks in the
 executor (sensors back in its wait set): an idle node costs nothing.
 
 Run: ``ros2 launch mbfg_ros floating_estimator.launch.py`` or ``ros2 run mbfg_ros
@@ -82,6 +88,8 @@ POLL_MAX = 2048
 POLL_BATCH = 64
 """Messages taken per reading of the clock."""
 IDLE_WAIT_S = 0.1
+RETRY_DIVISOR = 4
+"""A turn that found no new data looks again after period / this (not a whole period)."""
 
 
 class FloatingEstimatorNode(Node):
@@ -159,6 +167,8 @@ class FloatingEstimatorNode(Node):
         self._sim_time = bool(self.get_parameter('use_sim_time').value)
         self.clock_sub = self._poll_clock_subscription()
         self.published = 0
+        self.loop = {'turns': 0, 'behind': 0, 'no_new_data': 0}
+        """Loop turns (awake), those that started a period late, those with nothing new."""
         self._cpu_total_ns = 0                # thread CPU of every published tick
         self._published_at_diag = 0
         self._cpu_ns: deque[int] = deque(maxlen=8192)
@@ -273,6 +283,8 @@ class FloatingEstimatorNode(Node):
         values['latency.ms_p50'] = f'{np.median(lat):.2f}' if lat.size else '-'
         values['latency.ms_p99'] = f'{np.percentile(lat, 99):.2f}' if lat.size else '-'
         values['tf.published'] = self.pub_tf is not None
+        for k, n in self.loop.items():
+            values[f'loop.{k}'] = n
         values['requests.reset'] = self.requests['reset']
         values['gc.collections'], gc_ms = self.gc_pauses.take()
         values['gc.ms_max'] = f'{gc_ms:.2f}'
@@ -312,9 +324,16 @@ def run_floating_loop(node: FloatingEstimatorNode, executor: rclpy.executors.Exe
     stop, ok = node.stop_requested, node.context.ok
     driver = node.driver
     group.polling = True
+    counts = node.loop
+    retry = period / RETRY_DIVISOR
     while ok() and not stop.is_set():
         taken = node.poll()
-        node.tick()
+        counts['turns'] += 1
+        horizon = driver.last_tick_ns
+        published = node.tick()
+        waiting = not published and driver.last_tick_ns == horizon   # no new data
+        if waiting:
+            counts['no_new_data'] += 1
         if not taken and driver.idle(node.now_ns()):
             group.polling = False
             try:
@@ -325,9 +344,14 @@ def run_floating_loop(node: FloatingEstimatorNode, executor: rclpy.executors.Exe
             next_wake = next_spin = clock()
             continue
         now = clock()
-        next_wake += period
-        if next_wake <= now:                  # fell behind: no burst of catch-up turns
+        if waiting:                           # the data is late: look again soon
+            next_wake = min(next_wake + period, now + retry)
+        else:
+            next_wake += period
+        if next_wake <= now - period:         # a period behind: no burst of catch-up turns
             next_wake = now + period
+            counts['behind'] += 1
+        # less than a period late: the next turn at once (the slot is kept, not dropped)
         if now >= next_spin:
             next_spin = now + SPIN_EVERY_S
             try:

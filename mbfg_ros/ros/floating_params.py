@@ -21,15 +21,13 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from ..estimation.floating import FloatingEstimatorConfig
+from ..estimation.floating.config import CONTACT_SOURCES
 from .params import ParameterError, ParamSpec, _validated
 
 __all__ = ['NODE_PARAMS', 'floating_params', 'FloatingSettings', 'parse_floating',
            'CONTACT_SOURCES', 'NODE_NAME', 'foot_topic']
 
 NODE_NAME = 'floating_estimator_node'
-CONTACT_SOURCES = ('topic', 'force')
-"""``contact_source`` values: the feet's Bool topics, or a threshold on the feet's forces
-(their WrenchStamped topics)."""
 
 NODE_PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec('urdf', '', 'Path of the robot URDF; used when robot_description is empty.',
@@ -185,8 +183,4 @@ def parse_floating(values: Mapping[str, Any], where: str = NODE_NAME) -> Floatin
     except (TypeError, ValueError) as exc:
         text = str(exc)
         raise ParameterError(text if text.startswith(where) else f'{where}: {text}') from None
-    source_kind = getattr(config, 'contact_source', 'topic')
-    if source_kind not in CONTACT_SOURCES:
-        raise ParameterError(f"{where}: parameter 'contact_source': expected topic or force, "
-                             f'got {source_kind!r}')
     return FloatingSettings(source, config, v)

@@ -119,3 +119,35 @@ def test_docs_list_every_parameter_of_the_node():
     params = {p.name for p in floating_params()}
     assert params - named == set(), params - named
     assert {n for n in named if re.fullmatch(r'[a-z_]+', n)} - params == set()
+
+
+def test_contact_source_effort_is_a_node_setting_and_needs_no_foot_topic():
+    """``contact_source: effort`` (the stance from the legs' efforts, the estimator's third
+    source) is accepted by the node's parameters, and the node built on it in rclpy
+    subscribes to joint_states and the IMU only (no Bool, no WrenchStamped per foot)."""
+    import rclpy
+    from rclpy.parameter import Parameter
+
+    from mbfg_ros.estimation.floating.config import CONTACT_SOURCES
+    from mbfg_ros.ros.floating_node import FloatingEstimatorNode
+
+    assert 'effort' in CONTACT_SOURCES
+    settings = parse_floating({'urdf': str(URDF), 'overlay': str(OVERLAY),
+                               'contact_source': 'effort'})
+    assert settings.config.contact_source == 'effort'
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx, domain_id=unique_domain(44))
+    node = None
+    try:
+        node = FloatingEstimatorNode(context=ctx, parameter_overrides=[
+            Parameter('urdf', value=str(URDF)), Parameter('overlay', value=str(OVERLAY)),
+            Parameter('contact_source', value='effort')])
+        assert node.estimator.config.contact_source == 'effort'
+        assert node.input_topics == ['joint_states', 'imu']
+        topics = {s.topic_name for s in node.subscriptions}
+        assert not any('feet/' in t for t in topics), topics
+    finally:
+        if node is not None:
+            node.close()
+            node.destroy_node()
+        rclpy.shutdown(context=ctx)

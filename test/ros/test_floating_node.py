@@ -58,8 +58,9 @@ class Player:
         for line in self.proc.stdout:
             self.lines.append(line.strip())
 
-    def value(self, key: str) -> str | None:
-        return next((ln.split()[1] for ln in self.lines if ln.startswith(key + ' ')), None)
+    def value(self, key: str, field: int = 1) -> str | None:
+        return next((ln.split()[field] for ln in self.lines if ln.startswith(key + ' ')
+                     and len(ln.split()) > field), None)
 
     def close(self) -> None:
         if self.proc.poll() is None:
@@ -119,6 +120,7 @@ def _live(tmp, domain: int, node_params: dict, player_args: tuple, reset: bool =
             peer.spin_until(lambda: len(diags) > n_diag + 1, 30, 'diagnostics after reset')
         alive = node.poll() is None
         yield {'inbox': inbox, 'start': start_ns, 'd': d, 'alive': alive,
+               'flow': float(player.value('DONE', 2) or 100.0) / 100.0,
                'bad': int(player.value('BAD') or 0), 'diag': diag,
                'after_reset': diag_values(diags[-1]), 'reset_answer': answer,
                'tf': tf_cls is not None, 'log': tmp / 'floating_node.log'}
@@ -192,8 +194,13 @@ def test_the_node_lives_and_publishes_every_output_in_time(run):
     odom = _scored(run, f'{NODE}/odom')
     d = run['d']
     span = d['t'][-1] - d['t'][0] - SETTLE
-    # 500 Hz asked; on a shared 2-core machine at least a third of that arrives
-    assert len(odom) > 500 * span / 3, len(odom)
+    # 500 Hz asked: one estimate per 2 ms in which the player sent data (it reports the
+    # share of such slots; a stalled player gives the node nothing to tick on). Measured
+    # 0.97-0.99 of that at load 2-2.7 on the 2 cores, 0.72-0.79 with another test run
+    # beside it (the node short of CPU); a node ticking at half its rate (250 Hz: 0.50,
+    # measured) is below 0.55
+    expected = 500 * span * run['flow']
+    assert len(odom) > 0.55 * expected, (len(odom), expected)
     m = odom[-1][1]
     assert m.header.frame_id == 'odom' and m.child_frame_id == 'base_link'
     assert np.all(np.isfinite(m.pose.covariance)) and np.all(np.isfinite(m.twist.covariance))
