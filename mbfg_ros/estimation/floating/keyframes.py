@@ -21,11 +21,10 @@ import numpy as np
 __all__ = ['KeyframeMixin', 'sym', 'GAP_STEPS', 'GAP_LOOSE']
 
 GAP_STEPS = 20
-"""Most integration steps of an IMU gap's bridge (:meth:`FloatingEstimator._bridge`)."""
+"""Most integration steps of an IMU gap's bridge (:meth:`KeyframeMixin._bridge`)."""
 GAP_LOOSE = 3.0
 """σ factor of the immediate velocity rows of the keyframe after an IMU gap (measured on
 the 3 s trot with 40-200 ms holes: better than 1 at once or the usual rows only)."""
-
 
 
 def sym(c: str, k: int) -> int:
