@@ -77,16 +77,20 @@ class FloatingMessages:
             w = WrenchStamped()
             w.header.frame_id = odom_frame
             self.force[f] = w
+        # the odom -> base transform is kept and filled with ``with_tf`` whether or not
+        # tf2_msgs is installed (geometry_msgs always is); ``tf`` wraps it for /tf where
+        # tf2_msgs exists (a ROS install; the PyPI wheels have none)
         self.tf = None
-        self._transform = None
-        TF = tf_message_class() if with_tf else None
-        if TF is not None:
-            TransformStamped = message('geometry_msgs/msg/TransformStamped')
-            tr = TransformStamped()
+        self.transform = None
+        if with_tf:
+            tr = message('geometry_msgs/msg/TransformStamped')()
             tr.header.frame_id = odom_frame
             tr.child_frame_id = base_frame
-            self.tf = TF(transforms=[tr])
-            self._transform = self.tf.transforms[0]
+            self.transform = tr
+            TF = tf_message_class()
+            if TF is not None:
+                self.tf = TF(transforms=[tr])
+                self.transform = self.tf.transforms[0]
 
     def fill_odometry(self, t_ns: int, est: Any) -> None:
         """``~/odom`` (and the TF) from a FloatingEstimate."""
@@ -102,7 +106,7 @@ class FloatingMessages:
         lin.x, lin.y, lin.z = float(v[0]), float(v[1]), float(v[2])
         ang.x, ang.y, ang.z = float(w[0]), float(w[1]), float(w[2])
         o.twist.covariance[:] = np.asarray(est.twist_covariance, float).reshape(36)
-        tr = self._transform
+        tr = self.transform
         if tr is not None:
             _set_stamp(tr.header, t_ns)
             tt, rr = tr.transform.translation, tr.transform.rotation
