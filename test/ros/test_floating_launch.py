@@ -14,9 +14,8 @@ import subprocess
 import sys
 
 import pytest
-from support.launch_stub import run_launch_function
+from support.launch_stub import calls, kw, parsed, run_launch_function
 from support.ros_data import REPO, ros_env, unique_domain
-from test_launch_files import calls, kw, parsed
 
 from mbfg_ros.loader import load_floating
 from mbfg_ros.ros.floating_params import floating_params, parse_floating

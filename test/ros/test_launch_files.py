@@ -11,12 +11,12 @@ import ast
 import fnmatch
 
 import pytest
+from support.launch_stub import LAUNCH, calls, kw, parsed
 from support.ros_data import REPO
 
 from mbfg_ros.ros.floating_params import floating_params
 from mbfg_ros.ros.params import ESTIMATOR_PARAMS, SIMULATOR_PARAMS
 
-LAUNCH = REPO / 'launch'
 FILES = sorted(LAUNCH.glob('*.launch.py'))
 NODE_PARAMS = {'estimator_node': {p.name for p in ESTIMATOR_PARAMS} | {'use_sim_time'},
                'simulator_node': {p.name for p in SIMULATOR_PARAMS} | {'use_sim_time'},
@@ -49,19 +49,6 @@ def data_file_globs() -> list[tuple[str, str]]:
         if isinstance(node, ast.Call) and getattr(node.func, 'id', '') == 'glob':
             out.append(ast.literal_eval(node.args[0]))
     return out
-
-
-def calls(tree, name):
-    return [n for n in ast.walk(tree) if isinstance(n, ast.Call)
-            and (getattr(n.func, 'id', None) == name or getattr(n.func, 'attr', None) == name)]
-
-
-def kw(call, name):
-    return next((k.value for k in call.keywords if k.arg == name), None)
-
-
-def parsed(name):
-    return ast.parse((LAUNCH / name).read_text(), filename=name)
 
 
 def test_the_launch_files_exist_and_are_installed():

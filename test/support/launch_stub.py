@@ -1,15 +1,20 @@
-"""Run a launch file's node-building function without ``launch``/``launch_ros`` (no wheel
-exists for them): stand-in modules record every action's arguments, so a test reads the
-Node calls a launch file would make (``Rec.a``: positional, ``Rec.k``: keyword)."""
+"""Launch files without ``launch``/``launch_ros`` (no wheel exists for them): read as Python
+syntax trees (:func:`parsed`, :func:`calls`, :func:`kw`), or their node-building function
+run with stand-in modules that record every action's arguments, so a test reads the Node
+calls a launch file would make (``Rec.a``: positional, ``Rec.k``: keyword)."""
 from __future__ import annotations
 
+import ast
 import importlib.util
 import sys
 import types
 from pathlib import Path
 from typing import Any
 
-__all__ = ['Rec', 'run_launch_function']
+__all__ = ['LAUNCH', 'Rec', 'calls', 'kw', 'parsed', 'run_launch_function']
+
+LAUNCH = Path(__file__).resolve().parents[2] / 'launch'
+"""The package's launch files."""
 
 _MODULES = {'launch': ['LaunchDescription'],
             'launch.actions': ['DeclareLaunchArgument', 'OpaqueFunction'],
@@ -19,6 +24,22 @@ _MODULES = {'launch': ['LaunchDescription'],
             'launch_ros.actions': ['Node'],
             'launch_ros.descriptions': ['ParameterValue'],
             'launch_ros.substitutions': ['FindPackageShare']}
+
+
+def parsed(name: str) -> ast.Module:
+    """The syntax tree of the launch file ``name`` (in :data:`LAUNCH`)."""
+    return ast.parse((LAUNCH / name).read_text(), filename=name)
+
+
+def calls(tree: ast.AST, name: str) -> list[ast.Call]:
+    """Every call of ``name`` (a plain or dotted name) in ``tree``."""
+    return [n for n in ast.walk(tree) if isinstance(n, ast.Call)
+            and (getattr(n.func, 'id', None) == name or getattr(n.func, 'attr', None) == name)]
+
+
+def kw(call: ast.Call, name: str) -> ast.expr | None:
+    """The value of keyword argument ``name`` of ``call``, or None."""
+    return next((k.value for k in call.keywords if k.arg == name), None)
 
 
 class Rec:
