@@ -22,7 +22,7 @@ from typing import Any, Mapping
 
 from ..estimation.floating import FloatingEstimatorConfig
 from ..estimation.floating.config import CONTACT_SOURCES
-from .params import ParameterError, ParamSpec, _validated
+from .params import ParameterError, ParamSpec, ValuesByName, _validated
 
 __all__ = ['NODE_PARAMS', 'floating_params', 'FloatingSettings', 'parse_floating',
            'CONTACT_SOURCES', 'NODE_NAME', 'foot_topic']
@@ -136,18 +136,12 @@ def floating_params() -> tuple[ParamSpec, ...]:
 
 
 @dataclass(frozen=True)
-class FloatingSettings:
+class FloatingSettings(ValuesByName):
     """Validated parameters: the robot source, the estimator config, every value."""
 
     source: str                        # URDF path or text
     config: Any                        # FloatingEstimatorConfig
     values: Mapping[str, Any]
-
-    def __getattr__(self, name: str) -> Any:
-        try:
-            return self.values[name]
-        except KeyError:
-            raise AttributeError(name) from None
 
 
 def foot_topic(pattern: str, foot: str) -> str:

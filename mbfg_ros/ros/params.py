@@ -27,9 +27,9 @@ from ..estimation.estimator import EstimatorConfig
 _CONFIG_DEFAULTS = {f.name: f.default for f in dataclasses.fields(EstimatorConfig)}
 
 __all__ = ['ParameterError', 'ParamSpec', 'ESTIMATOR_PARAMS', 'SIMULATOR_PARAMS',
-           'EstimatorSettings', 'SimulatorSettings', 'declare', 'read', 'parse_estimator',
-           'parse_simulator', 'load_params_file', 'defaults', 'check_live', 'NOISE_PARAMS',
-           'noise_note']
+           'EstimatorSettings', 'SimulatorSettings', 'ValuesByName', 'declare', 'read',
+           'parse_estimator', 'parse_simulator', 'load_params_file', 'defaults', 'check_live',
+           'NOISE_PARAMS', 'noise_note']
 
 
 class ParameterError(MbfgError):
@@ -347,9 +347,9 @@ class EstimatorSettings:
     values: Mapping[str, Any]   # every validated parameter value
 
 
-@dataclass(frozen=True)
-class SimulatorSettings:
-    """Validated simulator parameters."""
+class ValuesByName:
+    """Validated parameter values read as attributes (``settings.frequency`` for
+    ``settings.values['frequency']``) of a settings record with a ``values`` mapping."""
 
     values: Mapping[str, Any]
 
@@ -358,6 +358,13 @@ class SimulatorSettings:
             return self.values[name]
         except KeyError:
             raise AttributeError(name) from None
+
+
+@dataclass(frozen=True)
+class SimulatorSettings(ValuesByName):
+    """Validated simulator parameters."""
+
+    values: Mapping[str, Any]
 
 
 def parse_estimator(values: Mapping[str, Any], where: str = 'estimator_node',
