@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 import pytest
-from support.ros_data import T0, fourbar_data, fourbar_path, stamp_of, unique_domain
+from support.ros_data import publish_record, T0, fourbar_data, fourbar_path, unique_domain
 
 pytestmark = pytest.mark.ros
 
@@ -83,14 +83,7 @@ class Running:
             wait = start + (r.t - t0) - time.monotonic()
             if wait > 0:
                 time.sleep(wait)
-            t = stamp_of(r)
-            self.pub_clock.publish(cv.clock_msg(self.kit, t))
-            if hasattr(r, 'sensor'):
-                self.pub_imu.publish(cv.imu_msg(self.kit, t, 'coupler_imu', r.gyro, r.accel,
-                                                r.orientation))
-            else:
-                self.pub_js.publish(cv.joint_state_msg(self.kit, t, r.names, r.position,
-                                                       r.velocity, r.effort))
+            publish_record(cv, self.kit, self.pub_clock, self.pub_js, self.pub_imu, r)
 
     def close(self) -> None:
         import rclpy

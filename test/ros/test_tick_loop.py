@@ -13,7 +13,7 @@ import threading
 import time
 
 import pytest
-from support.ros_data import fourbar_data, fourbar_path, stamp_of, unique_domain
+from support.ros_data import publish_record, fourbar_data, fourbar_path, stamp_of, unique_domain
 
 pytestmark = pytest.mark.ros
 
@@ -90,14 +90,7 @@ class Running:
         for r in recs:
             self.left_out |= not any(self.executor.can_execute(s) for s in subs)
             self.events_left_out |= not any(self.executor.can_execute(w) for w in events)
-            t = stamp_of(r)
-            self.pub_clock.publish(cv.clock_msg(self.kit, t))
-            if hasattr(r, 'sensor'):
-                self.pub_imu.publish(cv.imu_msg(self.kit, t, 'coupler_imu', r.gyro, r.accel,
-                                                r.orientation))
-            else:
-                self.pub_js.publish(cv.joint_state_msg(self.kit, t, r.names, r.position,
-                                                       r.velocity, r.effort))
+            publish_record(cv, self.kit, self.pub_clock, self.pub_js, self.pub_imu, r)
             time.sleep(0.001)
 
     def wait_for(self, pred, what: str, timeout: float = 20.0) -> None:

@@ -50,6 +50,18 @@ def stamp_of(rec) -> int:
     return int(round(rec.t * 1e9))
 
 
+def publish_record(cv, kit, pub_clock, pub_js, pub_imu, rec) -> None:
+    """One four-bar record (:func:`fourbar_data`) over DDS as a simulator on sim time sends
+    it: ``/clock`` at its stamp first, then its Imu (``coupler_imu``) or JointState."""
+    t = stamp_of(rec)
+    pub_clock.publish(cv.clock_msg(kit, t))
+    if hasattr(rec, 'sensor'):
+        pub_imu.publish(cv.imu_msg(kit, t, 'coupler_imu', rec.gyro, rec.accel, rec.orientation))
+    else:
+        pub_js.publish(cv.joint_state_msg(kit, t, rec.names, rec.position, rec.velocity,
+                                          rec.effort))
+
+
 def ros_env(domain: int) -> dict:
     """Environment of a node subprocess: the Makefile's ROS exports, a private domain."""
     env = dict(os.environ)
