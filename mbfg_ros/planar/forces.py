@@ -411,18 +411,27 @@ class Forces:
 
     def actuator_matrix(self, q: np.ndarray) -> np.ndarray:
         """B_act(q) (n x n_act): Q gains ``B_act τ`` from actuator efforts τ."""
-        B = np.zeros((self.W, self.n_act))
+        return np.array(self.actuator_entries(q)).reshape(self.n, self.n_act)
+
+    def actuator_entries(self, q: np.ndarray) -> list[float]:
+        """B_act(q)'s entries row by row (n · n_act floats): a coordinate actuator's 1, a
+        joint actuator's ``±∂θ/∂(ri, rj)`` of each of its bodies (:func:`_angle`'s gradient,
+        added in body order), on the coordinates of q (fixed points dropped)."""
+        n_act = self.n_act
+        B = [0.0] * (self.n * n_act)
         for k, what in self._act_coords:
-            B[what, k] = 1.0
+            B[what * n_act + k] = 1.0
         if self._act_bodies:
-            ext = self.ext.of(q)
-            for k, sign, ii, *_ in self._act_bodies:
-                xi, yi, xj, yj = ext[ii].tolist()
+            w = q.tolist() + self._w_consts
+            for k, sign, _, ii, _, keep, iq, *_ in self._act_bodies:
+                xi, yi, xj, yj = w[ii[0]], w[ii[1]], w[ii[2]], w[ii[3]]
                 dx, dy = xj - xi, yj - yi
                 r2 = dx * dx + dy * dy
                 gx, gy = -dy / r2, dx / r2         # ∂θ/∂(ri, rj) = (−G, G) (_angle)
-                B[ii, k] += (-sign * gx, -sign * gy, sign * gx, sign * gy)
-        return B[:self.n]
+                g = (-sign * gx, -sign * gy, sign * gx, sign * gy)
+                for c, i in zip(keep, iq.tolist()):
+                    B[i * n_act + k] += g[c]
+        return B
 
     def element_loads(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray | None = None,
                       Q_extra: np.ndarray | None = None) -> list[ElementLoad]:
