@@ -91,7 +91,7 @@ class System:
     _C2: np.ndarray | None = field(init=False, repr=False)
     """When every row of ``rows`` is a distance or slider row (quadratic in q, seed 000
     Eqs. 41-43): the constant (n + r, (n + r) n) map of the solution s = [q̈; λ] of Eq. 5
-    onto Eq. 47's second-order terms, ``(s @ _C2).reshape(n + r, n) = [Σ_k λ_k Φqq^k;
+    onto Eq. 47's second-order terms, ``(s @ _C2).reshape(n + r, n) = −[Σ_k λ_k Φqq^k;
     (Φqq q̈)[rows]]`` (both linear in s, their Hessians constant); None otherwise."""
     _n: int = field(init=False, repr=False)
 
@@ -110,8 +110,8 @@ class System:
         if np.all(np.asarray(self.rows) < lean.mq):
             T = lean.T[np.asarray(self.rows, dtype=int)]           # (r, n, n): T[i, c, j]
             C2 = np.zeros((n + r, (n + r) * n))
-            C2[n:, :n * n] = T.reshape(r, n * n)                   # λ_i T_i (n x n)
-            C2[:n, n * n:] = T.transpose(2, 0, 1).reshape(n, r * n)   # q̈_j T[:, :, j]
+            C2[n:, :n * n] = -T.reshape(r, n * n)                   # −λ_i T_i (n x n)
+            C2[:n, n * n:] = -T.transpose(2, 0, 1).reshape(n, r * n)   # −q̈_j T[:, :, j]
         object.__setattr__(self, '_C2', C2)
 
     @property
@@ -420,28 +420,31 @@ def _accel(sys: System, q: np.ndarray, qd: np.ndarray, tau: np.ndarray | None,
     rhs = np.empty(len(A))
     rhs[:n] = Q
     Jd = t.phi_q_dot[rows]
-    rhs[n:] = -(Jd @ qd)
-    sol = Ainv @ rhs
+    rhs[n:] = -np.dot(Jd, qd)      # np.dot: @'s BLAS product without matmul's dispatch
+    sol = np.dot(Ainv, rhs)
     qdd, lam = sol[:n], sol[n:]
     if not jacobians:
         return qdd, lam, None, None, (Ainv[:n, :n] if jac_Q else None)
-    R = np.empty((len(A), 2 * n))
     C2 = sys._C2
     if C2 is not None:             # quadratic rows: (Φ̇q q̇)_q = 0, Φqq constant
-        R[:, :n] = -(sol @ C2).reshape(len(A), n)
-        R[:n, :n] += ft.Q_q
+        Rq = np.dot(sol, C2).reshape(len(A), n)      # C2 holds −Φqq: Rq = [−Σλ Φqq; −Φqq q̈]
+        Rq[:n] += ft.Q_q
+        Jqd = np.dot(Ainv[:n, n:], -2.0 * Jd)
+        if sys.forces.state_dependent:
+            Jqd += np.dot(Ainv[:n, :n], ft.Q_qd)
+        return (qdd, lam, np.dot(Ainv[:n], Rq), Jqd, (Ainv[:n, :n] if jac_Q else None))
+    if isinstance(rows, slice):
+        lam_full = lam
     else:
-        if isinstance(rows, slice):
-            lam_full = lam
-        else:
-            lam_full = np.zeros(sys.m)
-            lam_full[rows] = lam
-        at = t if isinstance(t, KinTerms) else None
-        R[:n, :n] = ft.Q_q - lean.hess_weighted(q, lam_full, at)
-        R[n:, :n] = -(t.gamma_q[rows] + lean.hess_vec(q, qdd, at)[rows])
+        lam_full = np.zeros(sys.m)
+        lam_full[rows] = lam
+    at = t if isinstance(t, KinTerms) else None
+    R = np.empty((len(A), 2 * n))
+    R[:n, :n] = ft.Q_q - lean.hess_weighted(q, lam_full, at)
+    R[n:, :n] = -(t.gamma_q[rows] + lean.hess_vec(q, qdd, at)[rows])
     R[:n, n:] = ft.Q_qd
     R[n:, n:] = -2.0 * Jd
-    J = Ainv[:n] @ R
+    J = np.dot(Ainv[:n], R)
     return qdd, lam, J[:, :n], J[:, n:], (Ainv[:n, :n] if jac_Q else None)
 
 
@@ -468,7 +471,7 @@ def actuator_efforts(sys: System, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray
     else:
         A[:, :n_act] = np.reshape(forces.actuator_entries(q), (n, n_act))
     A[:, n_act:] = Jq.T
-    b = sys.M @ qdd - Q
+    b = np.dot(sys.M, qdd) - Q
     if A.shape[1] == n:
         sol, info = lapack.dgesv(A, b, overwrite_a=False, overwrite_b=True)[2:]
     else:

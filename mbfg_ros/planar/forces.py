@@ -256,6 +256,9 @@ class Forces:
                             np.array([ii[a] * n + ii[b] for a in keep for b in keep],
                                      dtype=int)))
         self._w_consts = list(consts) + [0.0]     # w = q.tolist() + this
+        self._Q0_list = self.Q0.tolist()
+        self._zero_nn = np.zeros((n, n))
+        self._zero_nn.flags.writeable = False     # Q_q̇ without state-dependent forces
         self._act_coords = [(k, what) for k, (kind, what) in enumerate(self._act)
                             if kind == 'coord']
         self._ground = ground
@@ -375,19 +378,25 @@ class Forces:
         """Q = Q0 + B_act τ with its q-Jacobian when no element depends on the state (the
         per-tick case): :meth:`_actuator_terms` on the n columns of q only."""
         n = self.n
-        Q = self.Q0.copy()
-        Qq = np.zeros((n, n))
+        if not self._act_bodies:
+            Q = self.Q0.copy()
+            for k, what in self._act_coords:
+                Q[what] += tau[k]
+            return ForceTerms(Q, np.zeros((n, n)), self._zero_nn)
+        Q = self._Q0_list.copy()            # floats, one array each at the end
+        Qq = [0.0] * (n * n)
+        tl = tau.tolist()
         for k, what in self._act_coords:
-            Q[what] += tau[k]
-        if self._act_bodies:
-            w = q.tolist() + self._w_consts
-            flat = Qq.reshape(-1)
-            for k, sign, _, ii, _, keep, iq, keep2, iq2 in self._act_bodies:
-                grad, hess = _angle_grad_hess(w, ii)
-                f = sign * float(tau[k])
-                Q[iq] += [f * grad[c] for c in keep]
-                flat[iq2] += [f * hess[c] for c in keep2]
-        return ForceTerms(Q, Qq, np.zeros((n, n)))
+            Q[what] += tl[k]
+        w = q.tolist() + self._w_consts
+        for k, sign, _, ii, _, keep, iq, keep2, iq2 in self._act_bodies:
+            grad, hess = _angle_grad_hess(w, ii)
+            f = sign * tl[k]
+            for c, i in zip(keep, iq.tolist()):
+                Q[i] += f * grad[c]
+            for c, i in zip(keep2, iq2.tolist()):
+                Qq[i] += f * hess[c]
+        return ForceTerms(np.array(Q), np.array(Qq).reshape(n, n), self._zero_nn)
 
     def joint_rate(self, q: np.ndarray, qd: np.ndarray, bodies: tuple[int, int]
                    ) -> tuple[np.ndarray, float]:

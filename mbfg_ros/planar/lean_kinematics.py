@@ -53,6 +53,8 @@ class LeanKinematics:
             T[:, :, i] = cons.phi_q(e)[:mq] - self.J0
         self.T = T
         self.Tm = T.reshape(mq * n, n).copy()      # (T·v) = (Tm @ v).reshape(mq, n)
+        self._zero_mn = np.zeros((mq, n))
+        self._zero_mn.flags.writeable = False      # (Φ̇q q̇)_q of quadratic rows (read only)
         self.Tl = T.reshape(mq, n * n).copy()      # Σλ_k T_k = (λ @ Tl).reshape(n, n)
         # Angle rows: u = P q + p0 per row (u = ax, ay, bx, by, theta).
         ai = cons._ai  # noqa: SLF001  (index map of the angle rows into w = [q, consts])
@@ -89,7 +91,7 @@ class LeanKinematics:
         """Φq(q) (m, n)."""
         n, mq = self.n, self.mq
         if not self.K:
-            return (self.Tm @ q).reshape(mq, n) + self.J0
+            return np.dot(self.Tm, q).reshape(mq, n) + self.J0
         J = np.empty((self.m, n))
         J[:mq] = (self.Tm @ q).reshape(mq, n) + self.J0
         U = (self.P @ q + self.p0).reshape(self.K, 5).tolist()
@@ -101,9 +103,10 @@ class LeanKinematics:
         """Φ, Φq, Φ̇q, (Φ̇q q̇)_q and, given v, (Φq v)_q at (q, q̇)."""
         n, m, mq, K = self.n, self.m, self.mq, self.K
         if not K and v is None:            # distance and slider rows only: no buffers
-            J = (self.Tm @ q).reshape(mq, n) + self.J0
-            return KinTerms(0.5 * ((J + self.J0) @ q) + self.phi0, J,
-                            (self.Tm @ qd).reshape(mq, n), np.zeros((mq, n)), None, None)
+            # (np.dot: the same BLAS product as @ without matmul's ufunc dispatch)
+            J = np.dot(self.Tm, q).reshape(mq, n) + self.J0
+            return KinTerms(0.5 * np.dot(J + self.J0, q) + self.phi0, J,
+                            np.dot(self.Tm, qd).reshape(mq, n), self._zero_mn, None, None)
         phi = np.empty(m)
         J = np.empty((m, n))
         Jd = np.empty((m, n))
