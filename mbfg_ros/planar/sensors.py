@@ -296,7 +296,6 @@ class SensorModel:
         if not want:
             return Model(gyro), Model(f), Model(ori)
         n = self.n
-        gq = rows[0]
         zero1 = np.zeros((1, n))
         return (Model(gyro, rows[1:2], rows[0:1], zero1),
                 Model(f, rows[4:6], np.zeros((2, n)), rows[2:4]),
