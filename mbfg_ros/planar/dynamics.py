@@ -417,11 +417,9 @@ def _accel(sys: System, q: np.ndarray, qd: np.ndarray, tau: np.ndarray | None,
     Ainv, info = lapack.dgesv(A, sys._I, overwrite_a=True)[2:]
     if info != 0:
         raise np.linalg.LinAlgError('Singular matrix: the augmented matrix [M Φqᵀ; Φq 0]')
-    rhs = np.empty(len(A))
-    rhs[:n] = Q
     Jd = t.phi_q_dot[rows]
-    rhs[n:] = -np.dot(Jd, qd)      # np.dot: @'s BLAS product without matmul's dispatch
-    sol = np.dot(Ainv, rhs)
+    # [Q; c], c = −Φ̇q q̇ (np.dot: @'s BLAS product without matmul's dispatch)
+    sol = np.dot(Ainv, np.concatenate((Q, -np.dot(Jd, qd))))
     qdd, lam = sol[:n], sol[n:]
     if not jacobians:
         return qdd, lam, None, None, (Ainv[:n, :n] if jac_Q else None)
