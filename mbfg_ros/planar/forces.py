@@ -256,6 +256,13 @@ class Forces:
                             np.array([ii[a] * n + ii[b] for a in keep for b in keep],
                                      dtype=int)))
         self._w_consts = list(consts) + [0.0]     # w = q.tolist() + this
+        # per-tick plan of the joint actuators: (actuator, sign, body's w indices as a list,
+        # ((local entry, coordinate of q), ...) of the gradient, the same of the Hessian's
+        # entries on q × q flattened)
+        self._act_plan = tuple((k, sign, ii_list, tuple(zip(keep, iq.tolist())),
+                                tuple(zip(keep2, iq2.tolist())))
+                               for k, sign, _, ii_list, _, keep, iq, keep2, iq2
+                               in self._act_bodies)
         self._Q0_list = self.Q0.tolist()
         self._zero_nn = np.zeros((n, n))
         self._zero_nn.flags.writeable = False     # Q_q̇ without state-dependent forces
@@ -389,12 +396,12 @@ class Forces:
         for k, what in self._act_coords:
             Q[what] += tl[k]
         w = q.tolist() + self._w_consts
-        for k, sign, _, ii, _, keep, iq, keep2, iq2 in self._act_bodies:
+        for k, sign, ii, on_q, on_qq in self._act_plan:
             grad, hess = _angle_grad_hess(w, ii)
             f = sign * tl[k]
-            for c, i in zip(keep, iq.tolist()):
+            for c, i in on_q:
                 Q[i] += f * grad[c]
-            for c, i in zip(keep2, iq2.tolist()):
+            for c, i in on_qq:
                 Qq[i] += f * hess[c]
         return ForceTerms(np.array(Q), np.array(Qq).reshape(n, n), self._zero_nn)
 
@@ -430,15 +437,15 @@ class Forces:
         B = [0.0] * (self.n * n_act)
         for k, what in self._act_coords:
             B[what * n_act + k] = 1.0
-        if self._act_bodies:
+        if self._act_plan:
             w = q.tolist() + self._w_consts
-            for k, sign, _, ii, _, keep, iq, *_ in self._act_bodies:
+            for k, sign, ii, on_q, _ in self._act_plan:
                 xi, yi, xj, yj = w[ii[0]], w[ii[1]], w[ii[2]], w[ii[3]]
                 dx, dy = xj - xi, yj - yi
                 r2 = dx * dx + dy * dy
                 gx, gy = -dy / r2, dx / r2         # ∂θ/∂(ri, rj) = (−G, G) (_angle)
                 g = (-sign * gx, -sign * gy, sign * gx, sign * gy)
-                for c, i in zip(keep, iq.tolist()):
+                for c, i in on_q:
                     B[i * n_act + k] += g[c]
         return B
 
