@@ -11,6 +11,7 @@
   non-square ones (normal equations) against least squares.
 """
 from dataclasses import replace
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -177,3 +178,40 @@ def test_actuator_efforts_are_the_least_squares_solution(name):
         ref = np.linalg.lstsq(A, b, rcond=None)[0][:n_act]
         got = actuator_efforts(sys, q, qd, qdd)
         np.testing.assert_allclose(got, ref, rtol=1e-9, atol=1e-9 * np.abs(ref).max())
+
+
+def _exact_solve(A: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """x of A x = b in rational arithmetic (the double entries taken exactly), rounded."""
+    n = len(b)
+    M = [[Fraction(float(A[r, c])) for c in range(n)] + [Fraction(float(b[r]))]
+         for r in range(n)]
+    for c in range(n):
+        p = max(range(c, n), key=lambda r: abs(M[r][c]))
+        M[c], M[p] = M[p], M[c]
+        for r in range(n):
+            if r != c and M[r][c] != 0:
+                f = M[r][c] / M[c][c]
+                M[r] = [x - f * y for x, y in zip(M[r], M[c])]
+    return np.array([float(M[r][n] / M[r][r]) for r in range(n)])
+
+
+def test_square_efforts_stay_accurate_near_a_singular_pose():
+    # A state of the five-bar's estimator run (bench/planar_tick_check.py, 3 s) where the
+    # two arms almost line up: [B_act, Φqᵀ] has condition ~7e6, τ̂ ~1.3e5 N m. The normal
+    # equations square that condition (main's τ̂ was off by 8e-5 relative here).
+    sys = load_system(CONFIG / 'five_bar.yaml')
+    q = np.array([0.9999981180844577, 0.00195395923229714, 0.9967946666372338,
+                  2.001951401147988, 1.000001880222229, 0.0019539671829753714,
+                  0.0019540150346331405, 3.139638632581597])
+    qd = np.array([-0.010744239250682954, 5.498677591270022, 0.05987934414574076,
+                   5.498790692735716, 0.010744322035344997, 5.498711835816943,
+                   5.498687123653422, -5.498721436982438])
+    qdd = np.array([-39.848553121829326, -14.335794775858377, 0.003275336975216593,
+                    -11.446056535511653, 38.84824554989132, -13.718989411566627,
+                    -7.167682755044827, 6.837124647016424])
+    A = np.hstack((sys.forces.actuator_matrix(q), sys.constraints.phi_q(q)[sys.rows].T))
+    assert A.shape[0] == A.shape[1] and np.linalg.cond(A) > 1e6
+    b = sys.M @ qdd - sys.forces.evaluate(q, qd, None, jacobians=False).Q
+    ref = _exact_solve(A, b)[:sys.forces.n_act]
+    got = actuator_efforts(sys, q, qd, qdd)
+    assert np.abs(got - ref).max() <= 1e-9 * np.abs(ref).max()
