@@ -307,6 +307,8 @@ class Forces:
             return ForceTerms(self.Q0.copy(), np.zeros((n, n)), np.zeros((n, n)))
         if not self.state_dependent:
             return self._actuator_terms_q(q, tau)
+        if not jacobians:
+            return ForceTerms(self._values(q, qd, tau), self._zero_nn, self._zero_nn)
         Q = np.zeros(W)
         Q[:n] = self.Q0
         Qq = np.zeros((W, W))
@@ -365,6 +367,73 @@ class Forces:
         if tau is not None and self.n_act:
             self._actuator_terms(ext, tau, Q, Qq)
         return ForceTerms(Q[:n], Qq[:n, :n], Qqd[:n, :n])
+
+    def _values(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray | None) -> np.ndarray:
+        """Q(q, q̇, τ) of :meth:`evaluate` without Jacobians, element by element in the same
+        order and with the same formulas, as floats on w = [q, fixed points, 0] (the
+        per-tick value path: inverse dynamics, forward dynamics without Jacobians)."""
+        n, W = self.n, self.W
+        w = q.tolist() + self._w_consts
+        wd = qd.tolist() + [0.0] * (W - n)
+        Q = self._Q0_list + [0.0] * (W - n)
+        for idx, torque in self._torques:
+            i0, i1, i2, i3 = idx.tolist()
+            dx, dy = w[i2] - w[i0], w[i3] - w[i1]
+            r2 = dx * dx + dy * dy
+            gx, gy = -dy / r2, dx / r2
+            for i, g in ((i0, -gx), (i1, -gy), (i2, gx), (i3, gy)):
+                Q[i] += torque * g
+        for idx, spring in self._springs:
+            i0, i1, i2, i3 = idx.tolist()
+            d0, d1 = w[i2] - w[i0], w[i3] - w[i1]
+            length = math.hypot(d0, d1)
+            e0, e1 = d0 / length, d1 / length
+            f = spring_tension(spring, length, e0 * (wd[i2] - wd[i0]) + e1 * (wd[i3] - wd[i1]))
+            b0, b1 = -f * e0, -f * e1
+            Q[i0] -= b0
+            Q[i1] -= b1
+            Q[i2] += b0
+            Q[i3] += b1
+        for elements, torque_of in ((self._rsprings, rotational_spring_torque),
+                                    (self._friction, None), (self._stops, stop_torque)):
+            for ia, ib, el in elements:
+                idx, grad, phi, rate = self._relative_values(w, wd, ia, ib)
+                if torque_of is None:               # friction: −F(φ̇)
+                    tq = -friction_torque(el, rate)[0]
+                else:
+                    tq = torque_of(el, phi, rate)
+                    if torque_of is stop_torque and tq == 0.0:
+                        continue
+                for i, g in zip(idx, grad):
+                    Q[i] += tq * g
+        if tau is not None and self.n_act:
+            tl = tau.tolist()
+            for k, what in self._act_coords:
+                Q[what] += tl[k]
+            for k, sign, ii, _, _ in self._act_plan:
+                grad, _ = _angle_grad_hess(w, ii)
+                f = sign * tl[k]
+                for i, g in zip(ii, grad):
+                    Q[i] += f * g
+        return np.array(Q[:n])
+
+    def _relative_values(self, w: list, wd: list, ia: np.ndarray, ib: np.ndarray
+                         ) -> tuple[list, list, float, float]:
+        """:meth:`_relative`'s (idx, ∂φ/∂w, φ, φ̇) as floats from w, ẇ (lists)."""
+        idx, grad = [], []
+        phi, rate = 0.0, 0.0
+        for sign, ii in ((-1.0, ia), (1.0, ib)):
+            if self._is_ground(ii):
+                continue
+            i0, i1, i2, i3 = ii.tolist()
+            dx, dy = w[i2] - w[i0], w[i3] - w[i1]
+            r2 = dx * dx + dy * dy
+            gx, gy = -dy / r2, dx / r2
+            idx += (i0, i1, i2, i3)
+            grad += (sign * -gx, sign * -gy, sign * gx, sign * gy)
+            phi += sign * math.atan2(dy, dx)
+            rate += sign * (gx * (wd[i2] - wd[i0]) + gy * (wd[i3] - wd[i1]))
+        return idx, grad, phi, rate
 
     def _actuator_terms(self, ext: np.ndarray, tau: np.ndarray, Q: np.ndarray,
                         Qq: np.ndarray) -> None:

@@ -8,7 +8,9 @@
   tensor constraints' Hessians, and q̈'s Jacobians on that path against finite differences
   with a force that depends on q̇ (the four-bar with a spring-damper);
 * the actuator efforts of the square system [B_act, Φqᵀ] (one solve) and of the
-  non-square ones (normal equations) against least squares.
+  non-square ones (normal equations) against least squares;
+* the applied forces without Jacobians (floats) against the full evaluation, for every
+  state-dependent element kind.
 """
 from dataclasses import replace
 from fractions import Fraction
@@ -16,10 +18,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import DATA
 
 from mbfg_ros.core.angles import wrap_angle
 from mbfg_ros.core.observation import Observation
 from mbfg_ros.planar.dynamics import actuator_efforts, build_system, forward_accel, load_system
+from mbfg_ros.planar.forces import Forces, JointStop
 from mbfg_ros.planar.model import Spring
 from mbfg_ros.planar.sensors import _wrap
 
@@ -215,3 +219,37 @@ def test_square_efforts_stay_accurate_near_a_singular_pose():
     ref = _exact_solve(A, b)[:sys.forces.n_act]
     got = actuator_efforts(sys, q, qd, qdd)
     assert np.abs(got - ref).max() <= 1e-9 * np.abs(ref).max()
+
+
+def _forces_cases() -> dict:
+    """(forces, a pose) with every state-dependent element kind: springs and rotational
+    springs, friction, body torques, end stops (one active, one not), joint motors."""
+    four = load_system(CONFIG / 'fourbar.yaml')
+    crank = four.mech.joints[0]
+    stops = (JointStop(crank.bodies, crank.offset, -0.1, 0.1, 500.0, 3.0),   # active
+             JointStop(four.mech.joints[1].bodies, 0.0, -4.0, 4.0, 500.0, 3.0))  # inside
+    spring = build_system(replace(four.mech, springs=(Spring((1, 3), 30.0, 25.0, 2.0),)))
+    out = {name: (s.forces, s.q0) for name, s in (
+        ('spring_pendulum', load_system(CONFIG / 'spring_pendulum.yaml')),
+        ('dfki', load_system(CONFIG / 'dfki_double_pendulum.yaml')),
+        ('extensions', load_system(DATA / 'extensions.yaml')), ('fourbar_spring', spring))}
+    out['fourbar_stops'] = (Forces(four.mech, stops), four.q0)
+    return out
+
+
+@pytest.mark.parametrize('name', ['spring_pendulum', 'dfki', 'extensions', 'fourbar_stops',
+                                  'fourbar_spring'])
+def test_forces_without_jacobians_equal_the_full_evaluation(name):
+    forces, q0 = _forces_cases()[name]
+    assert forces.state_dependent
+    rng = np.random.default_rng(10)
+    hits = 0
+    for k in range(6):
+        q = q0 + [0.05, 0.5, 2.0][k % 3] * rng.normal(size=forces.n)
+        qd = rng.normal(size=forces.n)
+        for tau in (None, rng.normal(size=forces.n_act)):
+            got = forces.evaluate(q, qd, tau, jacobians=False).Q
+            ref = forces.evaluate(q, qd, tau, jacobians=True).Q
+            np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-12 * np.abs(ref).max())
+            hits += np.abs(ref - forces.Q0).max() > 1e-3      # the elements do act
+    assert hits >= 6
