@@ -284,20 +284,31 @@ class Forces:
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float, float]:
         """φ = θ_b − θ_a between two bodies: (idx, ∂φ/∂w, ∂²φ/∂w², ∂φ̇/∂w, φ, φ̇) on 8 columns."""
         idx = np.concatenate((ia, ib))
-        grad = np.zeros(8)
-        hess = np.zeros((8, 8))
-        rate_q = np.zeros(8)
+        grad = [0.0] * 8
+        hess = [0.0] * 64
+        rate_q = [0.0] * 8
         phi, rate = 0.0, 0.0
-        for sign, sl, ii in ((-1.0, slice(0, 4), ia), (1.0, slice(4, 8), ib)):
+        for sign, o, ii in ((-1.0, 0, ia), (1.0, 4, ib)):
             if self._is_ground(ii):
                 continue
-            a = _angle(ext, extd, ii)
-            grad[sl] = sign * a.grad
-            hess[sl, sl] = sign * a.hess
-            rate_q[sl] = sign * a.rate_q
-            phi += sign * a.value
-            rate += sign * a.rate
-        return idx, grad, hess, rate_q, phi, rate
+            # :func:`_angle`'s formulas as floats: G = (−dy, dx)/r², Hd (2x2), its pair
+            i0, i1, i2, i3 = ii.tolist()
+            dx, dy = float(ext[i2] - ext[i0]), float(ext[i3] - ext[i1])
+            d0, d1 = float(extd[i2] - extd[i0]), float(extd[i3] - extd[i1])
+            r2 = dx * dx + dy * dy
+            gx, gy = -dy / r2, dx / r2
+            r4 = r2 ** 2
+            h00, h01, h11 = 2 * dx * dy / r4, (dy * dy - dx * dx) / r4, -2 * dx * dy / r4
+            hd0, hd1 = h00 * d0 + h01 * d1, h01 * d0 + h11 * d1
+            grad[o:o + 4] = (sign * -gx, sign * -gy, sign * gx, sign * gy)
+            rate_q[o:o + 4] = (sign * -hd0, sign * -hd1, sign * hd0, sign * hd1)
+            for r, (a, b) in enumerate(((h00, h01), (h01, h11), (-h00, -h01), (-h01, -h11))):
+                hess[8 * (o + r) + o:8 * (o + r) + o + 4] = (sign * a, sign * b, sign * -a,
+                                                             sign * -b)
+            phi += sign * math.atan2(dy, dx)
+            rate += sign * (gx * d0 + gy * d1)
+        return (idx, np.array(grad), np.array(hess).reshape(8, 8), np.array(rate_q), phi,
+                rate)
 
     def evaluate(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray | None = None,
                  jacobians: bool = True) -> ForceTerms:
