@@ -297,7 +297,7 @@ class Forces:
             d0, d1 = float(extd[i2] - extd[i0]), float(extd[i3] - extd[i1])
             r2 = dx * dx + dy * dy
             gx, gy = -dy / r2, dx / r2
-            r4 = r2 ** 2
+            r4 = r2 * r2
             h00, h01, h11 = 2 * dx * dy / r4, (dy * dy - dx * dx) / r4, -2 * dx * dy / r4
             hd0, hd1 = h00 * d0 + h01 * d1, h01 * d0 + h11 * d1
             grad[o:o + 4] = (sign * -gx, sign * -gy, sign * gx, sign * gy)

@@ -69,7 +69,6 @@ class LeanKinematics:
         wconst = cons.ext.of(zero)
         self.p0 = (P @ wconst).reshape(K * 5)
         self.P3 = P[:, :, :n].copy()
-        self.P3T = self.P3.transpose(0, 2, 1).copy()
         self.P = self.P3.reshape(K * 5, n).copy()
         self.PT = self.P.T.copy()
 
