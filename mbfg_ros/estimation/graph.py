@@ -78,6 +78,7 @@ from .config import EstimatorConfig, coordinate_sigmas
 from .disturbance import stacked_trapezoidal_disturbance_error
 from .innovation_gate import _Diverged
 from .intake import _Pending
+from .layout import ReadingLayout, layout_rows
 from .observations import (interpolation_weights, interval_factor, interval_rows,
                            observation_factor, observation_sigmas, residuals)
 
@@ -91,18 +92,28 @@ class _Current:
     pending ``items`` and their observations ``obs`` (factor order), the factor's key
     indices and linearisation points ``xs``, residual ``e``, Jacobians ``J`` per key; for
     the gate, the model Jacobian ``H`` (rows, 3n), ``gate_e`` (the residual carried to the
-    last estimate), ``tau`` (how far from it) and ``row_of`` (the reading of each row);
-    ``sig`` the σ of each row (the factor's and the gate's)."""
+    last estimate), ``tau`` (how far from it: per row, or one float when every reading
+    has one stamp at the tick) and ``row_of`` (the reading of each row); ``sig`` the σ of
+    each row (the factor's and the gate's); ``layout`` the readings'
+    :class:`~.layout.ReadingLayout` when ``tau`` is one float, else None."""
 
-    __slots__ = ('items', 'obs', 'keys', 'xs', 'e', 'H', 'J', 'gate_e', 'tau', 'row_of', 'sig')
+    __slots__ = ('items', 'obs', 'keys', 'xs', 'e', 'H', 'J', 'gate_e', 'tau', 'row_of', 'sig',
+                 'layout')
 
     def __init__(self, items: list[_Pending], obs: list[Observation], keys: tuple[int, ...],
                  xs: tuple[np.ndarray, ...], e: np.ndarray, H: np.ndarray | None,
                  J: tuple[np.ndarray, ...], gate_e: np.ndarray | None,
-                 tau: np.ndarray | None, row_of: np.ndarray, sig: np.ndarray) -> None:
+                 tau: np.ndarray | float | None, row_of: np.ndarray, sig: np.ndarray,
+                 layout: ReadingLayout | None = None) -> None:
         self.items, self.obs, self.keys, self.xs = items, obs, keys, xs
         self.e, self.H, self.J = e, H, J
         self.gate_e, self.tau, self.row_of, self.sig = gate_e, tau, row_of, sig
+        self.layout = layout
+
+    def gate_tau(self) -> np.ndarray:
+        """``tau`` per row (an array even when it is one float)."""
+        tau = self.tau
+        return np.full(self.row_of.size, tau) if isinstance(tau, float) else tau
 
     def kept(self, keep: np.ndarray) -> _Current:
         """Only the readings flagged in ``keep`` (and their rows)."""
@@ -233,9 +244,15 @@ class GraphMixin:
         current = self._current_rows(k, t - t_prev, guess, cur) if cur else None
         if not self._gate_off():
             parts = []
+            layout = None
             if current is not None:
-                parts.append((current.items, current.gate_e, current.H, current.tau,
-                              current.row_of, current.sig))
+                if late:
+                    parts.append((current.items, current.gate_e, current.H,
+                                  current.gate_tau(), current.row_of, current.sig))
+                else:
+                    parts.append((current.items, current.gate_e, current.H, current.tau,
+                                  current.row_of, current.sig))
+                    layout = current.layout
             if late:
                 parts.append((late, *self._carried_rows(late)))
             if len(parts) == 1:
@@ -246,7 +263,7 @@ class GraphMixin:
                 rows.append(np.concatenate((parts[0][4], parts[1][4] + len(cur))))
                 rows.append(np.concatenate((parts[0][5], parts[1][5])))
             try:
-                keep = self._gate(items, *rows)
+                keep = self._gate(items, *rows, layout=layout)
             except _Diverged as exc:
                 raise _Diverged(ready, str(exc)) from None
             if current is not None:
@@ -254,8 +271,12 @@ class GraphMixin:
                 keep = keep[len(cur):]
             if late:
                 late = [p for p, ok in zip(late, keep.tolist()) if ok]
-        newest = max((p.t for p in current.items), default=-math.inf) if current is not None \
-            else -math.inf
+        if current is None or not current.items:
+            newest = -math.inf
+        elif current.layout is not None:                # one stamp
+            newest = current.items[0].t
+        else:
+            newest = max(p.t for p in current.items)
         horizon = t - self.config.lag_duration          # keys at or before: marginalised now
         for p in late:
             if p.t > t_prev + eps:                      # the current interval (t_{k-1}, t_k]
@@ -303,6 +324,17 @@ class GraphMixin:
         Jacobian (:mod:`.innovation_gate`)."""
         n = self.n
         t_prev = self._t_last
+        t0 = items[0].t
+        if all(p.t == t0 for p in items) and min((t0 - t_prev) / dt, 1.0) > 1.0 - 1e-9:
+            # one stamp, at the tick (sensors on the tick grid, the common case): the
+            # readings' layout gives their rows' constants (:mod:`.layout`)
+            obs = [p.ob for p in items]
+            layout = self._layout_of(obs)
+            sig = observation_sigmas(obs)
+            if sig.size == layout.rows:
+                e, H = layout_rows(self.sm, obs, guess.reshape(3, n), layout)
+                return _Current(items, obs, (k,), (guess,), e, H, (H,), e, t0 - t_prev,
+                                layout.row_of, sig, layout)
         stamps = np.array([p.t for p in items])
         after = stamps - t_prev
         span = np.minimum(after / dt, 1.0)                   # one array op, not per reading
@@ -326,6 +358,20 @@ class GraphMixin:
         tau = after[row_of]
         return _Current(items, obs, keys, xs, e, H, J, gate_e, tau, row_of,
                         observation_sigmas(obs))
+
+    def _layout_of(self, obs: list[Observation]) -> ReadingLayout:
+        """The :class:`~.layout.ReadingLayout` of readings ``obs`` (kept per sequence of
+        (kind, index); at most 64, so a changing sequence stays bounded)."""
+        key = tuple([(ob.kind, ob.index) for ob in obs])
+        layout = self._reading_layouts.get(key)
+        if layout is None:
+            if len(self._reading_layouts) >= 64:
+                self._reading_layouts.clear()
+            cfg = self.config
+            layout = self._reading_layouts[key] = ReadingLayout(
+                obs, self.sm, self._slot_base, self._slot_wrap, self._slot_joint,
+                cfg.joint_rejection_threshold, cfg.imu_rejection_threshold)
+        return layout
 
     def _integrator_rows(self, integ: functools.partial, sigma: np.ndarray, dt: float
                          ) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]] | None:
