@@ -158,8 +158,21 @@ class PinocchioImu:
     def measure(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray,
                 jacobians: bool = False) -> ImuReading:
         """The readings at (q, q̇, q̈) and, with ``jacobians``, ∂/∂[q, q̇, q̈] (class
-        docstring). The accelerometer's Jacobian in one product: ``[∂a/∂q, ∂a/∂q̇] +
-        [ω×, −v×, −(Rᵀg)×] [∂v/∂q, J; J_ω, 0]`` (the ∂(ω × v) and ∂(−Rᵀg) terms)."""
+        docstring; :meth:`measure_rows` as an :class:`~.sensors.ImuReading`)."""
+        h, R, H = self.measure_rows(q, qd, qdd, jacobians)
+        if H is None:
+            return ImuReading(gyro=h[:3], accel=h[3:], R=R)
+        return ImuReading(gyro=h[:3], accel=h[3:], R=R, H_gyro=H[0:3], H_accel=H[3:6],
+                          H_rot=H[6:9])
+
+    def measure_rows(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray,
+                     jacobians: bool = True
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """(h (6,) = [gyroscope; specific force], R, H (9, 3n): the rows of the gyroscope,
+        the accelerometer and the orientation stacked, or None without ``jacobians``) at
+        (q, q̇, q̈) (class docstring). The accelerometer's Jacobian in one product:
+        ``[∂a/∂q, ∂a/∂q̇] + [ω×, −v×, −(Rᵀg)×] [∂v/∂q, J; J_ω, 0]`` (the ∂(ω × v) and
+        ∂(−Rᵀg) terms)."""
         pin, pm, pd, f = self._pin, self.pmodel, self.pdata, self.fid
         n = self.n
         if jacobians:
@@ -172,11 +185,11 @@ class PinocchioImu:
         acc = pin.getFrameAcceleration(pm, pd, f, pin.LOCAL).vector
         vx, vy, vz, wx, wy, wz = vel.tolist()
         gx, gy, gz = (self.g @ R).tolist()                           # Rᵀ g
-        gyro = vel[3:].copy()
-        accel = acc[:3] + np.array([wy * vz - wz * vy - gx, wz * vx - wx * vz - gy,
-                                    wx * vy - wy * vx - gz])
+        h = np.array([wx, wy, wz, wy * vz - wz * vy - gx, wz * vx - wx * vz - gy,
+                      wx * vy - wy * vx - gz])
+        h[3:] += acc[:3]                         # specific force a + ω × v − Rᵀ g
         if not jacobians:
-            return ImuReading(gyro=gyro, accel=accel, R=R)
+            return h, R, None
         dv_dq, da_dq, da_dv, J = pin.getFrameAccelerationDerivatives(pm, pd, f, pin.LOCAL)
         H = np.zeros((9, 3 * n))                      # rows: gyro, accel, orientation
         H[0:3, :n] = dv_dq[3:]
@@ -193,5 +206,4 @@ class PinocchioImu:
         H[3:6, :n] = da_dq[:3]
         H[3:6, n:2 * n] = da_dv[:3]
         H[3:6, :2 * n] += K @ L
-        return ImuReading(gyro=gyro, accel=accel, R=R, H_gyro=H[0:3], H_accel=H[3:6],
-                          H_rot=H[6:9])
+        return h, R, H
