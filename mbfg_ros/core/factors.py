@@ -171,7 +171,8 @@ def _unit(rows: int) -> gtsam.noiseModel.Unit:
 def stacked_linear_factor(keys: Sequence[int], xs: Sequence[np.ndarray],
                           blocks: Sequence[tuple[Sequence[int], np.ndarray | None, np.ndarray,
                                                  Sequence[np.ndarray]]],
-                          point: bool = True) -> gtsam.LinearContainerFactor:
+                          point: bool = True, base: Sequence[np.ndarray] | None = None
+                          ) -> gtsam.LinearContainerFactor:
     """Several factors linearised at ``xs`` (the values of ``keys``) as ONE whitened
     :class:`gtsam.JacobianFactor` in a :class:`gtsam.LinearContainerFactor` (issue 24).
 
@@ -186,7 +187,29 @@ def stacked_linear_factor(keys: Sequence[int], xs: Sequence[np.ndarray],
     linearisation point of ``keys`` is ``xs`` and stays there (ISAM2 without
     relinearisation, given ``xs`` as the new keys' values): GTSAM would move b by
     −A δ with δ = 0 there, so the factor is the same without building ``gtsam.Values``.
+
+    ``base``: the A matrices (column-major, one per key) with every whitened block (σ
+    None) in place and zeros elsewhere, kept by the caller (e.g. per step dt): only the
+    other blocks are written, into copies of the matrices they touch; an untouched one is
+    passed as it is (GTSAM copies it).
     """
+    if base is not None:
+        touched = {pos for on, sigma, _, _ in blocks if sigma is not None for pos in on}
+        A = [Ab.copy(order='F') if pos in touched else Ab for pos, Ab in enumerate(base)]
+        parts = []
+        r = 0
+        for on, sigma, e, J in blocks:
+            m = e.size
+            if sigma is None:
+                parts.append(e)
+            else:
+                inv = 1.0 / sigma
+                parts.append(e * -inv)
+                col = inv[:, None]
+                for pos, Ji in zip(on, J):
+                    np.multiply(Ji, col, out=A[pos][r:r + m])
+            r += m
+        return _container(keys, xs, A, np.concatenate(parts), 'stacked_linear_factor', point)
     dims = [x.size for x in xs]
     rows = sum(e.size for _, _, e, _ in blocks)
     A = [np.zeros((rows, d), order='F') for d in dims]

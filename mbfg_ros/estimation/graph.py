@@ -146,6 +146,7 @@ class GraphMixin:
         self._jerk2 = self._jerk ** 2
         self._gate_jerk: dict[float, tuple] = {}      # the gate's jerk terms of Q(τ) per τ²
         self._integ_rows: dict[tuple, tuple] = {}     # the integrator's whitened rows per dt
+        self._factor_bases: dict[tuple, tuple] = {}   # the tick factor's A with them in place
         self._tick_dyn_sigma = self._dyn_sigma
         self._state_sigma = np.concatenate((np.full(2 * self.sys.m, cfg.constraint_sigma),
                                             self._dyn_sigma))
@@ -198,7 +199,7 @@ class GraphMixin:
         it, the zero torque assumed would pull the estimate of a powered arm down with
         gravity."""
         su = self.config.unknown_effort_sigma
-        if su <= 0 or not self._n_act or self._tau_live.all():
+        if su <= 0 or not self._n_act or self._tau_all:
             return self._dyn_sigma, self._state_sigma
         G = self.sys.acceleration_gain(x[:self.n])[:, ~self._tau_live]
         sigma = np.sqrt(self._dyn_sigma ** 2 + su * su * np.einsum('ij,ij->i', G, G))
@@ -392,6 +393,26 @@ class GraphMixin:
             rows = self._integ_rows[key] = (inv, tuple((Ji.T * inv).T for Ji in J))
         return rows
 
+    def _factor_base(self, integ: functools.partial, dt: float, state_rows: int,
+                     reading_rows: int, on: tuple[int, ...], A: tuple[np.ndarray, np.ndarray]
+                     ) -> tuple[np.ndarray, np.ndarray]:
+        """The tick factor's A matrices (rows: state, integrator, readings; column-major,
+        read-only) with the integrator's whitened constant rows ``A`` in place and zeros
+        elsewhere (:func:`factors.stacked_linear_factor`'s ``base``), kept per (dt, rows)
+        with the integrator's rows (cleared with them when the σ's change)."""
+        key = (integ.func, dt, state_rows, reading_rows, on)
+        base = self._factor_bases.get(key)
+        if base is None:
+            if len(self._factor_bases) >= 64:
+                self._factor_bases.clear()
+            rows = state_rows + A[0].shape[0] + reading_rows
+            base = tuple(np.zeros((rows, Ai.shape[1]), order='F') for Ai in A)
+            for Ab, Ai in zip(base, A):
+                Ab[state_rows:state_rows + Ai.shape[0]] = Ai
+                Ab.flags.writeable = False
+            self._factor_bases[key] = base
+        return base
+
     def _update(self, graph: gtsam.NonlinearFactorGraph, values: gtsam.Values, key: int,
                 t: float) -> np.ndarray:
         """One smoother update; the new state's estimate, or an exception if not finite."""
@@ -423,7 +444,7 @@ class GraphMixin:
         sigma = self._integ_sigma if dt <= self._dt * (1 + 1e-6) else \
             self._integrator_sigma(dt)
         cfg = self.config
-        unknown = cfg.unknown_effort_sigma > 0 and not self._tau_live.all()
+        unknown = cfg.unknown_effort_sigma > 0 and not self._tau_all
         if cfg.disturbance_process and not unknown:
             # known efforts: bound the change of q̈ − q̈(q, q̇, τ), not of q̈ (issue 27 item 4)
             sigma = np.concatenate((self._integrator_sigma(dt), self._jerk * dt))
@@ -449,14 +470,19 @@ class GraphMixin:
                 inv, A = rows
                 b_i = -integ([theta_prev, guess], False)[0] * inv
                 blocks = [((1,), state_sigma, e_s, J_s), ((0, 1), None, b_i, A)]
+            on = ()
             if current is not None:
                 on = (1,) if len(current.keys) == 1 else (0, 1)
                 blocks.append((on, current.sig, current.e, current.J))
                 used += current.obs
+            # the A matrices with the integrator's constant rows in place, kept per dt and
+            # row count (only the state's and the readings' rows are written per tick)
+            base = None if rows is None else \
+                self._factor_base(integ, dt, e_s.size, current.e.size if on else 0, on, A)
             # at the smoother's own linearisation point of both keys (x_{k−1}'s inserted
             # value, x_k's now), which never moves (relinearisation off): no point kept
             graph.add(F.stacked_linear_factor([prev, key], [theta_prev, guess], blocks,
-                                              point=False))
+                                              point=False, base=base))
         else:
             graph.add(self._factor([key], state_sigma, state, [guess]))
             graph.add(self._factor([prev, key], sigma, integ, [theta_prev, guess]))

@@ -312,7 +312,7 @@ class GateMixin:
         pose only and is refreshed every ``covariance_every`` ticks (held in between, as the
         estimate's covariance).
         """
-        if not self._n_act or not self._tau_live.all():
+        if not self._n_act or not self._tau_all:
             return 0.0, None
         n, x = self.n, self._x_last
         q = x[:n]
