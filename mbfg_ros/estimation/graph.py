@@ -231,9 +231,9 @@ class GraphMixin:
         pairs: dict[tuple[int, float], list[Observation]] = {}
         limit = t + self._eps
         pending = self._pending
-        if not pending or min(p.t for p in pending) > limit:
-            return single, pairs, None, -math.inf
         ready = [p for p in pending if p.t <= limit]
+        if not ready:
+            return single, pairs, None, -math.inf
         self._pending = [p for p in pending if p.t > limit] if len(ready) < len(pending) \
             else []
         eps, t_prev, times = self._eps, self._t_last, self._times

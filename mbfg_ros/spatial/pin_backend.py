@@ -94,7 +94,7 @@ class PinocchioDynamics:
                 derivatives: bool = False) -> IDResult:
         """τ = ID(q, q̇, q̈) (``pin.rnea``), optionally with ∂τ/∂q, ∂τ/∂q̇ and M."""
         pin, pm, pd = self._pin, self.pmodel, self.pdata
-        q, qd, qdd = (np.asarray(x, float) for x in (q, qd, qdd))
+        q, qd, qdd = np.asarray(q, float), np.asarray(qd, float), np.asarray(qdd, float)
         if not derivatives:
             return IDResult(tau=np.array(pin.rnea(pm, pd, q, qd, qdd)))
         dq, dv, M = pin.computeRNEADerivatives(pm, pd, q, qd, qdd)
@@ -120,7 +120,7 @@ class PinocchioDynamics:
                 derivatives: bool = False, minv: bool = True) -> FDResult:
         """q̈ (``pin.aba``), optionally with ∂q̈/∂q, ∂q̈/∂q̇ and (``minv``) M⁻¹."""
         pin, pm, pd = self._pin, self.pmodel, self.pdata
-        q, qd, tau = (np.asarray(x, float) for x in (q, qd, tau))
+        q, qd, tau = np.asarray(q, float), np.asarray(qd, float), np.asarray(tau, float)
         if not derivatives:
             return FDResult(qdd=np.array(pin.aba(pm, pd, q, qd, tau)))
         dq, dv, Minv = pin.computeABADerivatives(pm, pd, q, qd, tau)

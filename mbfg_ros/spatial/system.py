@@ -29,6 +29,7 @@ from typing import Mapping, Union
 import numpy as np
 
 from ..core.errors import AssemblyError, MbfgError, MechanismError
+from ..planar.dynamics import StateTerms
 from .backend import spatial_dynamics
 from .description import SpatialDescription, describe
 from .drives import Drives, build_drives
@@ -309,7 +310,6 @@ class SpatialSystem:
                     jacobians: bool = True):
         """(φ, φ_q, ∂(φ_q q̇)/∂q, q̈, ∂q̈/∂q, ∂q̈/∂q̇) for the estimator's state factor: exact
         on trees (the per-tick path); with loops ∂(φ_q q̇)/∂q by one-sided differences."""
-        from ..planar.dynamics import StateTerms
         tau = np.zeros(self.B.shape[1]) if tau is None else tau
         n = self.n
         if not self.loops.m:
