@@ -216,15 +216,19 @@ class GateMixin:
         d2 = np.bincount(row_of, rr / (s0 + sm), minlength=N)
         power = np.bincount(row_of, rr, minlength=N) / cnt
         base_var = np.bincount(row_of, s0, minlength=N) / cnt
-        t = np.full(N, items[0].t) if layout is not None else np.array([p.t for p in items])
         if not distinct:
+            t = np.array([p.t for p in items])
             return self._gate_sequential(slots, t, thr, d2, power, base_var)
+        # one stamp (layout): the readings' time as one float
+        t = items[0].t if layout is not None else np.array([p.t for p in items])
         return self._gate_decide(slots, t, thr, d2, power, base_var)
 
-    def _gate_decide(self, slots: np.ndarray, t: np.ndarray, thr: np.ndarray, d2: np.ndarray,
+    def _gate_decide(self, slots: np.ndarray, t: np.ndarray | float, thr: np.ndarray,
+                     d2: np.ndarray,
                      power: np.ndarray, base_var: np.ndarray) -> np.ndarray:
         """Which readings pass, and each sensor's model error ``s_m`` and rejected run
-        updated (module docstring): reading i of sensor ``slots[i]`` at ``t[i]``, its
+        updated (module docstring): reading i of sensor ``slots[i]`` at ``t[i]`` (``t`` one
+        float: every reading at that stamp), its
         squared distance ``d2[i]`` against ``thr[i]`` (≤ 0: no gate), its innovation power
         and variance without ``s_m``. Vectorised over readings of distinct sensors (no
         per-reading Python); where a sensor has several readings in one call, they update
@@ -235,18 +239,23 @@ class GateMixin:
         every = cfg.joint_rejection_threshold > 0 and cfg.imu_rejection_threshold > 0
         active = True if every else thr > 0
         on, ta, ba, pw = (slots, t, base_var, power) if every else \
-            (slots[active], t[active], base_var[active], power[active])
+            (slots[active], t if isinstance(t, float) else t[active], base_var[active],
+             power[active])
         if on.size:
             # the model error the innovations show (module docstring): clipped, so an
-            # outlier moves it by at most 4·α·S; a sensor's first reading starts it (α 0)
+            # outlier moves it by at most 4·α·S; a sensor's first reading starts it (α 0:
+            # its stamp NaN, fmin takes the reading's; an entry newer than the reading,
+            # α 0 too)
             ent_v, ent_t = mv[on], mt[on]
-            ent_t = np.where(np.isnan(ent_t), ta, ent_t)
-            alpha = np.minimum(1.0, np.maximum(ta - ent_t, 0.0) / tau_m)
+            alpha = np.minimum(1.0, (ta - np.fmin(ent_t, ta)) / tau_m)
             S = ba + ent_v
             mv[on] = (1.0 - alpha) * ent_v + alpha * np.maximum(
                 0.0, np.minimum(pw, 4.0 * S) - ba)
-            mt[on] = np.maximum(ent_t, ta)
+            mt[on] = np.fmax(ent_t, ta)
         ok = d2 <= thr * thr
+        if every and ok.all():                  # the common case: every reading passes
+            rs[slots] = np.nan
+            return ok
         rs[slots[ok if every else active & ok]] = np.nan
         rej = ~ok if every else active & ~ok
         keep = ~rej
@@ -254,12 +263,13 @@ class GateMixin:
             return keep
         self._counters['rejected_outlier'] += int(rej.sum())
         bad = slots[rej]
-        since = np.where(np.isnan(rs[bad]), t[rej], rs[bad])
+        t_rej = t[rej] if isinstance(t, np.ndarray) else np.full(bad.size, t)
+        since = np.where(np.isnan(rs[bad]), t_rej, rs[bad])
         rs[bad] = since
-        over = np.flatnonzero(t[rej] - since >= cfg.outlier_reset_time)
+        over = np.flatnonzero(t_rej - since >= cfg.outlier_reset_time)
         if over.size:
             i = over[-1]
-            raise _Diverged([], self._diverged_detail(int(bad[i]), float(t[rej][i] - since[i]),
+            raise _Diverged([], self._diverged_detail(int(bad[i]), float(t_rej[i] - since[i]),
                                                       float(d2[rej][i])))
         return keep
 

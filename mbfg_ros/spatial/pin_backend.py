@@ -191,19 +191,21 @@ class PinocchioImu:
         if not jacobians:
             return h, R, None
         dv_dq, da_dq, da_dv, J = pin.getFrameAccelerationDerivatives(pm, pd, f, pin.LOCAL)
+        Jw = J[3:]
         H = np.zeros((9, 3 * n))                      # rows: gyro, accel, orientation
         H[0:3, :n] = dv_dq[3:]
-        H[0:3, n:2 * n] = J[3:]
-        H[6:9, :n] = J[3:]
+        H[0:3, n:2 * n] = Jw
+        H[6:9, :n] = Jw
         H[3:6, 2 * n:] = J[:3]
         L = np.zeros((9, 2 * n))
         L[:6, :n] = dv_dq
-        L[6:, :n] = J[3:]
+        L[6:, :n] = Jw
         L[:6, n:] = J
         K = np.array([0.0, -wz, wy, 0.0, vz, -vy, 0.0, gz, -gy,
                       wz, 0.0, -wx, -vz, 0.0, vx, -gz, 0.0, gx,
                       -wy, wx, 0.0, vy, -vx, 0.0, gy, -gx, 0.0]).reshape(3, 9)
-        H[3:6, :n] = da_dq[:3]
-        H[3:6, n:2 * n] = da_dv[:3]
-        H[3:6, :2 * n] += K @ L
+        A = K @ L
+        A[:, :n] += da_dq[:3]
+        A[:, n:] += da_dv[:3]
+        H[3:6, :2 * n] = A
         return h, R, H
