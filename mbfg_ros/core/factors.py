@@ -259,11 +259,7 @@ def stacked_state_error(sys: MultibodySystem, tau: np.ndarray | None, xs: Sequen
         e = a.qdd - qdd
         if not want:
             return e, None
-        J = np.zeros((n, 3 * n))
-        J[:, :n] = a.qdd_q
-        J[:, n:2 * n] = a.qdd_qd
-        J[:, 2 * n:] = _neg_eye(n)
-        return e, [J]
+        return e, [np.concatenate((a.qdd_q, a.qdd_qd, _neg_eye(n)), axis=1)]
     e = np.concatenate((t.phi, t.phi_q @ qd, a.qdd - qdd))
     if not want:
         return e, None
@@ -310,7 +306,7 @@ def stacked_integrator_jacobians(n: int, dt: float, trapezoidal: bool
 
 def stacked_trapezoidal_error(n: int, dt: float, xs: Sequence[np.ndarray], want: bool):
     """Two f_ti (Eq. 23) between stacked states: q from q̇, and q̇ from q̈."""
-    X0, X1 = np.reshape(xs[0], (3, n)), np.reshape(xs[1], (3, n))     # rows q, q̇, q̈
+    X0, X1 = np.asarray(xs[0]).reshape(3, n), np.asarray(xs[1]).reshape(3, n)   # q, q̇, q̈
     # [q; q̇]_k − [q; q̇]_{k−1} − dt/2 ([q̇; q̈]_{k−1} + [q̇; q̈]_k), both levels at once
     e = (X1[:2] - X0[:2] - 0.5 * dt * (X0[1:] + X1[1:])).reshape(2 * n)
     return e, (list(stacked_integrator_jacobians(n, dt, True)) if want else None)
