@@ -419,7 +419,7 @@ class GraphMixin:
         batch = self._batch
         self._smoother.update(graph, values, {key: math.floor(t / batch) * batch})
         x = self._smoother.calculateEstimateVector(key)
-        if not np.all(np.isfinite(x)):
+        if not np.isfinite(x).all():
             raise FloatingPointError('non-finite estimate')
         return x
 
