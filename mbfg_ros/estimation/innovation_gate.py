@@ -158,7 +158,10 @@ class GateMixin:
             slots, joint, thr, cnt = layout.slots, layout.joint, layout.thr, layout.cnt
             sm = mv[layout.slot_rows]
             enc, enc_any, distinct = layout.enc_rows, layout.enc_any, layout.distinct
-            # E's angles are wrapped (−π, π] already, so is −E: r² is the same
+            if layout.wrap_any and not layout.plan:
+                r = np.where(layout.wrap_rows, wrap_angle(r), r)
+            # (with the layout's own plan, E's angles are wrapped to (−π, π] already by
+            # :func:`~.layout.layout_rows`, so is −E up to the sign of π: r² is the same)
         else:
             obs = [p.ob for p in items]
             base = self._slot_base

@@ -154,6 +154,9 @@ class PinocchioImu:
                                                   pin.FrameType.OP_FRAME))
         self.pdata = self.pmodel.createData()
         self.g = np.asarray(model.gravity, float)
+        # gravity along one root axis k (the usual case): Rᵀ g = g_k R[k] without a product
+        axes = np.flatnonzero(self.g)
+        self._g_axis = (int(axes[0]), float(self.g[axes[0]])) if axes.size == 1 else None
 
     def measure(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray,
                 jacobians: bool = False) -> ImuReading:
@@ -184,7 +187,11 @@ class PinocchioImu:
         vel = pin.getFrameVelocity(pm, pd, f, pin.LOCAL).vector      # [v; ω]
         acc = pin.getFrameAcceleration(pm, pd, f, pin.LOCAL).vector
         vx, vy, vz, wx, wy, wz = vel.tolist()
-        gx, gy, gz = (self.g @ R).tolist()                           # Rᵀ g
+        if self._g_axis is not None:
+            k, gk = self._g_axis
+            gx, gy, gz = [gk * r for r in R[k].tolist()]             # Rᵀ g
+        else:
+            gx, gy, gz = (self.g @ R).tolist()
         h = np.array([wx, wy, wz, wy * vz - wz * vy - gx, wz * vx - wx * vz - gy,
                       wx * vy - wy * vx - gz])
         h[3:] += acc[:3]                         # specific force a + ω × v − Rᵀ g
