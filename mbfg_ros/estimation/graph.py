@@ -325,8 +325,9 @@ class GraphMixin:
         Jacobian (:mod:`.innovation_gate`)."""
         n = self.n
         t_prev = self._t_last
-        t0 = items[0].t
-        if all(p.t == t0 for p in items) and min((t0 - t_prev) / dt, 1.0) > 1.0 - 1e-9:
+        stamps = [p.t for p in items]
+        t0 = stamps[0]
+        if stamps.count(t0) == len(stamps) and min((t0 - t_prev) / dt, 1.0) > 1.0 - 1e-9:
             # one stamp, at the tick (sensors on the tick grid, the common case): the
             # readings' layout gives their rows' constants (:mod:`.layout`)
             obs = [p.ob for p in items]
@@ -336,8 +337,7 @@ class GraphMixin:
                 e, H = layout_rows(self.sm, obs, guess.reshape(3, n), layout)
                 return _Current(items, obs, (k,), (guess,), e, H, (H,), e, t0 - t_prev,
                                 layout.row_of, sig, layout)
-        stamps = np.array([p.t for p in items])
-        after = stamps - t_prev
+        after = np.array(stamps) - t_prev
         span = np.minimum(after / dt, 1.0)                   # one array op, not per reading
         if span.min() > 1.0 - 1e-9:
             obs = [p.ob for p in items]

@@ -46,7 +46,8 @@ class ReadingLayout:
 
     __slots__ = ('rows', 'row_of', 'cnt', 'slots', 'joint', 'thr', 'slot_rows', 'wrap_rows',
                  'wrap_any', 'enc_rows', 'enc_any', 'distinct', 'plan', 'enc_ids', 'enc_at',
-                 'enc_lvl', 'enc_idx', 'enc_wrap', 'imu_groups', 'H0')
+                 'enc_lvl', 'enc_idx', 'enc_wrap', 'enc_wrap_all', 'enc_wrap_any', 'imu_groups',
+                 'H0')
 
     def __init__(self, obs: Sequence[Observation], sm: SensorModel, slot_base: dict,
                  slot_wrap: np.ndarray, slot_joint: np.ndarray, joint_threshold: float,
@@ -80,6 +81,8 @@ class ReadingLayout:
         self.enc_lvl = np.array([0 if obs[i].kind == 'joint_pos' else 1 for i in enc], int)
         self.enc_idx = np.array([obs[i].index for i in enc], int)
         self.enc_wrap = direct[self.enc_idx] & (self.enc_lvl == 0) if enc else None
+        self.enc_wrap_all = bool(enc) and bool(self.enc_wrap.all())
+        self.enc_wrap_any = bool(enc) and bool(self.enc_wrap.any())
         groups: dict[int, list[int]] = {}
         for i, ob in enumerate(obs):
             if i not in enc:
@@ -107,10 +110,10 @@ def layout_rows(sm: SensorModel, obs: Sequence[Observation], X: np.ndarray,
     if enc:
         z = np.array([obs[i].z[0] for i in enc])
         r = X[layout.enc_lvl, layout.enc_idx] - z
-        w = layout.enc_wrap
-        if w.all():
+        if layout.enc_wrap_all:
             r = wrap_angle(r)
-        elif w.any():
+        elif layout.enc_wrap_any:
+            w = layout.enc_wrap
             r[w] = wrap_angle(r[w])
         e[layout.enc_at] = r
     for k, ids, rows in layout.imu_groups:
