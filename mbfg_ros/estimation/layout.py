@@ -108,7 +108,7 @@ def layout_rows(sm: SensorModel, obs: Sequence[Observation], X: np.ndarray,
     H = layout.H0.copy()
     enc = layout.enc_ids
     if enc:
-        z = np.array([obs[i].z[0] for i in enc])
+        z = np.concatenate([obs[i].z for i in enc])         # one entry each
         r = X[layout.enc_lvl, layout.enc_idx] - z
         if layout.enc_wrap_all:
             r = wrap_angle(r)
