@@ -50,16 +50,28 @@ to it yet, and ``spatial.system.build_spatial_system`` refuses a floating base.
 """
 from __future__ import annotations
 
-from typing import Protocol, Sequence, runtime_checkable
+from typing import NamedTuple, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
 from .end_stops import EndStopLog, EndStops
 from .observation import Model, Observation
 
-__all__ = ['MultibodySystem', 'SensorModel', 'EdgeDescription', 'EdgeJoint', 'EdgeActuator',
-           'EdgeSensor', 'JointLimits', 'DrawingGeometry', 'Stepper', 'SimulatedSystem',
-           'EndStopModel', 'FloatingBase']
+__all__ = ['MultibodySystem', 'StateTerms', 'SensorModel', 'EdgeDescription', 'EdgeJoint',
+           'EdgeActuator', 'EdgeSensor', 'JointLimits', 'DrawingGeometry', 'Stepper',
+           'SimulatedSystem', 'EndStopModel', 'FloatingBase']
+
+
+class StateTerms(NamedTuple):
+    """Constraint rows and forward-dynamics terms at one state, what
+    :meth:`MultibodySystem.state_terms` returns (seed 000 Eqs. 24-26; a tree's rows are empty)."""
+
+    phi: np.ndarray
+    phi_q: np.ndarray
+    phi_q_dot: np.ndarray          # ∂(Φq q̇)/∂q
+    qdd: np.ndarray
+    qdd_q: np.ndarray | None
+    qdd_qd: np.ndarray | None
 
 
 class JointLimits(Protocol):
@@ -258,7 +270,7 @@ class MultibodySystem(Protocol):
     def joint_coordinate(self, name: str) -> int | None: ...
 
     def state_terms(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray | None,
-                    jacobians: bool = True): ...
+                    jacobians: bool = True) -> StateTerms: ...
 
     def independent_state_error(self, basis: Sequence[int] | np.ndarray,
                                 tau: np.ndarray | None, xs: Sequence[np.ndarray], want: bool

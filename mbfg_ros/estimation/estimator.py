@@ -49,6 +49,7 @@ from .config import LIVE_FIELDS, EstimatorConfig, coordinate_sigmas
 from .graph import MARGINALISE_EVERY, GraphMixin
 from .innovation_gate import GateMixin, contact_sigmas
 from .intake import IntakeMixin
+from .layout import ReadingLayout
 from .lifecycle import RESET_REASONS, LifecycleMixin
 from .output import OutputMixin
 from .prediction import PredictionMixin
@@ -136,6 +137,7 @@ class Estimator(IntakeMixin, GateMixin, GraphMixin, LifecycleMixin, OutputMixin,
                                      for kk in self._slot_key], dtype=bool)
         # per sensor: model-error variance s_m and the stamp of its last update (NaN:
         # none yet); a property of model and plant, so it outlives a 'diverged' reset
+        self._reading_layouts: dict[tuple, ReadingLayout] = {}    # per (kind, index) sequence
         self._model_var = np.zeros(len(self._slot_key))
         self._model_t = np.full(len(self._slot_key), math.nan)
         self._clear()

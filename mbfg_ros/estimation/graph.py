@@ -78,6 +78,7 @@ from .config import EstimatorConfig, coordinate_sigmas
 from .disturbance import stacked_trapezoidal_disturbance_error
 from .innovation_gate import _Diverged
 from .intake import _Pending
+from .layout import ReadingLayout, layout_rows
 from .observations import (interpolation_weights, interval_factor, interval_rows,
                            observation_factor, observation_sigmas, residuals)
 
@@ -91,18 +92,28 @@ class _Current:
     pending ``items`` and their observations ``obs`` (factor order), the factor's key
     indices and linearisation points ``xs``, residual ``e``, Jacobians ``J`` per key; for
     the gate, the model Jacobian ``H`` (rows, 3n), ``gate_e`` (the residual carried to the
-    last estimate), ``tau`` (how far from it) and ``row_of`` (the reading of each row);
-    ``sig`` the σ of each row (the factor's and the gate's)."""
+    last estimate), ``tau`` (how far from it: per row, or one float when every reading
+    has one stamp at the tick) and ``row_of`` (the reading of each row); ``sig`` the σ of
+    each row (the factor's and the gate's); ``layout`` the readings'
+    :class:`~.layout.ReadingLayout` when ``tau`` is one float, else None."""
 
-    __slots__ = ('items', 'obs', 'keys', 'xs', 'e', 'H', 'J', 'gate_e', 'tau', 'row_of', 'sig')
+    __slots__ = ('items', 'obs', 'keys', 'xs', 'e', 'H', 'J', 'gate_e', 'tau', 'row_of', 'sig',
+                 'layout')
 
     def __init__(self, items: list[_Pending], obs: list[Observation], keys: tuple[int, ...],
                  xs: tuple[np.ndarray, ...], e: np.ndarray, H: np.ndarray | None,
                  J: tuple[np.ndarray, ...], gate_e: np.ndarray | None,
-                 tau: np.ndarray | None, row_of: np.ndarray, sig: np.ndarray) -> None:
+                 tau: np.ndarray | float | None, row_of: np.ndarray, sig: np.ndarray,
+                 layout: ReadingLayout | None = None) -> None:
         self.items, self.obs, self.keys, self.xs = items, obs, keys, xs
         self.e, self.H, self.J = e, H, J
         self.gate_e, self.tau, self.row_of, self.sig = gate_e, tau, row_of, sig
+        self.layout = layout
+
+    def gate_tau(self) -> np.ndarray:
+        """``tau`` per row (an array even when it is one float)."""
+        tau = self.tau
+        return np.full(self.row_of.size, tau) if isinstance(tau, float) else tau
 
     def kept(self, keep: np.ndarray) -> _Current:
         """Only the readings flagged in ``keep`` (and their rows)."""
@@ -135,6 +146,7 @@ class GraphMixin:
         self._jerk2 = self._jerk ** 2
         self._gate_jerk: dict[float, tuple] = {}      # the gate's jerk terms of Q(τ) per τ²
         self._integ_rows: dict[tuple, tuple] = {}     # the integrator's whitened rows per dt
+        self._factor_bases: dict[tuple, tuple] = {}   # the tick factor's A with them in place
         self._tick_dyn_sigma = self._dyn_sigma
         self._state_sigma = np.concatenate((np.full(2 * self.sys.m, cfg.constraint_sigma),
                                             self._dyn_sigma))
@@ -187,7 +199,7 @@ class GraphMixin:
         it, the zero torque assumed would pull the estimate of a powered arm down with
         gravity."""
         su = self.config.unknown_effort_sigma
-        if su <= 0 or not self._n_act or self._tau_live.all():
+        if su <= 0 or not self._n_act or self._tau_all:
             return self._dyn_sigma, self._state_sigma
         G = self.sys.acceleration_gain(x[:self.n])[:, ~self._tau_live]
         sigma = np.sqrt(self._dyn_sigma ** 2 + su * su * np.einsum('ij,ij->i', G, G))
@@ -219,9 +231,9 @@ class GraphMixin:
         pairs: dict[tuple[int, float], list[Observation]] = {}
         limit = t + self._eps
         pending = self._pending
-        if not pending or min(p.t for p in pending) > limit:
-            return single, pairs, None, -math.inf
         ready = [p for p in pending if p.t <= limit]
+        if not ready:
+            return single, pairs, None, -math.inf
         self._pending = [p for p in pending if p.t > limit] if len(ready) < len(pending) \
             else []
         eps, t_prev, times = self._eps, self._t_last, self._times
@@ -233,9 +245,15 @@ class GraphMixin:
         current = self._current_rows(k, t - t_prev, guess, cur) if cur else None
         if not self._gate_off():
             parts = []
+            layout = None
             if current is not None:
-                parts.append((current.items, current.gate_e, current.H, current.tau,
-                              current.row_of, current.sig))
+                if late:
+                    parts.append((current.items, current.gate_e, current.H,
+                                  current.gate_tau(), current.row_of, current.sig))
+                else:
+                    parts.append((current.items, current.gate_e, current.H, current.tau,
+                                  current.row_of, current.sig))
+                    layout = current.layout
             if late:
                 parts.append((late, *self._carried_rows(late)))
             if len(parts) == 1:
@@ -246,7 +264,7 @@ class GraphMixin:
                 rows.append(np.concatenate((parts[0][4], parts[1][4] + len(cur))))
                 rows.append(np.concatenate((parts[0][5], parts[1][5])))
             try:
-                keep = self._gate(items, *rows)
+                keep = self._gate(items, *rows, layout=layout)
             except _Diverged as exc:
                 raise _Diverged(ready, str(exc)) from None
             if current is not None:
@@ -254,8 +272,12 @@ class GraphMixin:
                 keep = keep[len(cur):]
             if late:
                 late = [p for p, ok in zip(late, keep.tolist()) if ok]
-        newest = max((p.t for p in current.items), default=-math.inf) if current is not None \
-            else -math.inf
+        if current is None or not current.items:
+            newest = -math.inf
+        elif current.layout is not None:                # one stamp
+            newest = current.items[0].t
+        else:
+            newest = max(p.t for p in current.items)
         horizon = t - self.config.lag_duration          # keys at or before: marginalised now
         for p in late:
             if p.t > t_prev + eps:                      # the current interval (t_{k-1}, t_k]
@@ -303,8 +325,19 @@ class GraphMixin:
         Jacobian (:mod:`.innovation_gate`)."""
         n = self.n
         t_prev = self._t_last
-        stamps = np.array([p.t for p in items])
-        after = stamps - t_prev
+        stamps = [p.t for p in items]
+        t0 = stamps[0]
+        if stamps.count(t0) == len(stamps) and min((t0 - t_prev) / dt, 1.0) > 1.0 - 1e-9:
+            # one stamp, at the tick (sensors on the tick grid, the common case): the
+            # readings' layout gives their rows' constants (:mod:`.layout`)
+            obs = [p.ob for p in items]
+            layout = self._layout_of(obs)
+            sig = observation_sigmas(obs)
+            if sig.size == layout.rows:
+                e, H = layout_rows(self.sm, obs, guess.reshape(3, n), layout)
+                return _Current(items, obs, (k,), (guess,), e, H, (H,), e, t0 - t_prev,
+                                layout.row_of, sig, layout)
+        after = np.array(stamps) - t_prev
         span = np.minimum(after / dt, 1.0)                   # one array op, not per reading
         if span.min() > 1.0 - 1e-9:
             obs = [p.ob for p in items]
@@ -327,6 +360,20 @@ class GraphMixin:
         return _Current(items, obs, keys, xs, e, H, J, gate_e, tau, row_of,
                         observation_sigmas(obs))
 
+    def _layout_of(self, obs: list[Observation]) -> ReadingLayout:
+        """The :class:`~.layout.ReadingLayout` of readings ``obs`` (kept per sequence of
+        (kind, index); at most 64, so a changing sequence stays bounded)."""
+        key = tuple([(ob.kind, ob.index) for ob in obs])
+        layout = self._reading_layouts.get(key)
+        if layout is None:
+            if len(self._reading_layouts) >= 64:
+                self._reading_layouts.clear()
+            cfg = self.config
+            layout = self._reading_layouts[key] = ReadingLayout(
+                obs, self.sm, self._slot_base, self._slot_wrap, self._slot_joint,
+                cfg.joint_rejection_threshold, cfg.imu_rejection_threshold)
+        return layout
+
     def _integrator_rows(self, integ: functools.partial, sigma: np.ndarray, dt: float
                          ) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]] | None:
         """(Σ^-½, (Σ^-½ J_{k−1}, Σ^-½ J_k)) of the integrator ``integ`` over ``dt`` with σ
@@ -346,13 +393,33 @@ class GraphMixin:
             rows = self._integ_rows[key] = (inv, tuple((Ji.T * inv).T for Ji in J))
         return rows
 
+    def _factor_base(self, integ: functools.partial, dt: float, state_rows: int,
+                     reading_rows: int, on: tuple[int, ...], A: tuple[np.ndarray, np.ndarray]
+                     ) -> tuple[np.ndarray, np.ndarray]:
+        """The tick factor's A matrices (rows: state, integrator, readings; column-major,
+        read-only) with the integrator's whitened constant rows ``A`` in place and zeros
+        elsewhere (:func:`factors.stacked_linear_factor`'s ``base``), kept per (dt, rows)
+        with the integrator's rows (cleared with them when the σ's change)."""
+        key = (integ.func, dt, state_rows, reading_rows, on)
+        base = self._factor_bases.get(key)
+        if base is None:
+            if len(self._factor_bases) >= 64:
+                self._factor_bases.clear()
+            rows = state_rows + A[0].shape[0] + reading_rows
+            base = tuple(np.zeros((rows, Ai.shape[1]), order='F') for Ai in A)
+            for Ab, Ai in zip(base, A):
+                Ab[state_rows:state_rows + Ai.shape[0]] = Ai
+                Ab.flags.writeable = False
+            self._factor_bases[key] = base
+        return base
+
     def _update(self, graph: gtsam.NonlinearFactorGraph, values: gtsam.Values, key: int,
                 t: float) -> np.ndarray:
         """One smoother update; the new state's estimate, or an exception if not finite."""
         batch = self._batch
         self._smoother.update(graph, values, {key: math.floor(t / batch) * batch})
         x = self._smoother.calculateEstimateVector(key)
-        if not np.all(np.isfinite(x)):
+        if not np.isfinite(x).all():
             raise FloatingPointError('non-finite estimate')
         return x
 
@@ -377,7 +444,7 @@ class GraphMixin:
         sigma = self._integ_sigma if dt <= self._dt * (1 + 1e-6) else \
             self._integrator_sigma(dt)
         cfg = self.config
-        unknown = cfg.unknown_effort_sigma > 0 and not self._tau_live.all()
+        unknown = cfg.unknown_effort_sigma > 0 and not self._tau_all
         if cfg.disturbance_process and not unknown:
             # known efforts: bound the change of q̈ − q̈(q, q̇, τ), not of q̈ (issue 27 item 4)
             sigma = np.concatenate((self._integrator_sigma(dt), self._jerk * dt))
@@ -403,14 +470,19 @@ class GraphMixin:
                 inv, A = rows
                 b_i = -integ([theta_prev, guess], False)[0] * inv
                 blocks = [((1,), state_sigma, e_s, J_s), ((0, 1), None, b_i, A)]
+            on = ()
             if current is not None:
                 on = (1,) if len(current.keys) == 1 else (0, 1)
                 blocks.append((on, current.sig, current.e, current.J))
                 used += current.obs
+            # the A matrices with the integrator's constant rows in place, kept per dt and
+            # row count (only the state's and the readings' rows are written per tick)
+            base = None if rows is None else \
+                self._factor_base(integ, dt, e_s.size, current.e.size if on else 0, on, A)
             # at the smoother's own linearisation point of both keys (x_{k−1}'s inserted
             # value, x_k's now), which never moves (relinearisation off): no point kept
             graph.add(F.stacked_linear_factor([prev, key], [theta_prev, guess], blocks,
-                                              point=False))
+                                              point=False, base=base))
         else:
             graph.add(self._factor([key], state_sigma, state, [guess]))
             graph.add(self._factor([prev, key], sigma, integ, [theta_prev, guess]))

@@ -62,6 +62,7 @@ from ..core.angles import wrap_angle
 from ..core.interface import MultibodySystem
 from ..core.observation import Observation
 from .intake import _Pending
+from .layout import ReadingLayout
 from .observations import residuals
 
 
@@ -127,8 +128,9 @@ class GateMixin:
         return (np.concatenate(Es), np.concatenate(Hs), np.concatenate(taus),
                 np.concatenate(rows), np.concatenate([items[i].ob.sigma for i in order]))
 
-    def _gate(self, items: list[_Pending], E: np.ndarray, H: np.ndarray, tau: np.ndarray,
-              row_of: np.ndarray, sig: np.ndarray) -> np.ndarray:
+    def _gate(self, items: list[_Pending], E: np.ndarray, H: np.ndarray,
+              tau: np.ndarray | float, row_of: np.ndarray, sig: np.ndarray,
+              layout: ReadingLayout | None = None) -> np.ndarray:
         """Which of the readings ``items`` pass the innovation gate (module docstring).
 
         ``E`` (R,): each row's predicted residual ``h ⊖ z`` at the reading's stamp, ``H``
@@ -139,6 +141,10 @@ class GateMixin:
         (HQHᵀ), and the model error s_m. A run of rejections of one sensor longer than
         ``outlier_reset_time`` raises :class:`_Diverged` (the caller puts the readings
         back).
+
+        ``layout``: the readings' :class:`~.layout.ReadingLayout` when they share one stamp
+        at the tick (``tau`` then one float, ``E`` wrapped already where it is an angle:
+        :func:`~.layout.layout_rows`); its constants replace the per-reading look-ups.
         """
         cfg = self.config
         N = len(items)
@@ -146,31 +152,47 @@ class GateMixin:
         var_s = self._var_last if self._var_last is not None else np.zeros(3 * n)
         shown, unseen = self._external_var()
         sd2, sj2 = self._tick_dyn_sigma ** 2 + shown, self._jerk2
-        obs = [p.ob for p in items]
-        base = self._slot_base
-        slot_list = [base[ob.kind] + ob.index for ob in obs]
-        slots = np.array(slot_list)                     # the sensor of each reading
-        wrap = self._slot_wrap[slots][row_of]
         mv = self._model_var
-        sm = mv[slots][row_of]
-        HH = H * H
         r = -E                                          # z − h at the stamp
-        if wrap.any():
-            r = np.where(wrap, wrap_angle(r), r)
+        if layout is not None:
+            slots, joint, thr, cnt = layout.slots, layout.joint, layout.thr, layout.cnt
+            sm = mv[layout.slot_rows]
+            enc, enc_any, distinct = layout.enc_rows, layout.enc_any, layout.distinct
+            if layout.wrap_any and not layout.plan:
+                r = np.where(layout.wrap_rows, wrap_angle(r), r)
+            # (with the layout's own plan, E's angles are wrapped to (−π, π] already by
+            # :func:`~.layout.layout_rows`, so is −E up to the sign of π: r² is the same)
+        else:
+            obs = [p.ob for p in items]
+            base = self._slot_base
+            slot_list = [base[ob.kind] + ob.index for ob in obs]
+            slots = np.array(slot_list)                 # the sensor of each reading
+            wrap = self._slot_wrap[slots][row_of]
+            sm = mv[slots][row_of]
+            if wrap.any():
+                r = np.where(wrap, wrap_angle(r), r)
+            joint = self._slot_joint[slots]
+            thr = np.where(joint, cfg.joint_rejection_threshold, cfg.imu_rejection_threshold)
+            cnt = np.bincount(row_of, minlength=N)
+            enc = joint[row_of]
+            enc_any = unseen is not None and enc.any()
+            distinct = len(set(slot_list)) == N
+        HH = H * H
         var_x = HH @ var_s                              # H P Hᵀ (diagonal P)
         # process noise Q(τ), diagonal per row: the new q̈ is only known to the dynamics'
         # σ and changes by up to integrator_jerk·τ; both drive q̇ and q over τ
-        one = tau[0] == tau[-1] and (tau == tau[0]).all()
+        one = isinstance(tau, float) or (tau[0] == tau[-1] and (tau == tau[0]).all())
         if one:                                         # one stamp (at the tick)
-            a2 = float(tau[0]) ** 2
+            a2 = float(tau if isinstance(tau, float) else tau[0]) ** 2
             a4 = a2 * a2
             jerk = self._gate_jerk.get(a2)         # the jerk's share: a constant of τ
             if jerk is None:
                 if len(self._gate_jerk) >= 64:
                     self._gate_jerk.clear()
-                jerk = self._gate_jerk[a2] = (a4 * a2 / 36.0 * sj2, 0.25 * a4 * sj2,
-                                              a2 * sj2)
-            Q = np.concatenate((0.25 * a4 * sd2 + jerk[0], a2 * sd2 + jerk[1], sd2 + jerk[2]))
+                # (Q's coefficients of σ_d² for q, q̇, q̈; the jerk's share of each)
+                jerk = self._gate_jerk[a2] = (np.array([[0.25 * a4], [a2], [1.0]]), np.stack(
+                    (a4 * a2 / 36.0 * sj2, 0.25 * a4 * sj2, a2 * sj2)))
+            Q = (jerk[0] * sd2 + jerk[1]).reshape(3 * n)
             var_p = HH @ Q                              # H Q(τ) Hᵀ
         else:
             a2 = tau * tau
@@ -179,39 +201,37 @@ class GateMixin:
             Cj = np.stack((a4 * a2 / 36.0, 0.25 * a4, a2), axis=1)
             Q = (Cd[:, :, None] * sd2 + Cj[:, :, None] * sj2).reshape(len(E), 3 * n)
             var_p = np.einsum('ij,ij->i', HH, Q)        # H Q(τ) Hᵀ, Q(τ) per row
-        joint = self._slot_joint[slots]
-        if unseen is not None:
+        if unseen is not None and enc_any:
             # a contact not yet seen (module docstring): the encoders' rows only
-            enc = joint[row_of]
-            if enc.any():
-                if one:                                 # Q_c(τ) the same for every row
-                    qc = self._gate_qc                  # kept while σ_c's term and τ hold
-                    if qc is None or qc[0] is not unseen or qc[1] != a2:
-                        qc = self._gate_qc = (unseen, a2, np.concatenate(
-                            (0.25 * a4 * unseen, a2 * unseen, unseen)))
-                    var_c = HH @ qc[2]
-                else:
-                    a2 = tau * tau
-                    C = np.stack((0.25 * a2 * a2, a2, np.ones_like(a2)), axis=1)  # q, q̇, q̈
-                    var_c = np.einsum('rk,rk->r', HH.reshape(len(E), 3, n) @ unseen, C)
-                var_p = var_p + np.where(enc, var_c, 0.0)
-        s2r = sig * sig
-        s0 = s2r + var_x + var_p                        # the smoother's prediction
+            if one:                                     # Q_c(τ) the same for every row
+                qc = self._gate_qc                      # kept while σ_c's term and τ hold
+                if qc is None or qc[0] is not unseen or qc[1] != a2:
+                    qc = self._gate_qc = (unseen, a2, np.concatenate(
+                        (0.25 * a4 * unseen, a2 * unseen, unseen)))
+                var_c = HH @ qc[2]
+            else:
+                a2 = tau * tau
+                C = np.stack((0.25 * a2 * a2, a2, np.ones_like(a2)), axis=1)  # q, q̇, q̈
+                var_c = np.einsum('rk,rk->r', HH.reshape(len(E), 3, n) @ unseen, C)
+            var_p = var_p + np.where(enc, var_c, 0.0)
+        s0 = sig * sig + var_x + var_p                  # the smoother's prediction
         rr = r * r
         d2 = np.bincount(row_of, rr / (s0 + sm), minlength=N)
-        cnt = np.bincount(row_of, minlength=N)
         power = np.bincount(row_of, rr, minlength=N) / cnt
         base_var = np.bincount(row_of, s0, minlength=N) / cnt
-        thr = np.where(joint, cfg.joint_rejection_threshold, cfg.imu_rejection_threshold)
-        t = np.array([p.t for p in items])
-        if len(set(slot_list)) < N:
+        if not distinct:
+            t = np.array([p.t for p in items])
             return self._gate_sequential(slots, t, thr, d2, power, base_var)
+        # one stamp (layout): the readings' time as one float
+        t = items[0].t if layout is not None else np.array([p.t for p in items])
         return self._gate_decide(slots, t, thr, d2, power, base_var)
 
-    def _gate_decide(self, slots: np.ndarray, t: np.ndarray, thr: np.ndarray, d2: np.ndarray,
+    def _gate_decide(self, slots: np.ndarray, t: np.ndarray | float, thr: np.ndarray,
+                     d2: np.ndarray,
                      power: np.ndarray, base_var: np.ndarray) -> np.ndarray:
         """Which readings pass, and each sensor's model error ``s_m`` and rejected run
-        updated (module docstring): reading i of sensor ``slots[i]`` at ``t[i]``, its
+        updated (module docstring): reading i of sensor ``slots[i]`` at ``t[i]`` (``t`` one
+        float: every reading at that stamp), its
         squared distance ``d2[i]`` against ``thr[i]`` (≤ 0: no gate), its innovation power
         and variance without ``s_m``. Vectorised over readings of distinct sensors (no
         per-reading Python); where a sensor has several readings in one call, they update
@@ -222,18 +242,23 @@ class GateMixin:
         every = cfg.joint_rejection_threshold > 0 and cfg.imu_rejection_threshold > 0
         active = True if every else thr > 0
         on, ta, ba, pw = (slots, t, base_var, power) if every else \
-            (slots[active], t[active], base_var[active], power[active])
+            (slots[active], t if isinstance(t, float) else t[active], base_var[active],
+             power[active])
         if on.size:
             # the model error the innovations show (module docstring): clipped, so an
-            # outlier moves it by at most 4·α·S; a sensor's first reading starts it (α 0)
+            # outlier moves it by at most 4·α·S; a sensor's first reading starts it (α 0:
+            # its stamp NaN, fmin takes the reading's; an entry newer than the reading,
+            # α 0 too)
             ent_v, ent_t = mv[on], mt[on]
-            ent_t = np.where(np.isnan(ent_t), ta, ent_t)
-            alpha = np.minimum(1.0, np.maximum(ta - ent_t, 0.0) / tau_m)
+            alpha = np.minimum(1.0, (ta - np.fmin(ent_t, ta)) / tau_m)
             S = ba + ent_v
             mv[on] = (1.0 - alpha) * ent_v + alpha * np.maximum(
                 0.0, np.minimum(pw, 4.0 * S) - ba)
-            mt[on] = np.maximum(ent_t, ta)
+            mt[on] = np.fmax(ent_t, ta)
         ok = d2 <= thr * thr
+        if every and ok.all():                  # the common case: every reading passes
+            rs[slots] = np.nan
+            return ok
         rs[slots[ok if every else active & ok]] = np.nan
         rej = ~ok if every else active & ~ok
         keep = ~rej
@@ -241,12 +266,13 @@ class GateMixin:
             return keep
         self._counters['rejected_outlier'] += int(rej.sum())
         bad = slots[rej]
-        since = np.where(np.isnan(rs[bad]), t[rej], rs[bad])
+        t_rej = t[rej] if isinstance(t, np.ndarray) else np.full(bad.size, t)
+        since = np.where(np.isnan(rs[bad]), t_rej, rs[bad])
         rs[bad] = since
-        over = np.flatnonzero(t[rej] - since >= cfg.outlier_reset_time)
+        over = np.flatnonzero(t_rej - since >= cfg.outlier_reset_time)
         if over.size:
             i = over[-1]
-            raise _Diverged([], self._diverged_detail(int(bad[i]), float(t[rej][i] - since[i]),
+            raise _Diverged([], self._diverged_detail(int(bad[i]), float(t_rej[i] - since[i]),
                                                       float(d2[rej][i])))
         return keep
 
@@ -299,7 +325,7 @@ class GateMixin:
         pose only and is refreshed every ``covariance_every`` ticks (held in between, as the
         estimate's covariance).
         """
-        if not self._n_act or not self._tau_live.all():
+        if not self._n_act or not self._tau_all:
             return 0.0, None
         n, x = self.n, self._x_last
         q = x[:n]

@@ -67,11 +67,13 @@ class IntakeMixin:
         live = (t - self._tau_t) <= self.config.sensor_timeout
         if live.all():                  # every effort known (the common case): none expired
             self._tau_live = live
+            self._tau_all = True
             return self._tau.copy()
         expired = self._tau_live & ~live
         if expired.any():
             self._counters['effort_expired'] += int(expired.sum())
         self._tau_live = live
+        self._tau_all = False
         return np.where(live, self._tau, 0.0)
 
     def known_torque(self, t: float, out: np.ndarray) -> np.ndarray:

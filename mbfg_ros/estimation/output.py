@@ -69,8 +69,10 @@ class OutputMixin:
             status = 'stale'
             self._counters['stale_ticks'] += 1
         jp, jv = self._joint_readings(q, qd)
-        est = Estimate(t=t, q=q.copy(), qd=qd.copy(), qdd=qdd.copy(),
-                       q_std=self._std_last[:n].copy(), qd_std=self._std_last[n:2 * n].copy(),
+        # the Estimate's own arrays: one copy of x and of the σ's, split (views of them)
+        xc, sc = x.copy(), self._std_last[:2 * n].copy()
+        est = Estimate(t=t, q=xc[:n], qd=xc[n:2 * n], qdd=xc[2 * n:],
+                       q_std=sc[:n], qd_std=sc[n:],
                        tau=self.sys.torques(q, qd, qdd), joint_position=jp,
                        joint_velocity=jv,
                        tick_seconds=time.perf_counter() - start, status=status,

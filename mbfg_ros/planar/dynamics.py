@@ -48,6 +48,7 @@ import numpy as np
 import scipy.linalg.lapack as lapack
 
 from ..core.errors import MbfgError, MechanismError
+from ..core.interface import StateTerms
 from .constraints import Constraints, ConstraintTerms
 from .forces import Forces, mass_matrix
 from .lean_kinematics import KinTerms, LeanKinematics
@@ -359,17 +360,6 @@ def assembly_warning(sys: System) -> str:
 def load_system(path: str | Path, z_idx: Sequence[int] | None = None) -> System:
     """Load a mechanism YAML file and assemble it (see :func:`build_system`)."""
     return build_system(load_mechanism(path), z_idx)
-
-
-class StateTerms(NamedTuple):
-    """Constraint and forward-dynamics terms at one state (``System.state_terms``)."""
-
-    phi: np.ndarray
-    phi_q: np.ndarray
-    phi_q_dot: np.ndarray          # ∂(Φq q̇)/∂q
-    qdd: np.ndarray
-    qdd_q: np.ndarray | None
-    qdd_qd: np.ndarray | None
 
 
 class Accel(NamedTuple):

@@ -94,7 +94,7 @@ class PinocchioDynamics:
                 derivatives: bool = False) -> IDResult:
         """τ = ID(q, q̇, q̈) (``pin.rnea``), optionally with ∂τ/∂q, ∂τ/∂q̇ and M."""
         pin, pm, pd = self._pin, self.pmodel, self.pdata
-        q, qd, qdd = (np.asarray(x, float) for x in (q, qd, qdd))
+        q, qd, qdd = np.asarray(q, float), np.asarray(qd, float), np.asarray(qdd, float)
         if not derivatives:
             return IDResult(tau=np.array(pin.rnea(pm, pd, q, qd, qdd)))
         dq, dv, M = pin.computeRNEADerivatives(pm, pd, q, qd, qdd)
@@ -120,7 +120,7 @@ class PinocchioDynamics:
                 derivatives: bool = False, minv: bool = True) -> FDResult:
         """q̈ (``pin.aba``), optionally with ∂q̈/∂q, ∂q̈/∂q̇ and (``minv``) M⁻¹."""
         pin, pm, pd = self._pin, self.pmodel, self.pdata
-        q, qd, tau = (np.asarray(x, float) for x in (q, qd, tau))
+        q, qd, tau = np.asarray(q, float), np.asarray(qd, float), np.asarray(tau, float)
         if not derivatives:
             return FDResult(qdd=np.array(pin.aba(pm, pd, q, qd, tau)))
         dq, dv, Minv = pin.computeABADerivatives(pm, pd, q, qd, tau)
@@ -154,12 +154,28 @@ class PinocchioImu:
                                                   pin.FrameType.OP_FRAME))
         self.pdata = self.pmodel.createData()
         self.g = np.asarray(model.gravity, float)
+        # gravity along one root axis k (the usual case): Rᵀ g = g_k R[k] without a product
+        axes = np.flatnonzero(self.g)
+        self._g_axis = (int(axes[0]), float(self.g[axes[0]])) if axes.size == 1 else None
 
     def measure(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray,
                 jacobians: bool = False) -> ImuReading:
         """The readings at (q, q̇, q̈) and, with ``jacobians``, ∂/∂[q, q̇, q̈] (class
-        docstring). The accelerometer's Jacobian in one product: ``[∂a/∂q, ∂a/∂q̇] +
-        [ω×, −v×, −(Rᵀg)×] [∂v/∂q, J; J_ω, 0]`` (the ∂(ω × v) and ∂(−Rᵀg) terms)."""
+        docstring; :meth:`measure_rows` as an :class:`~.sensors.ImuReading`)."""
+        h, R, H = self.measure_rows(q, qd, qdd, jacobians)
+        if H is None:
+            return ImuReading(gyro=h[:3], accel=h[3:], R=R)
+        return ImuReading(gyro=h[:3], accel=h[3:], R=R, H_gyro=H[0:3], H_accel=H[3:6],
+                          H_rot=H[6:9])
+
+    def measure_rows(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray,
+                     jacobians: bool = True
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """(h (6,) = [gyroscope; specific force], R, H (9, 3n): the rows of the gyroscope,
+        the accelerometer and the orientation stacked, or None without ``jacobians``) at
+        (q, q̇, q̈) (class docstring). The accelerometer's Jacobian in one product:
+        ``[∂a/∂q, ∂a/∂q̇] + [ω×, −v×, −(Rᵀg)×] [∂v/∂q, J; J_ω, 0]`` (the ∂(ω × v) and
+        ∂(−Rᵀg) terms)."""
         pin, pm, pd, f = self._pin, self.pmodel, self.pdata, self.fid
         n = self.n
         if jacobians:
@@ -171,27 +187,32 @@ class PinocchioImu:
         vel = pin.getFrameVelocity(pm, pd, f, pin.LOCAL).vector      # [v; ω]
         acc = pin.getFrameAcceleration(pm, pd, f, pin.LOCAL).vector
         vx, vy, vz, wx, wy, wz = vel.tolist()
-        gx, gy, gz = (self.g @ R).tolist()                           # Rᵀ g
-        gyro = vel[3:].copy()
-        accel = acc[:3] + np.array([wy * vz - wz * vy - gx, wz * vx - wx * vz - gy,
-                                    wx * vy - wy * vx - gz])
+        if self._g_axis is not None:
+            k, gk = self._g_axis
+            gx, gy, gz = [gk * r for r in R[k].tolist()]             # Rᵀ g
+        else:
+            gx, gy, gz = (self.g @ R).tolist()
+        h = np.array([wx, wy, wz, wy * vz - wz * vy - gx, wz * vx - wx * vz - gy,
+                      wx * vy - wy * vx - gz])
+        h[3:] += acc[:3]                         # specific force a + ω × v − Rᵀ g
         if not jacobians:
-            return ImuReading(gyro=gyro, accel=accel, R=R)
+            return h, R, None
         dv_dq, da_dq, da_dv, J = pin.getFrameAccelerationDerivatives(pm, pd, f, pin.LOCAL)
+        Jw = J[3:]
         H = np.zeros((9, 3 * n))                      # rows: gyro, accel, orientation
         H[0:3, :n] = dv_dq[3:]
-        H[0:3, n:2 * n] = J[3:]
-        H[6:9, :n] = J[3:]
+        H[0:3, n:2 * n] = Jw
+        H[6:9, :n] = Jw
         H[3:6, 2 * n:] = J[:3]
         L = np.zeros((9, 2 * n))
         L[:6, :n] = dv_dq
-        L[6:, :n] = J[3:]
+        L[6:, :n] = Jw
         L[:6, n:] = J
         K = np.array([0.0, -wz, wy, 0.0, vz, -vy, 0.0, gz, -gy,
                       wz, 0.0, -wx, -vz, 0.0, vx, -gz, 0.0, gx,
                       -wy, wx, 0.0, vy, -vx, 0.0, gy, -gx, 0.0]).reshape(3, 9)
-        H[3:6, :n] = da_dq[:3]
-        H[3:6, n:2 * n] = da_dv[:3]
-        H[3:6, :2 * n] += K @ L
-        return ImuReading(gyro=gyro, accel=accel, R=R, H_gyro=H[0:3], H_accel=H[3:6],
-                          H_rot=H[6:9])
+        A = K @ L
+        A[:, :n] += da_dq[:3]
+        A[:, n:] += da_dv[:3]
+        H[3:6, :2 * n] = A
+        return h, R, H

@@ -161,9 +161,18 @@ class SpatialSensorModel:
         """Stacked residuals of IMU ``k``'s readings ``obs`` at states X (N, 3, n) and
         their Jacobians (rows, 3, n): 3 rows per reading (module docstring)."""
         n = self.n
+        one = X.shape[0] == 1 or X.strides[0] == 0          # every reading at one state
+        rows_of = getattr(self._imus[k], 'measure_rows', None)
+        if one and rows_of is not None and len(obs) == 2 and obs[0].kind == 'gyro' \
+                and obs[1].kind == 'accel':
+            # a gyroscope and an accelerometer reading at one state (the common record):
+            # their rows are the model's first six, in order
+            x = X[0]
+            h, _, Hm = rows_of(x[0], x[1], x[2], want)
+            e = h - np.concatenate((obs[0].z, obs[1].z))
+            return e, (Hm[:6].reshape(6, 3, n) if want else None)
         e = np.empty(3 * len(obs))
         H = np.empty((e.size, 3, n)) if want else None
-        one = X.shape[0] == 1 or X.strides[0] == 0          # every reading at one state
         last, r = None, None
         for i, ob in enumerate(obs):
             x = X[i]

@@ -24,11 +24,13 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Mapping, Union
 
 import numpy as np
 
 from ..core.errors import AssemblyError, MbfgError, MechanismError
+from ..core.interface import StateTerms
 from .backend import spatial_dynamics
 from .description import SpatialDescription, describe
 from .drives import Drives, build_drives
@@ -88,6 +90,16 @@ class SpatialSystem:
         d = self.drives
         return d.friction(qd) if d is not None and d.has_friction else None
 
+    @cached_property
+    def _every_joint_actuated(self) -> bool:
+        """B is the identity (every tree joint has its actuator): B τ is τ."""
+        return self.B.shape == (self.n, self.n) and bool(np.all(self.B == np.eye(self.n)))
+
+    def _joint_torques(self, tau: np.ndarray) -> np.ndarray:
+        """B τ (τ itself, as a float array, when B is the identity)."""
+        tau = np.asarray(tau, float)
+        return tau if self._every_joint_actuated else self.B @ tau
+
     def actuator_matrix(self, q: np.ndarray | None = None) -> np.ndarray:
         """B: joint torques select tree coordinates (constant)."""
         return self.B
@@ -114,7 +126,7 @@ class SpatialSystem:
         if not jacobians:
             return self.forward(q, qd, tau)
         if not self.loops.m:
-            return self._tree_accelerations(q, qd, self.B @ np.asarray(tau, float))
+            return self._tree_accelerations(q, qd, self._joint_torques(tau))
         q, qd = np.asarray(q, float), np.asarray(qd, float)
         # one-sided differences, h ≈ √ε: error ~1e-8 relative, half the calls of central ones
         n, h = self.n, _FD_STEP
@@ -309,7 +321,6 @@ class SpatialSystem:
                     jacobians: bool = True):
         """(φ, φ_q, ∂(φ_q q̇)/∂q, q̈, ∂q̈/∂q, ∂q̈/∂q̇) for the estimator's state factor: exact
         on trees (the per-tick path); with loops ∂(φ_q q̇)/∂q by one-sided differences."""
-        from ..planar.dynamics import StateTerms
         tau = np.zeros(self.B.shape[1]) if tau is None else tau
         n = self.n
         if not self.loops.m:
@@ -380,7 +391,7 @@ class SpatialSystem:
     def forward(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray | None) -> np.ndarray:
         """q̈ (n,) under actuator torques ``tau`` (na,; None: zero) (seed 003's forward
         dynamics)."""
-        Btau = self.B @ np.asarray(tau, float) if tau is not None else np.zeros(self.n)
+        Btau = self._joint_torques(tau) if tau is not None else np.zeros(self.n)
         fr = self._friction(qd)
         if fr is not None:
             Btau = Btau - fr[0]

@@ -215,3 +215,32 @@ def test_a_stacked_linear_factor_is_the_custom_factors_rows_stacked(sys):
     A, b = F.stacked_linear_factor(keys, xs, blocks).linearize(values).jacobian()
     np.testing.assert_array_equal(A, np.vstack([r[0] for r in rows]))
     np.testing.assert_array_equal(b, np.concatenate([r[1] for r in rows]))
+
+
+def test_a_stacked_linear_factor_on_a_kept_base_has_the_same_rows():
+    """Issue 24: with ``base`` (the A matrices with the whitened constant blocks in place,
+    kept by the estimator per dt) only the other blocks are written, into copies: the
+    factor's rows equal those built from scratch, and the kept base is not changed."""
+    rng = np.random.default_rng(8)
+    d, keys = 6, [gtsam.symbol('x', 0), gtsam.symbol('x', 1)]
+    xs = [rng.standard_normal(d), rng.standard_normal(d)]
+    values = gtsam.Values()
+    for k, x in zip(keys, xs):
+        values.insert(k, x)
+    const = ((0, 1), None, rng.standard_normal(4), [rng.standard_normal((4, d)) for _ in '01'])
+    for on in ((1,), (0, 1)):
+        blocks = [((1,), rng.uniform(0.1, 2.0, 3), rng.standard_normal(3),
+                   [rng.standard_normal((3, d))]), const,
+                  (on, rng.uniform(0.1, 2.0, 5), rng.standard_normal(5),
+                   [rng.standard_normal((5, d)) for _ in on])]
+        base = [np.zeros((12, d), order='F') for _ in '01']
+        for Ab, Ai in zip(base, const[3]):
+            Ab[3:7] = Ai
+            Ab.flags.writeable = False
+        kept = [Ab.copy() for Ab in base]
+        A, b = F.stacked_linear_factor(keys, xs, blocks, base=base).linearize(values).jacobian()
+        A0, b0 = F.stacked_linear_factor(keys, xs, blocks).linearize(values).jacobian()
+        np.testing.assert_array_equal(A, A0)
+        np.testing.assert_array_equal(b, b0)
+        for Ab, Ak in zip(base, kept):
+            np.testing.assert_array_equal(Ab, Ak)

@@ -125,3 +125,26 @@ def test_pinocchio_imu_equals_the_numpy_model(name, urdf):
             for k in ('gyro', 'accel', 'R', 'H_gyro', 'H_accel', 'H_rot'):
                 np.testing.assert_allclose(getattr(b, k), getattr(a, k), atol=1e-10, err_msg=k)
             np.testing.assert_allclose(fast.measure(q, qd, qdd).accel, a.accel, atol=1e-12)
+
+
+def test_a_gyroscope_and_accelerometer_pair_at_one_state_equals_the_reading_by_reading_path():
+    """Issue 24: SpatialSensorModel.imu_errors takes a (gyro, accel) record at one state
+    from the model's stacked rows (PinocchioImu.measure_rows); its residuals and Jacobians
+    equal the general path's (the pair in the other order, evaluated reading by reading)."""
+    from mbfg_ros.core.observation import Observation
+    from mbfg_ros.spatial.system import build_spatial_system
+    urdf = Path(__file__).resolve().parents[2] / 'config' / 'urdf'
+    sm = build_spatial_system(urdf / 'ur5.urdf', urdf / 'ur5_sensors.yaml').sensor_model()
+    rng = np.random.default_rng(4)
+    n = sm.n
+    for _ in range(5):
+        X = rng.normal(size=(1, 3, n))
+        gyro = Observation('gyro', 0, rng.normal(size=3), np.ones(3))
+        accel = Observation('accel', 0, rng.normal(size=3), np.ones(3))
+        e, H = sm.imu_errors(0, [gyro, accel], np.broadcast_to(X, (2, 3, n)), True)
+        e0, H0 = sm.imu_errors(0, [accel, gyro], np.broadcast_to(X, (2, 3, n)), True)
+        np.testing.assert_array_equal(e, np.concatenate((e0[3:], e0[:3])))
+        np.testing.assert_array_equal(H, np.concatenate((H0[3:], H0[:3])))
+        r = sm.imu(0, *X[0], want=True)
+        np.testing.assert_allclose(e[:3], r[0].h - gyro.z, rtol=0, atol=1e-15)
+        np.testing.assert_allclose(e[3:], r[1].h - accel.z, rtol=0, atol=1e-15)

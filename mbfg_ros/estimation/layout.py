@@ -1,0 +1,126 @@
+"""What the kinds and sensors of one tick's readings fix, built once and reused (issue 24).
+
+A tick loop sees the same sequence of readings tick after tick (a JointState's encoders,
+then an IMU's gyroscope and accelerometer, all at the tick): the rows each reading has,
+the sensor (gate slot) of each, which rows are wrapped angles or encoders, the gate's
+thresholds, and, where the encoders read joint coordinates directly (a URDF robot,
+``SensorModel.direct_encoders``), the encoders' constant unit-row Jacobian ``h = q_j``
+(seed 004 §5). :class:`ReadingLayout` holds them for one sequence of ``(kind, index)``;
+:func:`layout_rows` evaluates the readings at one stacked state x = [q, q̇, q̈] with them
+(the same residuals and Jacobians as :func:`~.observations.residuals`, whose per-reading
+grouping it skips). The estimator keeps them per sequence (at most 64:
+:meth:`~.graph.GraphMixin._layout_of`).
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from ..core.angles import wrap_angle
+from ..core.interface import SensorModel
+from ..core.observation import Observation
+from .observations import residuals
+
+__all__ = ['ReadingLayout', 'layout_rows']
+
+
+def _rows(ids: list[int], start: list[int], sizes: list[int]) -> slice | np.ndarray:
+    """The rows of readings ``ids``: a slice when they are consecutive, else indices."""
+    rows = [r for i in ids for r in range(start[i], start[i] + sizes[i])]
+    if rows == list(range(rows[0], rows[0] + len(rows))):
+        return slice(rows[0], rows[0] + len(rows))
+    return np.array(rows)
+
+
+class ReadingLayout:
+    """The constants of one sequence of readings (module docstring).
+
+    ``rows`` rows in all; ``row_of`` the reading of each row and ``cnt`` the rows of each
+    reading; per reading its gate slot (``slots``), whether it is an encoder (``joint``)
+    and its gate threshold (``thr``); per row its slot (``slot_rows``), whether it is a
+    wrapped angle (``wrap_rows``) or an encoder (``enc_rows``); ``distinct``: no two
+    readings of one sensor. With direct encoders (``plan``): their readings' positions,
+    rows, level (0 angle, 1 rate) and coordinate, the IMU groups ``(imu, ids, rows)`` and
+    ``H0``, the (rows, 3n) Jacobian with the encoders' unit rows filled in."""
+
+    __slots__ = ('rows', 'row_of', 'cnt', 'slots', 'joint', 'thr', 'slot_rows', 'wrap_rows',
+                 'wrap_any', 'enc_rows', 'enc_any', 'distinct', 'plan', 'enc_ids', 'enc_at',
+                 'enc_lvl', 'enc_idx', 'enc_wrap', 'enc_wrap_all', 'enc_wrap_any', 'imu_groups',
+                 'H0')
+
+    def __init__(self, obs: Sequence[Observation], sm: SensorModel, slot_base: dict,
+                 slot_wrap: np.ndarray, slot_joint: np.ndarray, joint_threshold: float,
+                 imu_threshold: float) -> None:
+        n = sm.n
+        sizes = [int(np.size(ob.sigma)) for ob in obs]
+        start = [0]
+        for s in sizes:
+            start.append(start[-1] + s)
+        self.rows = start.pop()
+        N = len(obs)
+        self.row_of = np.repeat(np.arange(N), sizes)
+        self.cnt = np.bincount(self.row_of, minlength=N)
+        slot_list = [slot_base[ob.kind] + ob.index for ob in obs]
+        self.slots = np.array(slot_list)
+        self.distinct = len(set(slot_list)) == N
+        self.joint = slot_joint[self.slots]
+        self.thr = np.where(self.joint, joint_threshold, imu_threshold)
+        self.slot_rows = self.slots[self.row_of]
+        self.wrap_rows = slot_wrap[self.slot_rows]
+        self.wrap_any = bool(self.wrap_rows.any())
+        self.enc_rows = self.joint[self.row_of]
+        self.enc_any = bool(self.enc_rows.any())
+        direct = sm.direct_encoders
+        enc = [i for i, ob in enumerate(obs) if ob.kind in ('joint_pos', 'joint_vel')]
+        self.plan = direct is not None and all(sizes[i] == 1 for i in enc)
+        self.enc_ids = enc
+        if not self.plan:
+            return
+        self.enc_at = _rows(enc, start, sizes) if enc else None
+        self.enc_lvl = np.array([0 if obs[i].kind == 'joint_pos' else 1 for i in enc], int)
+        self.enc_idx = np.array([obs[i].index for i in enc], int)
+        self.enc_wrap = direct[self.enc_idx] & (self.enc_lvl == 0) if enc else None
+        self.enc_wrap_all = bool(enc) and bool(self.enc_wrap.all())
+        self.enc_wrap_any = bool(enc) and bool(self.enc_wrap.any())
+        groups: dict[int, list[int]] = {}
+        for i, ob in enumerate(obs):
+            if i not in enc:
+                groups.setdefault(ob.index, []).append(i)
+        self.imu_groups = [(k, ids, _rows(ids, start, sizes)) for k, ids in groups.items()]
+        H0 = np.zeros((self.rows, 3, n))
+        for i, lvl, j in zip(enc, self.enc_lvl.tolist(), self.enc_idx.tolist()):
+            H0[start[i], lvl, j] = 1.0
+        self.H0 = H0.reshape(self.rows, 3 * n)
+
+
+def layout_rows(sm: SensorModel, obs: Sequence[Observation], X: np.ndarray,
+                layout: ReadingLayout) -> tuple[np.ndarray, np.ndarray]:
+    """(e (rows,), H (rows, 3n)): the residuals ``h(x) ⊖ z`` and Jacobians of readings
+    ``obs`` (in ``layout``'s sequence) at the one state X (3, n) =
+    [q; q̇; q̈]: :func:`~.observations.residuals` with the layout's constants (direct
+    encoders: ``q_j − z`` wrapped for angles, unit rows; each IMU by its model's
+    ``imu_errors``)."""
+    if not layout.plan:
+        e, H = residuals(sm, obs, X, True)
+        return e, H.reshape(len(e), -1)
+    e = np.empty(layout.rows)
+    H = layout.H0.copy()
+    enc = layout.enc_ids
+    if enc:
+        z = np.concatenate([obs[i].z for i in enc])         # one entry each
+        r = X[layout.enc_lvl, layout.enc_idx] - z
+        if layout.enc_wrap_all:
+            r = wrap_angle(r)
+        elif layout.enc_wrap_any:
+            w = layout.enc_wrap
+            r[w] = wrap_angle(r[w])
+        e[layout.enc_at] = r
+    for k, ids, rows in layout.imu_groups:
+        # every reading at the one state X: a read-only view repeating it (no copies)
+        Xs = np.ndarray((len(ids),) + X.shape, X.dtype, X, 0, (0,) + X.strides)
+        Xs.flags.writeable = False
+        ei, Hi = sm.imu_errors(k, [obs[i] for i in ids], Xs, True)
+        e[rows] = ei
+        H[rows] = Hi.reshape(len(ei), -1)
+    return e, H
