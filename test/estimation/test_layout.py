@@ -97,3 +97,52 @@ def test_the_gate_with_the_layout_decides_and_learns_as_without(ur5):
                                    atol=0)
         np.testing.assert_array_equal(ests[0]._model_t, ests[1]._model_t)
     assert ests[0].counters['rejected_outlier'] == ests[1].counters['rejected_outlier'] > 0
+
+
+def _planar_readings(rng, joints: list[int], order: str) -> list[Observation]:
+    """Planar readings in the sequence ``order`` (e = angles of ``joints``, v = their
+    rates, g = gyroscope, a = in-plane specific force, o = yaw), far enough from the state
+    for the angles to wrap."""
+    one = np.ones(1)
+    out = []
+    for c in order:
+        if c == 'e':
+            out += [Observation('joint_pos', j, rng.uniform(-4, 4, 1), 0.01 * one)
+                    for j in joints]
+        elif c == 'v':
+            out += [Observation('joint_vel', j, rng.standard_normal(1), 0.1 * one)
+                    for j in joints]
+        elif c == 'o':
+            out.append(Observation('orient', 0, rng.uniform(-4, 4, 1), 0.01 * one))
+        elif c == 'g':
+            out.append(Observation('gyro', 0, rng.standard_normal(1), 0.05 * one))
+        else:
+            out.append(Observation('accel', 0, rng.standard_normal(2), np.full(2, 0.05)))
+    return out
+
+
+@pytest.mark.parametrize('mechanism, joints, order, plan', [
+    ('fourbar', [0], 'ega', True), ('fourbar', [0, 1], 'gae', True),
+    ('fourbar', [1, 0], 'evgao', True), ('fourbar', [0], 'vgee', True),
+    ('fourbar', [0, 1], 'ev', True), ('slider_crank', [0], 'ev', True),
+    ('slider_crank', [0, 1], 'ev', False)])
+def test_planar_layout_rows_are_the_generic_residuals(mechanism, joints, order, plan):
+    """Natural coordinates (encoders are functions of q, seed 000 §2): revolute encoders
+    take the layout's plan (one joint_batch per encoder), a prismatic one does not; either
+    way the residuals and Jacobians are observations.residuals' bit for bit, in every
+    reading sequence (an encoder's angle and rate, a sensor twice, the IMU's parts in
+    either order, a yaw), and every angle residual is wrapped."""
+    from mbfg_ros.planar.dynamics import load_system
+    system = load_system(CONFIG / f'{mechanism}.yaml')
+    rng = np.random.default_rng(len(order) + len(joints))
+    est = Estimator(system)
+    for _ in range(3):
+        obs = _planar_readings(rng, joints, order)
+        X = rng.standard_normal((3, system.n))
+        layout = _layout(est, obs)
+        assert layout.plan is plan
+        e, H = layout_rows(est.sm, obs, X, layout)
+        e0, H0 = residuals(est.sm, obs, X, True)
+        np.testing.assert_array_equal(e, e0)
+        np.testing.assert_array_equal(H, H0.reshape(len(e0), -1))
+        assert np.abs(e[layout.wrap_rows]).max() <= math.pi
