@@ -142,9 +142,11 @@ class GateMixin:
         ``outlier_reset_time`` raises :class:`_Diverged` (the caller puts the readings
         back).
 
-        ``layout``: the readings' :class:`~.layout.ReadingLayout` when they share one stamp
-        at the tick (``tau`` then one float, ``E`` wrapped already where it is an angle:
-        :func:`~.layout.layout_rows`); its constants replace the per-reading look-ups.
+        ``layout``: the readings' :class:`~.layout.ReadingLayout` (their sequence of
+        sensors) when they were evaluated with it: one stamp at the tick (``tau`` then one
+        float, ``E`` wrapped already where it is an angle: :func:`~.layout.layout_rows`) or
+        a few stamps between the ticks (``tau`` per row); its constants replace the
+        per-reading look-ups.
         """
         cfg = self.config
         N = len(items)
@@ -158,10 +160,11 @@ class GateMixin:
             slots, joint, thr, cnt = layout.slots, layout.joint, layout.thr, layout.cnt
             sm = mv[layout.slot_rows]
             enc, enc_any, distinct = layout.enc_rows, layout.enc_any, layout.distinct
-            if layout.wrap_any and not layout.plan:
+            if layout.wrap_any and not (layout.plan and isinstance(tau, float)):
                 r = np.where(layout.wrap_rows, wrap_angle(r), r)
-            # (with the layout's own plan, E's angles are wrapped to (−π, π] already by
-            # :func:`~.layout.layout_rows`, so is −E up to the sign of π: r² is the same)
+            # (with the layout's own plan at one stamp, E's angles are wrapped to (−π, π]
+            # already by :func:`~.layout.layout_rows`, so is −E up to the sign of π: r² is
+            # the same; between the ticks E is carried to the last estimate, unwrapped)
         else:
             obs = [p.ob for p in items]
             base = self._slot_base
@@ -222,8 +225,8 @@ class GateMixin:
         if not distinct:
             t = np.array([p.t for p in items])
             return self._gate_sequential(slots, t, thr, d2, power, base_var)
-        # one stamp (layout): the readings' time as one float
-        t = items[0].t if layout is not None else np.array([p.t for p in items])
+        # one stamp (τ one float): the readings' time as one float
+        t = items[0].t if isinstance(tau, float) else np.array([p.t for p in items])
         return self._gate_decide(slots, t, thr, d2, power, base_var)
 
     def _gate_decide(self, slots: np.ndarray, t: np.ndarray | float, thr: np.ndarray,
