@@ -153,7 +153,7 @@ class GateMixin:
         n = self.n
         var_s = self._var_last if self._var_last is not None else np.zeros(3 * n)
         shown, unseen = self._external_var()
-        sd2, sj2 = self._tick_dyn_sigma ** 2 + shown, self._jerk2
+        dyn, sj2 = self._tick_dyn_sigma, self._jerk2
         mv = self._model_var
         r = -E                                          # z − h at the stamp
         if layout is not None:
@@ -188,16 +188,25 @@ class GateMixin:
         if one:                                         # one stamp (at the tick)
             a2 = float(tau if isinstance(tau, float) else tau[0]) ** 2
             a4 = a2 * a2
-            jerk = self._gate_jerk.get(a2)         # the jerk's share: a constant of τ
-            if jerk is None:
-                if len(self._gate_jerk) >= 64:
-                    self._gate_jerk.clear()
-                # (Q's coefficients of σ_d² for q, q̇, q̈; the jerk's share of each)
-                jerk = self._gate_jerk[a2] = (np.array([[0.25 * a4], [a2], [1.0]]), np.stack(
-                    (a4 * a2 / 36.0 * sj2, 0.25 * a4 * sj2, a2 * sj2)))
-            Q = (jerk[0] * sd2 + jerk[1]).reshape(3 * n)
+            held = self._gate_q
+            if held is not None and held[0] is dyn and held[1] == a2 \
+                    and isinstance(shown, float) and shown == 0.0:
+                Q = held[2]         # the same σ_d (object), τ and no external share: kept
+            else:
+                jerk = self._gate_jerk.get(a2)     # the jerk's share: a constant of τ
+                if jerk is None:
+                    if len(self._gate_jerk) >= 64:
+                        self._gate_jerk.clear()
+                    # (Q's coefficients of σ_d² for q, q̇, q̈; the jerk's share of each)
+                    jerk = self._gate_jerk[a2] = (np.array([[0.25 * a4], [a2], [1.0]]),
+                                                  np.stack((a4 * a2 / 36.0 * sj2,
+                                                            0.25 * a4 * sj2, a2 * sj2)))
+                Q = (jerk[0] * (dyn ** 2 + shown) + jerk[1]).reshape(3 * n)
+                if isinstance(shown, float) and shown == 0.0:
+                    self._gate_q = (dyn, a2, Q)
             var_p = HH @ Q                              # H Q(τ) Hᵀ
         else:
+            sd2 = dyn ** 2 + shown
             a2 = tau * tau
             a4 = a2 * a2
             Cd = np.stack((0.25 * a4, a2, np.ones_like(a2)), axis=1)   # (R, 3): q, q̇, q̈
