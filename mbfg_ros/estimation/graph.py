@@ -100,8 +100,8 @@ class _Current:
     has one stamp at the tick) and ``row_of`` (the reading of each row); ``sig`` the σ of
     each row (the factor's and the gate's); ``layout`` the readings'
     :class:`~.layout.ReadingLayout` when they were evaluated with layouts (one stamp:
-    ``tau`` one float; or a few stamps between the ticks: :meth:`GraphMixin._interval_layout_rows`),
-    else None."""
+    ``tau`` one float; or a few stamps between the ticks:
+    :meth:`GraphMixin._interval_layout_rows`), else None."""
 
     __slots__ = ('items', 'obs', 'keys', 'xs', 'e', 'H', 'J', 'gate_e', 'tau', 'row_of', 'sig',
                  'layout')

@@ -20,7 +20,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..core.angles import wrap_angle
+from ..core.angles import wrap_angle, wrap_scalar
 from ..core.interface import SensorModel
 from ..core.observation import Observation
 from .observations import residuals
@@ -126,15 +126,16 @@ def layout_rows(sm: SensorModel, obs: Sequence[Observation], X: np.ndarray,
     H = layout.H0.copy()
     enc = layout.enc_ids
     groups = layout.enc_groups
+    # every reading at the one state X: a read-only view repeating it (no copies), as
+    # residuals passes it; each sensor's readings take its first rows
+    Xs = np.ndarray((len(obs),) + X.shape, X.dtype, X, 0, (0,) + X.strides)
+    Xs.flags.writeable = False
     if groups is not None:
         for j, ids, rows, pos in groups:
-            # the readings' states: a read-only view repeating X (as residuals passes it)
-            Xs = np.ndarray((len(ids),) + X.shape, X.dtype, X, 0, (0,) + X.strides)
-            Xs.flags.writeable = False
-            (hp, hv), (Hp, Hv) = sm.joint_batch(j, Xs)
+            (hp, hv), (Hp, Hv) = sm.joint_batch(j, Xs[:len(ids)])
             for r, (i, row, p) in enumerate(zip(ids, rows, pos)):
                 if p:
-                    e[row] = wrap_angle(hp[r] - obs[i].z[0])
+                    e[row] = wrap_scalar(float(hp[r]) - float(obs[i].z[0]))
                     H[row] = Hp[r].reshape(-1)
                 else:
                     e[row] = hv[r] - obs[i].z[0]
@@ -149,10 +150,7 @@ def layout_rows(sm: SensorModel, obs: Sequence[Observation], X: np.ndarray,
             r[w] = wrap_angle(r[w])
         e[layout.enc_at] = r
     for k, ids, rows in layout.imu_groups:
-        # every reading at the one state X: a read-only view repeating it (no copies)
-        Xs = np.ndarray((len(ids),) + X.shape, X.dtype, X, 0, (0,) + X.strides)
-        Xs.flags.writeable = False
-        ei, Hi = sm.imu_errors(k, [obs[i] for i in ids], Xs, True)
+        ei, Hi = sm.imu_errors(k, [obs[i] for i in ids], Xs[:len(ids)], True)
         e[rows] = ei
         H[rows] = Hi.reshape(len(ei), -1)
     return e, H

@@ -31,7 +31,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..core.angles import wrap_angle
+from ..core.angles import wrap_angle, wrap_scalar
 from ..core.observation import Model, Observation
 from .extended import Extended, point_columns
 from ..core.measurements import (ImuMeasurement, JointMeasurement, quaternion_from_yaw,
@@ -46,13 +46,9 @@ __all__ = ['SensorModel', 'Model', 'sample_indices', 'joint_positions',
 
 _P = np.array([[0.0, -1.0], [1.0, 0.0]])
 _ZERO1 = np.zeros(1)
-_TWO_PI = 2.0 * math.pi
 
 
-def _wrap(a: float) -> float:
-    """:func:`~mbfg_ros.core.angles.wrap_angle` of a float, bit for bit (Python's float ``%``
-    and numpy's ``mod`` both take fmod and move it to the divisor's sign)."""
-    return math.pi - (math.pi - a) % _TWO_PI
+_wrap = wrap_scalar     # wrap_angle of a float, bit for bit (core.angles)
 
 
 def _body_angle(v: list, o: int, h: int) -> tuple[float, float, float, float, float, float]:
