@@ -625,16 +625,16 @@ class EstimatorDriver:
                 self.ticks['thinned'] += n
         return outs
 
-    def predict_newest(self, now_ns: int) -> list[TickOutput]:
-        """Live (the governor's ``predict``): :meth:`predict` for the newest grid tick due
-        at clock ``now_ns`` only; the older ones without their turn (the loop came late)
+    def predict_newest(self, now_ns: int, n: int = 1) -> list[TickOutput]:
+        """Live (the governor's ``predict``): :meth:`predict` for the ``n`` newest grid ticks
+        due at clock ``now_ns``; the older ones without their turn (the loop came late)
         counted in ``ticks.thinned``, as is the newest when no prediction can be made (the
         smoother behind a backlog)."""
         if self.last_tick is None:
             return []
         p = self.period
         g = self._due(now_ns) // p * p
-        self._thin_until(g - p)
+        self._thin_until(g - max(n, 1) * p)
         outs = self.predict(now_ns)
         if not outs:
             self._thin_until(g)

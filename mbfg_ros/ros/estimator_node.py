@@ -78,7 +78,7 @@ from ..loader import load_mechanism, mechanism_warning
 from . import cdr
 from . import conversions as cv
 from .driver import EstimatorDriver, TickOutput
-from .governor import PREDICT, SMOOTH, TickGovernor
+from .governor import PREDICT, SMOOTH, THIN, TickGovernor
 from .markers import ESTIMATE_STYLE, MarkerPublisher
 from .params import ESTIMATOR_PARAMS, ParameterError, check_live, declare, parse_estimator, read
 from .polling import OUTPUT_QOS, SENSOR_QOS, SPIN_EVERY_S, GcPauses, PolledGroup, drain, \
@@ -517,15 +517,32 @@ class EstimatorNode(Node):
                         self._publish(outs[-1], now)
                     self._ticks_in_period += 1
                     self._tick_ms.append(1e3 * (clock() - c0))
-            elif kind == PREDICT:
-                for pred in d.predict_newest(now):
+            n = 0
+            if kind == PREDICT:
+                for pred in d.predict_newest(now, gov.affordable(spacing, fresh)):
                     self._publish(pred, now)
-            else:
+                    n += 1
+            elif kind == THIN:
                 d.thin(now)
-            gov.spent(kind, clock() - c0)
+            gov.spent(kind, clock() - c0, n)
         if (d.behind or (d.pending and self._sim_time)) and self.retry_timer.is_canceled():
             self.retry_timer.reset()
         self._log_events()
+
+    def grid_wait(self) -> float | None:
+        """``predict_between_ticks``: wall seconds until the loop should look again for the
+        next grid tick to give its turn (:meth:`_governed`): 0 when one is due, else the
+        time to its stamp on the node clock (at least an eighth, at most one period: the
+        clock and the readings may come a little late); None before the first tick."""
+        d = self.driver
+        if d.last_tick is None:
+            return None
+        now = self._now_ns()
+        if d.due_grid(now)[1]:
+            return 0.0
+        period = 1.0 / d.frequency
+        ahead = (d.handled_ns + d.period - (now - d.delay_ns)) / 1e9
+        return min(max(ahead, period / 8), period)
 
     def _on_retry(self) -> None:
         self.retry_timer.cancel()
@@ -536,12 +553,16 @@ class EstimatorNode(Node):
             return
         # a topic nobody subscribes to is not published: ~20 µs of rmw per message saved
         # (get_subscription_count is ~1 µs, asked every tick: a new subscriber gets the next)
+        # a predicted estimate carries the smoothed key's σ's: ~/state_stddev comes with the
+        # smoother's ticks only (issue 24: one rmw publish less per prediction)
+        sigma = not out.estimate.predicted
         raw = self._raw_msgs
         if raw is not None and raw.fill(out.t_ns, out.estimate, out.joint_effort, out.command):
             # the serialised bytes, patched in place: no message converted or serialised
             _publish_wanted(self.pub_joints, raw.joints.buf)
             _publish_wanted(self.pub_state, raw.state.buf)
-            _publish_wanted(self.pub_stddev, raw.stddev.buf)
+            if sigma:
+                _publish_wanted(self.pub_stddev, raw.stddev.buf)
             if out.command is not None:
                 _publish_wanted(self.pub_command, raw.command.buf)
         else:
@@ -549,7 +570,8 @@ class EstimatorNode(Node):
             m.fill(out.t_ns, out.estimate, out.joint_effort, out.command)
             _publish_wanted(self.pub_joints, m.joints)
             _publish_wanted(self.pub_state, m.state)
-            _publish_wanted(self.pub_stddev, m.stddev)
+            if sigma:
+                _publish_wanted(self.pub_stddev, m.stddev)
             if out.command is not None:
                 _publish_wanted(self.pub_command, m.command)
         if out.external is not None and out.external.valid:
@@ -586,8 +608,13 @@ class EstimatorNode(Node):
         values['ticks.rate_hz'] = f'{self._ticks_in_period / span:.1f}'
         values['ticks.deferred'] = self._deferred
         if self._governor is not None:            # predict_between_ticks (issue 24)
-            values['governor.forced'] = self._governor.counts['forced']
-            values['governor.credit_ms'] = f'{1e3 * self._governor.credit:.3f}'
+            gov = self._governor
+            values['governor.forced'] = gov.counts['forced']
+            values['governor.credit_ms'] = f'{1e3 * gov.credit:.3f}'
+            values['governor.smoother_us'] = f'{1e6 * gov.smoother_cost:.0f}'
+            values['governor.prediction_us'] = f'{1e6 * gov.prediction_cost:.0f}'
+            values['governor.other_load'] = f'{gov.other_rate:.3f}'
+            values['governor.load'] = f'{gov.share():.3f}'
         tick_ms, lat = np.array(self._tick_ms), np.array(self._latency_ms)
         values['ticks.ms_p50'] = f'{np.median(tick_ms):.3f}' if tick_ms.size else '-'
         values['ticks.ms_max'] = f'{tick_ms.max():.3f}' if tick_ms.size else '-'
@@ -707,6 +734,7 @@ def run_loop(node: EstimatorNode, executor: rclpy.executors.Executor) -> None:
     next_wake = next_spin = next_events = clock()
     stop = node.stop_requested
     ok = node.context.ok
+    governed = node._governor is not None
     still, last_now, last_tick = 0, None, None
     while ok() and not stop.is_set():
         if node.timer.is_canceled() or still >= park_after:
@@ -740,6 +768,11 @@ def run_loop(node: EstimatorNode, executor: rclpy.executors.Executor) -> None:
         # want of a poll
         wake = now if node.driver.behind else \
             next_wake if ticked else min(next_wake, now + period / 4)
+        if governed:                            # predict_between_ticks: every grid tick
+            #                                     has its turn as it falls due (issue 24)
+            wait = node.grid_wait()
+            if wait is not None:
+                wake = now + wait
         if node._next_tick_wall > wake:         # over the tick budget: the next tick waits
             #                                     (a turn in the pause counts ticks.deferred),
             #                                     the intake not (a burst fills the queues);

@@ -8,12 +8,12 @@ computer that preempts the node costs it no budget; its own work does). At each 
 that falls due, :meth:`TickGovernor.decide` chooses, in this order of priority:
 
 1. ``smooth``: the smoother ticks (merging the grid ticks since its last one) when the
-   credit is not negative, and in any case once ``max_spacing`` grid periods have passed
-   since its last tick (``forced``, even in debt: every estimate's accuracy rests on the
-   smoother's spacing (``bench/predicted_estimates.py``
-   prints, per robot, the spacing N_max that keeps angle, rate and τ̂ within 10 %); so
-   where the smoother alone costs more than ``max_spacing`` periods' budget the node uses
-   more than ``max_tick_load``, as the merging design did past its 4-period pause);
+   credit already covers a smoother tick (its running cost), and in any case once
+   ``max_spacing`` grid periods have passed since its last tick (``forced``, even in debt:
+   every estimate's accuracy rests on the smoother's spacing; ``bench/predicted_estimates.py``
+   prints, per robot, the spacing N_max that keeps angle, rate and τ̂ within 10 %; so where
+   the smoother alone costs more than ``max_spacing`` periods' budget the node uses more
+   than ``max_tick_load``, as the merging design did past its 4-period pause);
 2. ``predict``: the grid tick gets a predicted estimate
    (:meth:`~mbfg_ros.estimation.prediction.PredictionMixin.predict`, seed 000 Eq. 23 and
    26) if, after paying for it, the credit still reaches zero by the smoother's
@@ -37,6 +37,7 @@ not run back to back for long."""
 SMOOTH, PREDICT, THIN = 'smooth', 'predict', 'thin'
 
 _EMA = 0.05       # weight of a new sample in the running costs
+_SPAN = 0.05      # s: the time the running share of the loop's other work averages over
 
 
 class TickGovernor:
@@ -56,8 +57,10 @@ class TickGovernor:
         self._cpu = 0.0
         self._work = 0.0                    # CPU of smoother ticks + predictions since charge
         self.prediction_cost = 0.0          # running mean, s (prediction + its publishing)
+        self.smoother_cost = 0.0            # running mean, s (smoother tick + publishing)
         self.other_rate = 0.0               # running share of a core spent on the rest
         self.counts = {SMOOTH: 0, PREDICT: 0, THIN: 0, 'forced': 0}
+        self._used = self._span = 0.0       # CPU and wall time charged since share()
 
     def charge(self, wall: float, cpu: float) -> None:
         """The wall clock (s, monotonic) and the loop thread's CPU clock (s) now: the
@@ -69,24 +72,49 @@ class TickGovernor:
         self._wall, self._cpu = wall, cpu
         if dt <= 0.0:
             return
+        self._used += used
+        self._span += dt
         other = max(used - self._work, 0.0)
         self._work = 0.0
-        self.other_rate += _EMA * (min(other / dt, 1.0) - self.other_rate)
+        # a running mean over time (not over passes: a short pass must not weigh as much)
+        w = min(dt / _SPAN, 1.0)
+        self.other_rate += w * (min(other / dt, 1.0) - self.other_rate)
         self.credit = max(min(self.credit + self.load * dt, self._bank) - used, self._floor)
 
-    def spent(self, kind: str, cpu: float) -> None:
-        """A smoother tick (``SMOOTH``) or a prediction with its publishing (``PREDICT``)
-        took ``cpu`` s of thread CPU (already in the next :meth:`charge`; this keeps the
-        running cost of a prediction and tells it apart from the loop's other work)."""
+    def spent(self, kind: str, cpu: float, n: int = 1) -> None:
+        """A smoother tick (``SMOOTH``) or ``n`` predictions with their publishing
+        (``PREDICT``) took ``cpu`` s of thread CPU (already in the next :meth:`charge`; this
+        keeps their running costs and tells them apart from the loop's other work)."""
         self._work += cpu
-        if kind == PREDICT:
+        if kind == PREDICT and n > 0:
+            cpu /= n
             self.prediction_cost += (_EMA * (cpu - self.prediction_cost)
                                      if self.prediction_cost else cpu)
+        elif kind == SMOOTH:
+            self.smoother_cost += (_EMA * (cpu - self.smoother_cost)
+                                   if self.smoother_cost else cpu)
+
+    def share(self) -> float:
+        """The loop thread's CPU per wall second charged since the last call (NaN: none)."""
+        out = self._used / self._span if self._span > 0.0 else float('nan')
+        self._used = self._span = 0.0
+        return out
+
+    def affordable(self, spacing: int, wanted: int) -> int:
+        """How many of ``wanted`` predictions (grid ticks due ``spacing`` periods after the
+        smoother's last tick, the loop late for the older ones) the budget affords after
+        :meth:`decide` said ``PREDICT`` (at least 1): the newest ones get them."""
+        left = max(self.max_spacing - spacing, 0)
+        earn = left * self.period * max(self.load - self.other_rate, 0.0)
+        n = 1
+        while n < wanted and self.credit - (n + 1) * self.prediction_cost + earn >= 0.0:
+            n += 1
+        return n
 
     def decide(self, spacing: int) -> str:
         """``SMOOTH``, ``PREDICT`` or ``THIN`` for the grid tick due ``spacing`` periods
         after the smoother's last tick (module docstring); counted in :attr:`counts`."""
-        if self.credit >= 0.0:
+        if self.credit >= self.smoother_cost:
             kind = SMOOTH
         elif spacing >= self.max_spacing:
             kind = SMOOTH
