@@ -532,8 +532,9 @@ class EstimatorNode(Node):
     def grid_wait(self) -> float | None:
         """``predict_between_ticks``: wall seconds until the loop should look again for the
         next grid tick to give its turn (:meth:`_governed`): 0 when one is due, else the
-        time to its stamp on the node clock (at least an eighth, at most one period: the
-        clock and the readings may come a little late); None before the first tick."""
+        time to its stamp on the node clock (at least an eighth, at most half a period: the
+        clock read may be a while old, and the readings may come a little late); None before
+        the first tick."""
         d = self.driver
         if d.last_tick is None:
             return None
@@ -542,7 +543,7 @@ class EstimatorNode(Node):
             return 0.0
         period = 1.0 / d.frequency
         ahead = (d.handled_ns + d.period - (now - d.delay_ns)) / 1e9
-        return min(max(ahead, period / 8), period)
+        return min(max(ahead, period / 8), period / 2)
 
     def _on_retry(self) -> None:
         self.retry_timer.cancel()
