@@ -100,14 +100,17 @@ class TickGovernor:
         self._used = self._span = 0.0
         return out
 
-    def affordable(self, spacing: int, wanted: int) -> int:
-        """How many of ``wanted`` predictions (grid ticks due ``spacing`` periods after the
-        smoother's last tick, the loop late for the older ones) the budget affords after
-        :meth:`decide` said ``PREDICT`` (at least 1): the newest ones get them."""
-        left = max(self.max_spacing - spacing, 0)
+    def affordable(self, spacing: int, wanted: int, smoothing: bool = False) -> int:
+        """How many of ``wanted`` predictions the budget affords for grid ticks due
+        ``spacing`` periods after the smoother's last tick (the loop came late for the older
+        ones): after :meth:`decide` said ``PREDICT``, at least 1 (the newest ones get them);
+        ``smoothing`` (it said ``SMOOTH``): for the grid ticks before the one the smoother
+        takes, paid with its tick and the next ``max_spacing`` periods' budget, maybe 0."""
+        left = self.max_spacing if smoothing else max(self.max_spacing - spacing, 0)
         earn = left * self.period * max(self.load - self.other_rate, 0.0)
-        n = 1
-        while n < wanted and self.credit - (n + 1) * self.prediction_cost + earn >= 0.0:
+        have = self.credit + earn - (self.smoother_cost if smoothing else 0.0)
+        n = 0 if smoothing else 1
+        while n < wanted and have - (n + 1) * self.prediction_cost >= 0.0:
             n += 1
         return n
 
