@@ -161,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument('--every', nargs='+', type=int, default=[1, 2, 3, 4, 5, 6],
                     help='smoother tick every N grid periods (1 is the reference row)')
     ap.add_argument('--seed', type=int, default=0)
-    ap.add_argument('--reference', type=int, default=3,
+    ap.add_argument('--reference', type=int, default=2,
                     help='also N_max against this spacing (the live default mode merges 2-3)')
     a = ap.parse_args(argv)
     duration = 2.0 if a.quick else a.duration
