@@ -31,9 +31,12 @@ every actuated joint's effort is measured.
 Load: the ticks may use ``max_tick_load`` of a core (wall time); a slower
 tick (a busy computer) defers the next one, and the driver merges the missed
 grid ticks into one longer step, so readings are never dropped for being
-slow (``ticks.merged``, ``ticks.overruns``, ``ticks.rate_hz``); with
-``predict_between_ticks`` the grid ticks held back get a predicted estimate
-(:meth:`EstimatorDriver.predict`, ``ticks.predicted``). With no input
+slow (``ticks.merged``, ``ticks.overruns``, ``ticks.rate_hz``). With
+``predict_between_ticks`` a CPU governor (:mod:`.governor`: the loop thread's whole CPU
+against ``max_tick_load``) gives each grid tick its turn: a smoother tick (at least every
+``predict_max_spacing`` grid periods), else a predicted estimate
+(:meth:`EstimatorDriver.predict_newest`, ``ticks.predicted``), else none
+(``ticks.thinned``). With no input
 the tick timer stops (idle costs nothing) and the first reading restarts it.
 How it runs (parameter ``executor``, :func:`run_loop`): by default (``auto`` = ``loop``)
 the main thread runs the tick loop itself. Once per tick period (wall clock) it takes the
