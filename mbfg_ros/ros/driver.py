@@ -625,17 +625,19 @@ class EstimatorDriver:
                 self.ticks['thinned'] += n
         return outs
 
-    def predict_newest(self, now_ns: int, n: int = 1) -> list[TickOutput]:
+    def predict_newest(self, now_ns: int, n: int = 1,
+                       before_tick: bool = False) -> list[TickOutput]:
         """Live (the governor's ``predict``): :meth:`predict` for the ``n`` newest grid ticks
-        due at clock ``now_ns``; the older ones without their turn (the loop came late)
-        counted in ``ticks.thinned``, as is the newest when no prediction can be made (the
-        smoother behind a backlog)."""
+        due at clock ``now_ns`` (``before_tick``: before the newest, which the smoother
+        takes next; no torque command then); the older ones without their turn (the loop
+        came late) counted in ``ticks.thinned``, as are the ``n`` when no prediction can be
+        made (the smoother behind a backlog)."""
         if self.last_tick is None:
             return []
         p = self.period
-        g = self._due(now_ns) // p * p
+        g = (self._due(now_ns) // p - before_tick) * p
         self._thin_until(g - max(n, 1) * p)
-        outs = self.predict(now_ns)
+        outs = self.predict(now_ns, before_tick)
         if not outs:
             self._thin_until(g)
         return outs

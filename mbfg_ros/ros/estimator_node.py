@@ -517,7 +517,7 @@ class EstimatorNode(Node):
                 # before the one the smoother takes predicted first, if affordable
                 k = gov.affordable(spacing, fresh - 1, True) if fresh > 1 else 0
                 if k:
-                    for pred in d.predict_newest(now - d.period, k):
+                    for pred in d.predict_newest(now, k, before_tick=True):
                         self._publish(pred, now)
                         n += 1
                     gov.spent(PREDICT, clock() - c0, n)
