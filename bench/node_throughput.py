@@ -577,7 +577,8 @@ def run_row(rate: int, busy: bool, duration: float, domain: int, tmp: Path,
             print('   ', {k: x.get(k) for k in ('input.received', 'input.pending', 'ticks.run',
                                                 'ticks.rate_hz', 'ticks.merged',
                                                 'ticks.deferred', 'input.latency_ms',
-                                                'latency.ms_p50', 'ticks.ms_p50')})
+                                                'latency.ms_p50', 'latency.ms_p99', 'ticks.ms_p50',
+                                                'ticks.ms_max', 'gc.ms_max')})
     system = load_system(MECH)
     sm = SensorModel(system)
     t, q = d['t'], d['q']
