@@ -92,3 +92,60 @@ def test_the_credit_banked_after_a_quiet_spell_is_capped():
 def test_bad_settings_are_refused(args):
     with pytest.raises(ValueError):
         TickGovernor(*args)
+
+
+def test_the_drivers_turns_give_every_grid_tick_one_estimate_or_count_it_thinned():
+    """The live driver's side of the governed loop (``smooth``, ``predict_newest``, ``thin``),
+    with the loop coming 1-3 periods late and the turns in a fixed rotation: every grid tick
+    after the first estimate gets exactly one estimate (smoothed or predicted, in order, on
+    the grid) or is counted in ``ticks.thinned``."""
+    from support.ros_data import fourbar_data, fourbar_path, fourbar_system, stamp_of
+
+    from mbfg_ros.ros.driver import EstimatorDriver
+    from mbfg_ros.ros.params import parse_estimator
+
+    system = fourbar_system()
+    d = EstimatorDriver(system, parse_estimator({'mechanism': str(fourbar_path()),
+                                                 'frequency': 500.0, 'lag_duration': 0.1}),
+                        live=True)
+    _, _, recs = fourbar_data(duration=1.0, rate=1000.0)
+    rng = np.random.default_rng(0)
+    p = d.period
+    clock, i, turn = stamp_of(recs[0]), 0, 0
+    stamps: list[int] = []
+    thinned0 = None
+    while clock < stamp_of(recs[-1]):
+        clock += int(rng.integers(1, 4)) * p
+        while i < len(recs) and stamp_of(recs[i]) <= clock:
+            d.push(stamp_of(recs[i]), recs[i], clock)
+            i += 1
+        if thinned0 is None:                  # until the first estimate
+            outs = [o for o in d.smooth(clock) if o.estimate is not None]
+            if outs:
+                stamps, thinned0 = [outs[-1].t_ns], d.ticks['thinned']
+            continue
+        spacing, fresh = d.due_grid(clock)
+        if not fresh:
+            continue
+        assert spacing >= fresh
+        turn += 1
+        if turn % 3 == 0:
+            k = int(rng.integers(0, fresh))    # of the fresh - 1 before the tick's
+            outs = d.predict_newest(clock, k, before_tick=True) if k else []
+            assert len(outs) <= k and all(o.command is None for o in outs)   # the tick's
+            #                                                                  command follows
+            outs += d.smooth(clock)
+        elif turn % 3 == 1:
+            n = int(rng.integers(1, fresh + 1))
+            outs = d.predict_newest(clock, n)         # the n newest, the older ones thinned
+            assert len(outs) <= n and all(o.estimate.predicted for o in outs)
+        else:
+            outs = []
+            d.thin(clock)
+        stamps += [o.t_ns for o in outs if o.estimate is not None]
+    stamps = np.array(stamps)
+    assert np.all(np.diff(stamps) > 0) and np.all(stamps % p == 0)
+    grid = (d.handled_ns - stamps[0]) // p + 1
+    thinned = d.ticks['thinned'] - thinned0
+    assert len(stamps) + thinned == grid, (len(stamps), thinned, grid)
+    assert thinned > 0.1 * grid and d.ticks['predicted'] > 0.1 * grid
