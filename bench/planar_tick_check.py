@@ -20,15 +20,23 @@ code, compare on the new one.
 
 Without ``--save`` or ``--compare`` it prints each mechanism's tick cost (thread CPU,
 ``time.thread_time_ns``: immune to the other processes of a shared machine; median and p99
-after the first 50 ticks).
+after the first 50 ticks). ``--base PKG`` runs a baseline's package too (another tree's
+``mbfg_ros`` exported under another name, as for ``bench/estimator_ab.py``) in the same
+process, both estimators fed the same readings and ticked alternately so that both see the
+same load, and prints both costs with the largest difference of the estimates' fields
+(relative to the field's largest magnitude, or to 1 where smaller).
 
     .venv/bin/python bench/planar_tick_check.py --save /tmp/planar_ref.npz
     .venv/bin/python bench/planar_tick_check.py --compare /tmp/planar_ref.npz
     .venv/bin/python bench/planar_tick_check.py
+    git archive main mbfg_ros | tar -x -C /tmp/base
+    mv /tmp/base/mbfg_ros /tmp/base/mbfg_ros_base
+    .venv/bin/python bench/planar_tick_check.py --base /tmp/base/mbfg_ros_base [--duration 3]
 """
 from __future__ import annotations
 
 import argparse
+import importlib
 import math
 import sys
 import tempfile
@@ -71,12 +79,7 @@ def run(yaml: str, joints: tuple[str, ...] | None, extra: str, rate: float, dura
         motion: tuple[np.ndarray, ...] | None = None) -> dict[str, np.ndarray]:
     """Every estimate's fields (ticks, len) of one mechanism (``extra``: YAML appended) and
     the true motion read (``motion``: (t, q, q̇, q̈) given, else integrated)."""
-    path = REPO / 'config' / yaml
-    if extra:
-        with tempfile.NamedTemporaryFile('w', suffix='.yaml', delete=False) as f:
-            f.write(path.read_text() + extra)
-        path = Path(f.name)
-    sys_ = load_system(path)
+    sys_ = load_system(_mechanism_path(yaml, extra))
     t, q, qd, qdd = truth(sys_, duration, rate) if motion is None else motion
     recs = simulate_measurements(sys_, t, q, qd, qdd,
                                  SensorConfig(joints=joints, encoder_rate=rate, imu_rate=rate),
@@ -102,6 +105,82 @@ def run(yaml: str, joints: tuple[str, ...] | None, extra: str, rate: float, dura
     return res
 
 
+def _mechanism_path(yaml: str, extra: str) -> Path:
+    path = REPO / 'config' / yaml
+    if extra:
+        with tempfile.NamedTemporaryFile('w', suffix='.yaml', delete=False) as f:
+            f.write(path.read_text() + extra)
+        path = Path(f.name)
+    return path
+
+
+def run_ab(yaml: str, joints: tuple[str, ...] | None, extra: str, rate: float,
+           duration: float, base: str) -> tuple[np.ndarray, np.ndarray, float, str]:
+    """(this tree's ticks µs, the baseline's, largest relative difference, its field) of one
+    mechanism: both packages' estimators on the same readings, ticked alternately."""
+    path = _mechanism_path(yaml, extra)
+    t, q, qd, qdd = truth(load_system(path), duration, rate)
+    runs = []
+    for pkg in ('mbfg_ros', base):
+        sys_ = importlib.import_module(f'{pkg}.planar.dynamics').load_system(path)
+        sensors = importlib.import_module(f'{pkg}.planar.sensors')
+        est_mod = importlib.import_module(f'{pkg}.estimation.estimator')
+        recs = sensors.simulate_measurements(
+            sys_, t, q, qd, qdd, sensors.SensorConfig(joints=joints, encoder_rate=rate,
+                                                      imu_rate=rate), np.random.default_rng(0))
+        est = est_mod.Estimator(sys_, est_mod.EstimatorConfig(
+            frequency=rate, lag_duration=0.05, encoder_sigma=ENC_SIGMA))
+        by_t: dict[float, list] = {}
+        for r in recs:
+            by_t.setdefault(r.t, []).append(r)
+        runs.append((est, by_t, [], {f: [] for f in FIELDS}))
+    if sorted(runs[0][1]) != sorted(runs[1][1]):
+        raise SystemExit(f'{yaml}: the two packages simulated different reading stamps')
+    for tk in sorted(runs[0][1]):
+        for est, by_t, ticks, fields in runs:
+            for r in by_t[tk]:
+                est.add(r)
+            c0 = time.thread_time_ns()
+            e = est.tick(tk)
+            spent = (time.thread_time_ns() - c0) / 1e3
+            if e is not None:
+                ticks.append(spent)
+                for f in FIELDS:
+                    fields[f].append(np.asarray(getattr(e, f), dtype=float))
+    worst, where = 0.0, '-'
+    for f in FIELDS:
+        new, old = np.array(runs[0][3][f]), np.array(runs[1][3][f])
+        if new.shape != old.shape:
+            return np.array(runs[0][2]), np.array(runs[1][2]), math.inf, f
+        rel = float(np.max(np.abs(new - old), initial=0.0)) / max(
+            float(np.max(np.abs(old), initial=0.0)), 1.0)
+        if rel > worst:
+            worst, where = rel, f
+    return np.array(runs[0][2][50:]), np.array(runs[1][2][50:]), worst, where
+
+
+def main_ab(base: Path, rate: float, duration: float) -> int:
+    """``--base``: both packages per mechanism, one table."""
+    spec = importlib.util.spec_from_file_location(base.name, base / '__init__.py',
+                                                  submodule_search_locations=[str(base)])
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[base.name] = mod
+    spec.loader.exec_module(mod)
+    print(f'Planar estimator tick, this tree against {base} in one process, ticked '
+          f'alternately (thread CPU µs; sensors and ticks at {rate:g} Hz, lag 0.05 s, '
+          f'{duration:g} s)\n')
+    print('| mechanism | estimates | this tree median / p99 | baseline median / p99 | change '
+          '| largest difference / scale (field) |\n|---|---|---|---|---|---|')
+    for name, yaml, joints, extra in ROWS:
+        new, old, worst, where = run_ab(yaml, joints, extra, rate, duration, base.name)
+        print(f'| {name} | {len(new) + 50} | {np.median(new):.0f} / '
+              f'{np.percentile(new, 99):.0f} | {np.median(old):.0f} / '
+              f'{np.percentile(old, 99):.0f} | '
+              f'{100 * (np.median(new) / np.median(old) - 1):+.0f} % | {worst:.1e} ({where}) |',
+              flush=True)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     group = ap.add_mutually_exclusive_group()
@@ -109,8 +188,13 @@ def main(argv: list[str] | None = None) -> int:
     group.add_argument('--compare', type=Path, help='compare with this .npz')
     ap.add_argument('--rate', type=float, default=1000.0, help='sensor and tick rate, Hz')
     ap.add_argument('--duration', type=float, default=1.0, help='simulated seconds per row')
+    group.add_argument('--base', type=Path,
+                       help='a baseline package (another tree\'s mbfg_ros under another '
+                       'name) run alongside, ticked alternately')
     ap.add_argument('--tol', type=float, default=1e-9, help='largest relative difference')
     a = ap.parse_args(argv)
+    if a.base:
+        return main_ab(a.base.resolve(), a.rate, a.duration)
     res = {}
     cost = {}
     ref = np.load(a.compare) if a.compare else None

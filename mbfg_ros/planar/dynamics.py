@@ -88,20 +88,35 @@ class System:
     _rsel: slice | np.ndarray = field(init=False, repr=False)
     """``rows`` as a slice when they are every constraint row in order (the usual case: a
     view instead of a copy per use)."""
+    _C2: np.ndarray | None = field(init=False, repr=False)
+    """When every row of ``rows`` is a distance or slider row (quadratic in q, seed 000
+    Eqs. 41-43): the constant (n + r, (n + r) n) map of the solution s = [q̈; λ] of Eq. 5
+    onto Eq. 47's second-order terms, ``(s @ _C2).reshape(n + r, n) = −[Σ_k λ_k Φqq^k;
+    (Φqq q̈)[rows]]`` (both linear in s, their Hessians constant); None otherwise."""
+    _n: int = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, 'lean', LeanKinematics(self.constraints))
+        lean = LeanKinematics(self.constraints)
+        object.__setattr__(self, 'lean', lean)
         n, r = self.mech.n, len(self.rows)
+        object.__setattr__(self, '_n', n)
         every = r == self.constraints.m and np.array_equal(self.rows, np.arange(r))
         object.__setattr__(self, '_rsel', slice(0, r) if every else self.rows)
         A0 = np.zeros((n + r, n + r), order='F')       # LAPACK's order: no copy per call
         A0[:n, :n] = self.M
         object.__setattr__(self, '_A0', A0)
         object.__setattr__(self, '_I', np.eye(n + r, order='F'))
+        C2 = None
+        if np.all(np.asarray(self.rows) < lean.mq):
+            T = lean.T[np.asarray(self.rows, dtype=int)]           # (r, n, n): T[i, c, j]
+            C2 = np.zeros((n + r, (n + r) * n))
+            C2[n:, :n * n] = -T.reshape(r, n * n)                   # −λ_i T_i (n x n)
+            C2[:n, n * n:] = -T.transpose(2, 0, 1).reshape(n, r * n)   # −q̈_j T[:, :, j]
+        object.__setattr__(self, '_C2', C2)
 
     @property
     def n(self) -> int:
-        return self.mech.n
+        return self._n
 
     @property
     def m(self) -> int:
@@ -176,8 +191,8 @@ class System:
         """What the estimator's state factor needs at (q, q̇) (seed 000 Eqs. 24-26):
         Φ, Φq, ∂(Φq q̇)/∂q and q̈ with ∂q̈/∂q, ∂q̈/∂q̇ (one constraint evaluation shared)."""
         t = self.lean.terms(q, qd)
-        a = forward_accel(self, q, qd, tau, jacobians=jacobians, terms=t)
-        return StateTerms(t.phi, t.phi_q, t.phi_q_dot, a.qdd, a.qdd_q, a.qdd_qd)
+        qdd, _, qdd_q, qdd_qd, _ = _accel(self, q, qd, tau, None, jacobians, False, t)
+        return StateTerms(t.phi, t.phi_q, t.phi_q_dot, qdd, qdd_q, qdd_qd)
 
     def independent_state_error(self, basis: Sequence[int] | np.ndarray,
                                 tau: np.ndarray | None, xs: Sequence[np.ndarray], want: bool):
@@ -379,7 +394,16 @@ def forward_accel(sys: System, q: np.ndarray, qd: np.ndarray, tau: np.ndarray | 
     Jacobian (module docstring, Eq. 47): ``[q̈; λ] = A⁻¹ [Q; c]`` and
     ``[∂q̈/∂q, ∂q̈/∂q̇] = (A⁻¹)[:n] [[top_q, Q_q̇], [bot_q, −2 Φ̇q]]`` in one product.
     """
-    n, rows = sys.n, sys._rsel
+    return Accel(*_accel(sys, q, qd, tau, Q_extra, jacobians, jac_Q, terms))
+
+
+def _accel(sys: System, q: np.ndarray, qd: np.ndarray, tau: np.ndarray | None,
+           Q_extra: np.ndarray | None, jacobians: bool, jac_Q: bool,
+           terms: ConstraintTerms | KinTerms | None) -> tuple:
+    """:func:`forward_accel`'s fields as a tuple (``System.state_terms`` reads them without
+    the record). With ``sys._C2`` (every row of the dynamics quadratic in q) Eq. 47's
+    second-order terms are one product of the solution [q̈; λ]."""
+    n, rows = sys._n, sys._rsel
     lean = sys.lean
     t = lean.terms(q, qd) if terms is None else terms
     ft = sys.forces.evaluate(q, qd, tau, jacobians=jacobians)
@@ -393,14 +417,20 @@ def forward_accel(sys: System, q: np.ndarray, qd: np.ndarray, tau: np.ndarray | 
     Ainv, info = lapack.dgesv(A, sys._I, overwrite_a=True)[2:]
     if info != 0:
         raise np.linalg.LinAlgError('Singular matrix: the augmented matrix [M Φqᵀ; Φq 0]')
-    rhs = np.empty(len(A))
-    rhs[:n] = Q
     Jd = t.phi_q_dot[rows]
-    rhs[n:] = -(Jd @ qd)
-    sol = Ainv @ rhs
+    # [Q; c], c = −Φ̇q q̇ (np.dot: @'s BLAS product without matmul's dispatch)
+    sol = np.dot(Ainv, np.concatenate((Q, -np.dot(Jd, qd))))
     qdd, lam = sol[:n], sol[n:]
     if not jacobians:
-        return Accel(qdd, lam, None, None, Ainv[:n, :n] if jac_Q else None)
+        return qdd, lam, None, None, (Ainv[:n, :n] if jac_Q else None)
+    C2 = sys._C2
+    if C2 is not None:             # quadratic rows: (Φ̇q q̇)_q = 0, Φqq constant
+        Rq = np.dot(sol, C2).reshape(len(A), n)      # C2 holds −Φqq: Rq = [−Σλ Φqq; −Φqq q̈]
+        Rq[:n] += ft.Q_q
+        Jqd = np.dot(Ainv[:n, n:], -2.0 * Jd)
+        if sys.forces.state_dependent:
+            Jqd += np.dot(Ainv[:n, :n], ft.Q_qd)
+        return (qdd, lam, np.dot(Ainv[:n], Rq), Jqd, (Ainv[:n, :n] if jac_Q else None))
     if isinstance(rows, slice):
         lam_full = lam
     else:
@@ -412,8 +442,8 @@ def forward_accel(sys: System, q: np.ndarray, qd: np.ndarray, tau: np.ndarray | 
     R[n:, :n] = -(t.gamma_q[rows] + lean.hess_vec(q, qdd, at)[rows])
     R[:n, n:] = ft.Q_qd
     R[n:, n:] = -2.0 * Jd
-    J = Ainv[:n] @ R
-    return Accel(qdd, lam, J[:, :n], J[:, n:], Ainv[:n, :n] if jac_Q else None)
+    J = np.dot(Ainv[:n], R)
+    return qdd, lam, J[:, :n], J[:, n:], (Ainv[:n, :n] if jac_Q else None)
 
 
 def actuator_efforts(sys: System, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray
@@ -421,22 +451,30 @@ def actuator_efforts(sys: System, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray
     """Actuator efforts τ (order of ``mech.actuators``) that produce q̈ at (q, q̇) (module
     docstring: seed 000 Eq. 2, seed 003 Eq. 6.110).
 
-    Normal equations of the small well-posed system (10x cheaper than lstsq
-    here), with lstsq as the fallback when they are singular.
+    As many actuators and independent constraints as coordinates (the usual case: one
+    actuator per degree of freedom), A = [B_act, Φqᵀ] is square and one LAPACK solve gives
+    (τ, λ); otherwise the normal equations of the small well-posed system (10x cheaper
+    than lstsq here). lstsq is the fallback when either is singular.
     """
-    n_act = len(sys.mech.actuators)
+    forces = sys.forces
+    n_act = forces.n_act
     if not n_act:
         return np.zeros(0)
-    B = sys.forces.actuator_matrix(q)
+    n = sys._n
     Jq = sys.lean.phi_q(q)[sys._rsel]
-    forces = sys.forces
     Q = forces.evaluate(q, qd, None, jacobians=False).Q if forces.state_dependent else forces.Q0
-    A = np.empty((sys.n, n_act + Jq.shape[0]))
-    A[:, :n_act] = B
+    A = np.empty((n, n_act + Jq.shape[0]), order='F')     # LAPACK's order: gesv copies none
+    if n_act == 1:
+        A[:, 0] = forces.actuator_entries(q)
+    else:
+        A[:, :n_act] = np.reshape(forces.actuator_entries(q), (n, n_act))
     A[:, n_act:] = Jq.T
-    b = sys.mass_matrix(q) @ qdd - Q
-    sol, info = lapack.dgesv(A.T @ A, A.T @ b, overwrite_a=True, overwrite_b=True)[2:]
-    if info != 0:                  # singular normal equations: least squares
+    b = np.dot(sys.M, qdd) - Q
+    if A.shape[1] == n:
+        sol, info = lapack.dgesv(A, b, overwrite_a=False, overwrite_b=True)[2:]
+    else:
+        sol, info = lapack.dgesv(A.T @ A, A.T @ b, overwrite_a=True, overwrite_b=True)[2:]
+    if info != 0:                  # singular: least squares
         sol = np.linalg.lstsq(A, b, rcond=None)[0]
     return sol[:n_act]
 

@@ -256,6 +256,16 @@ class Forces:
                             np.array([ii[a] * n + ii[b] for a in keep for b in keep],
                                      dtype=int)))
         self._w_consts = list(consts) + [0.0]     # w = q.tolist() + this
+        # per-tick plan of the joint actuators: (actuator, sign, body's w indices as a list,
+        # ((local entry, coordinate of q), ...) of the gradient, the same of the Hessian's
+        # entries on q × q flattened)
+        self._act_plan = tuple((k, sign, ii_list, tuple(zip(keep, iq.tolist())),
+                                tuple(zip(keep2, iq2.tolist())))
+                               for k, sign, _, ii_list, _, keep, iq, keep2, iq2
+                               in self._act_bodies)
+        self._Q0_list = self.Q0.tolist()
+        self._zero_nn = np.zeros((n, n))
+        self._zero_nn.flags.writeable = False     # Q_q̇ without state-dependent forces
         self._act_coords = [(k, what) for k, (kind, what) in enumerate(self._act)
                             if kind == 'coord']
         self._ground = ground
@@ -274,20 +284,31 @@ class Forces:
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float, float]:
         """φ = θ_b − θ_a between two bodies: (idx, ∂φ/∂w, ∂²φ/∂w², ∂φ̇/∂w, φ, φ̇) on 8 columns."""
         idx = np.concatenate((ia, ib))
-        grad = np.zeros(8)
-        hess = np.zeros((8, 8))
-        rate_q = np.zeros(8)
+        grad = [0.0] * 8
+        hess = [0.0] * 64
+        rate_q = [0.0] * 8
         phi, rate = 0.0, 0.0
-        for sign, sl, ii in ((-1.0, slice(0, 4), ia), (1.0, slice(4, 8), ib)):
+        for sign, o, ii in ((-1.0, 0, ia), (1.0, 4, ib)):
             if self._is_ground(ii):
                 continue
-            a = _angle(ext, extd, ii)
-            grad[sl] = sign * a.grad
-            hess[sl, sl] = sign * a.hess
-            rate_q[sl] = sign * a.rate_q
-            phi += sign * a.value
-            rate += sign * a.rate
-        return idx, grad, hess, rate_q, phi, rate
+            # :func:`_angle`'s formulas as floats: G = (−dy, dx)/r², Hd (2x2), its pair
+            i0, i1, i2, i3 = ii.tolist()
+            dx, dy = float(ext[i2] - ext[i0]), float(ext[i3] - ext[i1])
+            d0, d1 = float(extd[i2] - extd[i0]), float(extd[i3] - extd[i1])
+            r2 = dx * dx + dy * dy
+            gx, gy = -dy / r2, dx / r2
+            r4 = r2 * r2
+            h00, h01, h11 = 2 * dx * dy / r4, (dy * dy - dx * dx) / r4, -2 * dx * dy / r4
+            hd0, hd1 = h00 * d0 + h01 * d1, h01 * d0 + h11 * d1
+            grad[o:o + 4] = (sign * -gx, sign * -gy, sign * gx, sign * gy)
+            rate_q[o:o + 4] = (sign * -hd0, sign * -hd1, sign * hd0, sign * hd1)
+            for r, (a, b) in enumerate(((h00, h01), (h01, h11), (-h00, -h01), (-h01, -h11))):
+                hess[8 * (o + r) + o:8 * (o + r) + o + 4] = (sign * a, sign * b, sign * -a,
+                                                             sign * -b)
+            phi += sign * math.atan2(dy, dx)
+            rate += sign * (gx * d0 + gy * d1)
+        return (idx, np.array(grad), np.array(hess).reshape(8, 8), np.array(rate_q), phi,
+                rate)
 
     def evaluate(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray | None = None,
                  jacobians: bool = True) -> ForceTerms:
@@ -297,6 +318,8 @@ class Forces:
             return ForceTerms(self.Q0.copy(), np.zeros((n, n)), np.zeros((n, n)))
         if not self.state_dependent:
             return self._actuator_terms_q(q, tau)
+        if not jacobians:
+            return ForceTerms(self._values(q, qd, tau), self._zero_nn, self._zero_nn)
         Q = np.zeros(W)
         Q[:n] = self.Q0
         Qq = np.zeros((W, W))
@@ -356,6 +379,73 @@ class Forces:
             self._actuator_terms(ext, tau, Q, Qq)
         return ForceTerms(Q[:n], Qq[:n, :n], Qqd[:n, :n])
 
+    def _values(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray | None) -> np.ndarray:
+        """Q(q, q̇, τ) of :meth:`evaluate` without Jacobians, element by element in the same
+        order and with the same formulas, as floats on w = [q, fixed points, 0] (the
+        per-tick value path: inverse dynamics, forward dynamics without Jacobians)."""
+        n, W = self.n, self.W
+        w = q.tolist() + self._w_consts
+        wd = qd.tolist() + [0.0] * (W - n)
+        Q = self._Q0_list + [0.0] * (W - n)
+        for idx, torque in self._torques:
+            i0, i1, i2, i3 = idx.tolist()
+            dx, dy = w[i2] - w[i0], w[i3] - w[i1]
+            r2 = dx * dx + dy * dy
+            gx, gy = -dy / r2, dx / r2
+            for i, g in ((i0, -gx), (i1, -gy), (i2, gx), (i3, gy)):
+                Q[i] += torque * g
+        for idx, spring in self._springs:
+            i0, i1, i2, i3 = idx.tolist()
+            d0, d1 = w[i2] - w[i0], w[i3] - w[i1]
+            length = math.hypot(d0, d1)
+            e0, e1 = d0 / length, d1 / length
+            f = spring_tension(spring, length, e0 * (wd[i2] - wd[i0]) + e1 * (wd[i3] - wd[i1]))
+            b0, b1 = -f * e0, -f * e1
+            Q[i0] -= b0
+            Q[i1] -= b1
+            Q[i2] += b0
+            Q[i3] += b1
+        for elements, torque_of in ((self._rsprings, rotational_spring_torque),
+                                    (self._friction, None), (self._stops, stop_torque)):
+            for ia, ib, el in elements:
+                idx, grad, phi, rate = self._relative_values(w, wd, ia, ib)
+                if torque_of is None:               # friction: −F(φ̇)
+                    tq = -friction_torque(el, rate)[0]
+                else:
+                    tq = torque_of(el, phi, rate)
+                    if torque_of is stop_torque and tq == 0.0:
+                        continue
+                for i, g in zip(idx, grad):
+                    Q[i] += tq * g
+        if tau is not None and self.n_act:
+            tl = tau.tolist()
+            for k, what in self._act_coords:
+                Q[what] += tl[k]
+            for k, sign, ii, _, _ in self._act_plan:
+                grad, _ = _angle_grad_hess(w, ii)
+                f = sign * tl[k]
+                for i, g in zip(ii, grad):
+                    Q[i] += f * g
+        return np.array(Q[:n])
+
+    def _relative_values(self, w: list, wd: list, ia: np.ndarray, ib: np.ndarray
+                         ) -> tuple[list, list, float, float]:
+        """:meth:`_relative`'s (idx, ∂φ/∂w, φ, φ̇) as floats from w, ẇ (lists)."""
+        idx, grad = [], []
+        phi, rate = 0.0, 0.0
+        for sign, ii in ((-1.0, ia), (1.0, ib)):
+            if self._is_ground(ii):
+                continue
+            i0, i1, i2, i3 = ii.tolist()
+            dx, dy = w[i2] - w[i0], w[i3] - w[i1]
+            r2 = dx * dx + dy * dy
+            gx, gy = -dy / r2, dx / r2
+            idx += (i0, i1, i2, i3)
+            grad += (sign * -gx, sign * -gy, sign * gx, sign * gy)
+            phi += sign * math.atan2(dy, dx)
+            rate += sign * (gx * (wd[i2] - wd[i0]) + gy * (wd[i3] - wd[i1]))
+        return idx, grad, phi, rate
+
     def _actuator_terms(self, ext: np.ndarray, tau: np.ndarray, Q: np.ndarray,
                         Qq: np.ndarray) -> None:
         """Add the actuators' ``B_act τ`` to Q (W,) and its q-Jacobian to Qq (W, W): a
@@ -375,19 +465,25 @@ class Forces:
         """Q = Q0 + B_act τ with its q-Jacobian when no element depends on the state (the
         per-tick case): :meth:`_actuator_terms` on the n columns of q only."""
         n = self.n
-        Q = self.Q0.copy()
-        Qq = np.zeros((n, n))
+        if not self._act_bodies:
+            Q = self.Q0.copy()
+            for k, what in self._act_coords:
+                Q[what] += tau[k]
+            return ForceTerms(Q, np.zeros((n, n)), self._zero_nn)
+        Q = self._Q0_list.copy()            # floats, one array each at the end
+        Qq = [0.0] * (n * n)
+        tl = tau.tolist()
         for k, what in self._act_coords:
-            Q[what] += tau[k]
-        if self._act_bodies:
-            w = q.tolist() + self._w_consts
-            flat = Qq.reshape(-1)
-            for k, sign, _, ii, _, keep, iq, keep2, iq2 in self._act_bodies:
-                grad, hess = _angle_grad_hess(w, ii)
-                f = sign * float(tau[k])
-                Q[iq] += [f * grad[c] for c in keep]
-                flat[iq2] += [f * hess[c] for c in keep2]
-        return ForceTerms(Q, Qq, np.zeros((n, n)))
+            Q[what] += tl[k]
+        w = q.tolist() + self._w_consts
+        for k, sign, ii, on_q, on_qq in self._act_plan:
+            grad, hess = _angle_grad_hess(w, ii)
+            f = sign * tl[k]
+            for c, i in on_q:
+                Q[i] += f * grad[c]
+            for c, i in on_qq:
+                Qq[i] += f * hess[c]
+        return ForceTerms(np.array(Q), np.array(Qq).reshape(n, n), self._zero_nn)
 
     def joint_rate(self, q: np.ndarray, qd: np.ndarray, bodies: tuple[int, int]
                    ) -> tuple[np.ndarray, float]:
@@ -411,18 +507,27 @@ class Forces:
 
     def actuator_matrix(self, q: np.ndarray) -> np.ndarray:
         """B_act(q) (n x n_act): Q gains ``B_act τ`` from actuator efforts τ."""
-        B = np.zeros((self.W, self.n_act))
+        return np.array(self.actuator_entries(q)).reshape(self.n, self.n_act)
+
+    def actuator_entries(self, q: np.ndarray) -> list[float]:
+        """B_act(q)'s entries row by row (n · n_act floats): a coordinate actuator's 1, a
+        joint actuator's ``±∂θ/∂(ri, rj)`` of each of its bodies (:func:`_angle`'s gradient,
+        added in body order), on the coordinates of q (fixed points dropped)."""
+        n_act = self.n_act
+        B = [0.0] * (self.n * n_act)
         for k, what in self._act_coords:
-            B[what, k] = 1.0
-        if self._act_bodies:
-            ext = self.ext.of(q)
-            for k, sign, ii, *_ in self._act_bodies:
-                xi, yi, xj, yj = ext[ii].tolist()
+            B[what * n_act + k] = 1.0
+        if self._act_plan:
+            w = q.tolist() + self._w_consts
+            for k, sign, ii, on_q, _ in self._act_plan:
+                xi, yi, xj, yj = w[ii[0]], w[ii[1]], w[ii[2]], w[ii[3]]
                 dx, dy = xj - xi, yj - yi
                 r2 = dx * dx + dy * dy
                 gx, gy = -dy / r2, dx / r2         # ∂θ/∂(ri, rj) = (−G, G) (_angle)
-                B[ii, k] += (-sign * gx, -sign * gy, sign * gx, sign * gy)
-        return B[:self.n]
+                g = (-sign * gx, -sign * gy, sign * gx, sign * gy)
+                for c, i in on_q:
+                    B[i * n_act + k] += g[c]
+        return B
 
     def element_loads(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray | None = None,
                       Q_extra: np.ndarray | None = None) -> list[ElementLoad]:

@@ -16,7 +16,7 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
-from .angle_rows import ANGLE_U_MAP, angle_hess, angle_hess_matrix, angle_local, angle_row_rate
+from .angle_rows import ANGLE_U_MAP, angle_hess, angle_local, angle_row_rate
 from .constraints import Constraints
 
 __all__ = ['LeanKinematics', 'KinTerms', 'RowSelection']
@@ -53,6 +53,8 @@ class LeanKinematics:
             T[:, :, i] = cons.phi_q(e)[:mq] - self.J0
         self.T = T
         self.Tm = T.reshape(mq * n, n).copy()      # (T·v) = (Tm @ v).reshape(mq, n)
+        self._zero_mn = np.zeros((mq, n))
+        self._zero_mn.flags.writeable = False      # (Φ̇q q̇)_q of quadratic rows (read only)
         self.Tl = T.reshape(mq, n * n).copy()      # Σλ_k T_k = (λ @ Tl).reshape(n, n)
         # Angle rows: u = P q + p0 per row (u = ax, ay, bx, by, theta).
         ai = cons._ai  # noqa: SLF001  (index map of the angle rows into w = [q, consts])
@@ -67,8 +69,8 @@ class LeanKinematics:
         wconst = cons.ext.of(zero)
         self.p0 = (P @ wconst).reshape(K * 5)
         self.P3 = P[:, :, :n].copy()
-        self.P3T = self.P3.transpose(0, 2, 1).copy()
         self.P = self.P3.reshape(K * 5, n).copy()
+        self.PT = self.P.T.copy()
 
     def phi(self, q: np.ndarray) -> np.ndarray:
         """Φ(q) (m,)."""
@@ -89,7 +91,7 @@ class LeanKinematics:
         """Φq(q) (m, n)."""
         n, mq = self.n, self.mq
         if not self.K:
-            return (self.Tm @ q).reshape(mq, n) + self.J0
+            return np.dot(self.Tm, q).reshape(mq, n) + self.J0
         J = np.empty((self.m, n))
         J[:mq] = (self.Tm @ q).reshape(mq, n) + self.J0
         U = (self.P @ q + self.p0).reshape(self.K, 5).tolist()
@@ -101,9 +103,10 @@ class LeanKinematics:
         """Φ, Φq, Φ̇q, (Φ̇q q̇)_q and, given v, (Φq v)_q at (q, q̇)."""
         n, m, mq, K = self.n, self.m, self.mq, self.K
         if not K and v is None:            # distance and slider rows only: no buffers
-            J = (self.Tm @ q).reshape(mq, n) + self.J0
-            return KinTerms(0.5 * ((J + self.J0) @ q) + self.phi0, J,
-                            (self.Tm @ qd).reshape(mq, n), np.zeros((mq, n)), None, None)
+            # (np.dot: the same BLAS product as @ without matmul's ufunc dispatch)
+            J = np.dot(self.Tm, q).reshape(mq, n) + self.J0
+            return KinTerms(0.5 * np.dot(J + self.J0, q) + self.phi0, J,
+                            np.dot(self.Tm, qd).reshape(mq, n), self._zero_mn, None, None)
         phi = np.empty(m)
         J = np.empty((m, n))
         Jd = np.empty((m, n))
@@ -130,12 +133,12 @@ class LeanKinematics:
                 caches.append(ck)
                 if Vu is not None:
                     vu.append(angle_hess(ck, Vu[k]))
-            P3 = self.P3
-            J[mq:] = np.einsum('kj,kjn->kn', gu, P3)
-            Jd[mq:] = np.einsum('kj,kjn->kn', hu, P3)
-            G[mq:] = np.einsum('kj,kjn->kn', cu, P3)
+            # the rows in u scattered onto q, u = P q + p0: one product for all of them
+            rows3 = np.einsum('tkj,kjn->tkn', (gu, hu, cu, vu) if v is not None
+                              else (gu, hu, cu), self.P3)
+            J[mq:], Jd[mq:], G[mq:] = rows3[0], rows3[1], rows3[2]
             if v is not None:
-                Hv[mq:] = np.einsum('kj,kjn->kn', vu, P3)
+                Hv[mq:] = rows3[3]
             cache = caches
         return KinTerms(phi, J, Jd, G, Hv, cache)
 
@@ -155,12 +158,25 @@ class LeanKinematics:
     def hess_weighted(self, q: np.ndarray, lam: np.ndarray, at: KinTerms | None = None
                       ) -> np.ndarray:
         """Σ_k λ_k Φqq^k (n, n); ``at``: :meth:`terms` at this q (its angle caches)."""
-        n, mq = self.n, self.mq
-        H = (lam[:mq] @ self.Tl).reshape(n, n) if mq else np.zeros((n, n))
-        if self.K:
-            Hu = angle_hess_matrix(tuple(np.array(self._cache(q, at)).T))   # (K, 5, 5)
-            Pk = self.P3T @ (Hu @ self.P3)                                  # (K, n, n)
-            H = H + (lam[mq:] @ Pk.reshape(self.K, n * n)).reshape(n, n)
+        n, mq, K = self.n, self.mq, self.K
+        H = np.dot(lam[:mq], self.Tl).reshape(n, n) if mq else np.zeros((n, n))
+        if K:
+            # Pᵀ blockdiag(λ_k H_u^k) P, the blocks written as floats (angle_hess_matrix's
+            # entries: −s, c, −c, −s off the diagonal, db, da against θ, −Φ on θθ)
+            Hw = [0.0] * (25 * K * K)
+            w5 = 5 * K
+            for k, ((c, s, db0, db1, da0, da1, phi), lk) in enumerate(
+                    zip(self._cache(q, at), lam[mq:].tolist())):
+                o = 5 * k * w5 + 5 * k                 # the block's (0, 0) in the flat list
+                Hw[o + 2], Hw[o + 3] = -s * lk, c * lk
+                Hw[o + w5 + 2], Hw[o + w5 + 3] = -c * lk, -s * lk
+                Hw[o + 2 * w5], Hw[o + 2 * w5 + 1] = -s * lk, -c * lk
+                Hw[o + 3 * w5], Hw[o + 3 * w5 + 1] = c * lk, -s * lk
+                e0, e1, e2, e3 = db0 * lk, db1 * lk, da0 * lk, da1 * lk
+                Hw[o + 4], Hw[o + w5 + 4], Hw[o + 2 * w5 + 4], Hw[o + 3 * w5 + 4] = e0, e1, e2, e3
+                Hw[o + 4 * w5:o + 4 * w5 + 5] = (e0, e1, e2, e3, -phi * lk)
+            P = self.P
+            H = H + np.dot(self.PT, np.dot(np.array(Hw).reshape(w5, w5), P))
         return H
 
     def _cache(self, q: np.ndarray, at: KinTerms | None) -> list:

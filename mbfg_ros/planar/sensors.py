@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Sequence
 
 import numpy as np
@@ -136,15 +137,22 @@ class SensorModel:
                 for c, i in enumerate(idx):
                     if i < n:
                         sel[4 * r + c, i] += sign
-            return gather.tolist(), sel
+            return itemgetter(*gather.tolist()), sel
 
-        self._rev = {}            # joint -> (has a, has b, gather, sel, offset)
+        self._rev = {}            # joint -> (has a, has b, gather (itemgetter), sel, offset)
+        self._rev_cols = {}       # joint -> ((local entry, column of q, sign), ...): sel's
         for j, (kind, a, b, offset) in enumerate(self._joints):
             if kind == 'rev':
                 parts = [(sign, idx) for sign, idx in ((-1.0, a), (1.0, b)) if idx is not None]
                 self._rev[j] = (a is not None, b is not None) + plan(parts, 2) + (offset,)
+                self._rev_cols[j] = tuple((4 * r + c, int(i), sign)
+                                          for r, (sign, idx) in enumerate(parts)
+                                          for c, i in enumerate(idx) if i < n)
         self._imu_plan = [plan([(1.0, idx)], 3) + (tuple(A.ravel().tolist()),)
                           for idx, A, _ in self._imus]
+        # (local coordinate, column of q) of each IMU body's coordinates on q
+        self._imu_cols = [tuple((c, int(i)) for c, i in enumerate(idx) if i < n)
+                          for idx, _, _ in self._imus]
 
     # -- helpers ---------------------------------------------------------
     def _drop(self, Jw: np.ndarray) -> np.ndarray:
@@ -157,8 +165,8 @@ class SensorModel:
         kind, a, b, offset = self._joints[j]
         if kind == 'rev':
             if not want:                 # values only (the estimate's joint readings)
-                pos, vel = self._rev_values(j, q, qd)
-                return Model(np.array([pos])), Model(np.array([vel]))
+                h = np.array(self._rev_values(j, q, qd))
+                return Model(h[0:1]), Model(h[1:2])
             pos, vel, rows = self._rev_rows(j, q, qd)
             zero = np.zeros((1, self.n))
             return (Model(np.array([pos]), rows[0:1], zero, zero),
@@ -166,15 +174,14 @@ class SensorModel:
         w, wd = self.ext.of(q), self.ext.rate(qd)
         return self._prismatic(a, b, offset, w, wd, want)
 
-    def _stacked(self, gather: list, *x: np.ndarray) -> list:
-        """The entries ``gather`` of [q, consts, q̇, 0(, q̈, 0)] as floats (Python lists:
-        cheaper than numpy's concatenate and fancy indexing at this size)."""
+    def _stacked(self, gather: itemgetter, *x: np.ndarray) -> tuple:
+        """The entries ``gather`` (an itemgetter of the plan) of [q, consts, q̇, 0(, q̈, 0)]
+        as floats (Python lists: cheaper than numpy's concatenate and fancy indexing at
+        this size)."""
         if len(x) == 2:
-            src = x[0].tolist() + self._consts + x[1].tolist() + [0.0]
-        else:
-            src = (x[0].tolist() + self._consts + x[1].tolist() + [0.0] + x[2].tolist()
-                   + [0.0])
-        return [src[i] for i in gather]
+            return gather(x[0].tolist() + self._consts + x[1].tolist() + [0.0])
+        return gather(x[0].tolist() + self._consts + x[1].tolist() + [0.0] + x[2].tolist()
+                      + [0.0])
 
     def _rev_values(self, j: int, q: np.ndarray, qd: np.ndarray) -> tuple[float, float]:
         """Angle θ_b − θ_a − offset (wrapped) and rate of revolute joint ``j`` (floats;
@@ -198,7 +205,14 @@ class SensorModel:
         """Angle, rate and the Jacobian rows [∂angle/∂q; ∂rate/∂q] (2, n) of revolute joint
         ``j`` (∂rate/∂q̇ = ∂angle/∂q); the module docstring's formulas, local rows scattered
         by one product."""
-        has_a, has_b, gather, sel, offset = self._rev[j]
+        pos, vel, g, gr = self._rev_local(j, q, qd)
+        return pos, vel, np.dot((g, gr), self._rev[j][3])
+
+    def _rev_local(self, j: int, q: np.ndarray, qd: np.ndarray
+                   ) -> tuple[float, float, tuple, tuple]:
+        """:meth:`_rev_rows` with the rows in the bodies' local coordinates (ri, rj of body
+        a, then of body b; before the signed scatter ``sel``)."""
+        has_a, has_b, gather, _, offset = self._rev[j]
         v = self._stacked(gather, q, qd)
         h = len(v) // 2
         ta = ra = tb = rb = 0.0
@@ -213,7 +227,7 @@ class SensorModel:
             dx, dy, ddx, ddy, r2, tb = _body_angle(v, o, h)
             rb, gb, grb = _angle_rows(dx, dy, ddx, ddy, r2)
             g, gr = g + gb, gr + grb
-        return _wrap(tb - ta - offset), rb - ra, np.array((g, gr)) @ sel
+        return _wrap(tb - ta - offset), rb - ra, g, gr
 
     def _prismatic(self, p_idx, line, offset, w, wd, want):
         a_idx, b_idx, fixed = line
@@ -282,18 +296,30 @@ class SensorModel:
         if not want:
             return Model(gyro), Model(f), Model(ori)
         n = self.n
-        gq = rows[0]
         zero1 = np.zeros((1, n))
         return (Model(gyro, rows[1:2], rows[0:1], zero1),
-                Model(f, np.outer(dRTv, gq), np.zeros((2, n)), rows[2:4]),
+                Model(f, rows[4:6], np.zeros((2, n)), rows[2:4]),
                 Model(ori, rows[0:1].copy(), zero1.copy(), zero1.copy()))
 
     def _imu_rows(self, k: int, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray, want: bool
                   ) -> tuple[float, float, float, float, np.ndarray | None, tuple | None]:
         """IMU ``k``'s gyro θ̇, specific force f = Rᵀ(θ + α)(A r̈ − g), angle θ + α
-        (unwrapped) and, with ``want``, the rows [∂θ/∂q; ∂θ̇/∂q; ∂f/∂q̈ (2)] (4, n) and
-        ∂Rᵀ/∂θ (A r̈ − g) (module docstring's models; floats, one product scatters the
-        local rows)."""
+        (unwrapped) and, with ``want``, the rows [∂θ/∂q; ∂θ̇/∂q; ∂f/∂q̈ (2); ∂f/∂q (2)]
+        (6, n) and ∂Rᵀ/∂θ (A r̈ − g) (module docstring's models; ∂f/∂q = ∂Rᵀ/∂θ (A r̈ − g)
+        ∂θ/∂q; floats, one product scatters the local rows: each local entry lands on its
+        own column, so the products are those of scaling the scattered ∂θ/∂q)."""
+        rate, f0, f1, phi, local = self._imu_local(k, q, qd, qdd, want)
+        if not want:
+            return rate, f0, f1, phi, None, None
+        g4, gr4, cr, sr, d0, d1 = local
+        rows = (g4, gr4, cr, sr, tuple(d0 * g for g in g4), tuple(d1 * g for g in g4))
+        return rate, f0, f1, phi, np.dot(rows, self._imu_plan[k][1]), (d0, d1)
+
+    def _imu_local(self, k: int, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray, want: bool
+                   ) -> tuple[float, float, float, float, tuple | None]:
+        """:meth:`_imu_rows`' values and, with ``want``, its rows in the body's local
+        coordinates (ri, rj) before the scatter: (∂θ/∂, ∂θ̇/∂, ∂f/∂r̈ (2 rows), ∂Rᵀ/∂θ (A r̈ −
+        g) (2 floats))."""
         gather, sel, A = self._imu_plan[k]
         alpha = self._imus[k][2]
         v = self._stacked(gather, q, qd, qdd)
@@ -307,12 +333,11 @@ class SensorModel:
         c, s = math.cos(phi), math.sin(phi)
         f0, f1 = c * v0 + s * v1, -s * v0 + c * v1
         if not want:
-            return rate, f0, f1, phi, None, None
-        local = np.array((g4, gr4,
-                          (c * a0 + s * a4, c * a1 + s * a5, c * a2 + s * a6, c * a3 + s * a7),
-                          (-s * a0 + c * a4, -s * a1 + c * a5, -s * a2 + c * a6,
-                           -s * a3 + c * a7)))
-        return rate, f0, f1, phi, local @ sel, (-s * v0 + c * v1, -c * v0 - s * v1)
+            return rate, f0, f1, phi, None
+        return rate, f0, f1, phi, (
+            g4, gr4, (c * a0 + s * a4, c * a1 + s * a5, c * a2 + s * a6, c * a3 + s * a7),
+            (-s * a0 + c * a4, -s * a1 + c * a5, -s * a2 + c * a6, -s * a3 + c * a7),
+            -s * v0 + c * v1, -c * v0 - s * v1)
 
     # -- many states at once (readings of one sensor in an interval factor) -------
     # The same formulas as joint/imu, vectorised over N states; the scalar forms stay
@@ -356,16 +381,23 @@ class SensorModel:
         if kind != 'rev':
             return None
         n, N = self.n, X.shape[0]
-        if N == 1 or X.strides[0] == 0:        # one state: the scalar model, once
+        if N == 1:          # one state: the scalar model, its rows scattered as floats
+            pos, vel, g, gr = self._rev_local(j, X[0, 0], X[0, 1])
+            n3 = 3 * n
+            H = [0.0] * (2 * n3)                # [H of the angle; H of the rate]
+            for r, i, sign in self._rev_cols[j]:
+                H[i] += sign * g[r]             # ∂angle/∂q
+                H[n3 + i] += sign * gr[r]       # ∂rate/∂q
+                H[n3 + n + i] += sign * g[r]    # ∂rate/∂q̇ = ∂angle/∂q
+            H = np.array(H).reshape(2, 1, 3, n)
+            h = np.array((pos, vel))
+            return (h[0:1], h[1:2]), (H[0], H[1])
+        if X.strides[0] == 0:                  # one state broadcast: the scalar model, once
             pos, vel, rows = self._rev_rows(j, X[0, 0], X[0, 1])
-            Hp = np.zeros((N, 3, n))
-            Hv = np.zeros((N, 3, n))
-            Hp[:, 0] = rows[0]
-            Hv[:, 0] = rows[1]
-            Hv[:, 1] = rows[0]
-            if N == 1:
-                return (np.array([pos]), np.array([vel])), (Hp, Hv)
-            return (np.full(N, pos), np.full(N, vel)), (Hp, Hv)
+            H = np.zeros((2, N, 3, n))          # [H of the angle, H of the rate]
+            H[:, :, 0] = rows[:, None]          # ∂angle/∂q, ∂rate/∂q
+            H[1, :, 1] = rows[0]                # ∂rate/∂q̇ = ∂angle/∂q
+            return (np.full(N, pos), np.full(N, vel)), (H[0], H[1])
         w, wd, _ = self._extended(X)
         ta, ra, ga, gra = self._angle_batch(w, wd, a)
         tb, rb, gb, grb = self._angle_batch(w, wd, b)
@@ -462,33 +494,47 @@ class SensorModel:
     def _imu_errors_one(self, k: int, obs: Sequence, x: np.ndarray, want: bool
                         ) -> tuple[np.ndarray, np.ndarray | None]:
         """:meth:`imu_errors` with every reading at one state ``x`` (3, n): the scalar
-        model, once (the batch form costs twice as much for one state)."""
-        rate, f0, f1, phi, rows, dRTv = self._imu_rows(k, x[0], x[1], x[2], want)
-        sizes = [ob.sigma.size for ob in obs]
-        e = np.empty(sum(sizes))
-        H = np.zeros((e.size, 3, self.n)) if want else None
-        r0 = 0
-        for ob, size in zip(obs, sizes):
+        model, once (the batch form costs twice as much for one state). The Jacobian's
+        entries are written as floats by the IMU's scatter plan (each local coordinate of
+        the body on its own column of q) and made one array."""
+        rate, f0, f1, phi, local = self._imu_local(k, x[0], x[1], x[2], want)
+        e = []
+        for ob in obs:
             kind = ob.kind
             if kind == 'gyro':
-                e[r0] = rate - ob.z[0]
-                if want:
-                    H[r0, 0] = rows[1]
-                    H[r0, 1] = rows[0]
+                e.append(rate - ob.z[0])
             elif kind == 'accel':
                 z0, z1 = ob.z.tolist()
-                e[r0] = f0 - z0
-                e[r0 + 1] = f1 - z1
-                if want:
-                    H[r0, 0] = dRTv[0] * rows[0]
-                    H[r0 + 1, 0] = dRTv[1] * rows[0]
-                    H[r0:r0 + 2, 2] = rows[2:4]
+                e += (f0 - z0, f1 - z1)
             else:
-                e[r0] = _wrap(_wrap(phi) - ob.z[0])
-                if want:
-                    H[r0, 0] = rows[0]
-            r0 += size
-        return e, H
+                e.append(_wrap(_wrap(phi) - ob.z[0]))
+        if not want:
+            return np.array(e), None
+        g4, gr4, cr, sr, d0, d1 = local
+        n = self.n
+        n3 = 3 * n
+        H = [0.0] * (len(e) * n3)
+        cols = self._imu_cols[k]
+        b = 0
+        for ob in obs:
+            kind = ob.kind
+            if kind == 'gyro':                      # [∂θ̇/∂q, ∂θ/∂q, 0]
+                for c, i in cols:
+                    H[b + i] = gr4[c]
+                    H[b + n + i] = g4[c]
+                b += n3
+            elif kind == 'accel':                   # [∂f/∂q, 0, ∂f/∂q̈] (2 rows)
+                for c, i in cols:
+                    H[b + i] = d0 * g4[c]
+                    H[b + 2 * n + i] = cr[c]
+                    H[b + n3 + i] = d1 * g4[c]
+                    H[b + n3 + 2 * n + i] = sr[c]
+                b += 2 * n3
+            else:                                   # [∂θ/∂q, 0, 0]
+                for c, i in cols:
+                    H[b + i] = g4[c]
+                b += n3
+        return np.array(e), np.array(H).reshape(len(e), 3, n)
 
     def joint_positions(self, q: np.ndarray) -> np.ndarray:
         z = np.zeros(self.n)

@@ -3,15 +3,28 @@
 * ``System.state_terms`` (LeanKinematics, angle caches reused, rows as a slice) against
   :func:`forward_accel` on the tensor path of :class:`Constraints` (``terms=``);
 * the float encoder and IMU models against the batch models at one state;
-* the float angle wrap against :func:`wrap_angle`, bit for bit.
+* the float angle wrap against :func:`wrap_angle`, bit for bit;
+* Eq. 47's second-order terms of quadratic rows as one product (``System._C2``) against the
+  tensor constraints' Hessians, and q̈'s Jacobians on that path against finite differences
+  with a force that depends on q̇ (the four-bar with a spring-damper);
+* the actuator efforts of the square system [B_act, Φqᵀ] (one solve) and of the
+  non-square ones (normal equations) against least squares;
+* the applied forces without Jacobians (floats) against the full evaluation, for every
+  state-dependent element kind.
 """
+from dataclasses import replace
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import DATA
 
 from mbfg_ros.core.angles import wrap_angle
-from mbfg_ros.planar.dynamics import forward_accel, load_system
+from mbfg_ros.core.observation import Observation
+from mbfg_ros.planar.dynamics import actuator_efforts, build_system, forward_accel, load_system
+from mbfg_ros.planar.forces import Forces, JointStop
+from mbfg_ros.planar.model import Spring
 from mbfg_ros.planar.sensors import _wrap
 
 CONFIG = Path(__file__).resolve().parents[2] / 'config'
@@ -84,3 +97,159 @@ def test_float_wrap_is_wrap_angle_bit_for_bit():
     for a in values:
         got, want = _wrap(float(a)), float(wrap_angle(a))
         assert got == want and np.signbit(got) == np.signbit(want), a
+
+
+@pytest.mark.parametrize('name', ['fourbar.yaml', 'slider_crank.yaml', 'five_bar.yaml'])
+def test_one_state_imu_errors_equal_the_batch_errors(name):
+    sys = load_system(CONFIG / name)
+    sm = sys.sensor_model()
+    if not sm.imu_names:                     # the slider-crank and five-bar: add one
+        mech = load_system(CONFIG / 'fourbar.yaml').mech
+        sys = build_system(replace(sys.mech, sensors=(replace(mech.sensors[0], body=1,
+                                                              point=(0.3, -0.2), angle=0.4),)))
+        sm = sys.sensor_model()
+    obs = [Observation('gyro', 0, np.array([0.3]), np.array([0.01])),
+           Observation('accel', 0, np.array([1.5, -2.0]), np.array([0.05, 0.05])),
+           Observation('orient', 0, np.array([3.1]), np.array([0.02]))]
+    for q, qd, qdd, _ in _states(sys, 3, 6):
+        x = np.stack((q, qd, qdd))
+        for readings in (obs, obs[1:], obs[::-1], obs[:1]):
+            e1, H1 = sm.imu_errors(0, readings, x[None], True)       # one state: floats
+            if len(readings) > 1:                                     # one state per reading
+                eb, Hb = sm.imu_errors(0, readings, np.stack((x,) * len(readings)), True)
+                np.testing.assert_allclose(e1, eb, atol=1e-12)
+                np.testing.assert_allclose(H1, Hb, atol=1e-12)
+            gm, fm, om = sm.imu(0, q, qd, qdd, want=True)            # the models themselves
+            models = {'gyro': gm, 'accel': fm, 'orient': om}
+            want_e = np.concatenate([models[o.kind].h - o.z for o in readings])
+            want_H = np.concatenate([np.stack((models[o.kind].Hq, models[o.kind].Hqd,
+                                               models[o.kind].Hqdd), axis=1)
+                                     for o in readings])
+            np.testing.assert_allclose(wrap_angle(e1 - want_e), 0.0, atol=1e-12)
+            np.testing.assert_allclose(H1, want_H, atol=1e-12)
+            e0, H0 = sm.imu_errors(0, readings, x[None], False)
+            np.testing.assert_array_equal(e0, e1)
+            assert H0 is None
+
+
+@pytest.mark.parametrize('name', ['fourbar.yaml', 'slider_crank.yaml'])
+def test_quadratic_rows_second_order_map_equals_the_constraint_hessians(name):
+    sys = load_system(CONFIG / name)
+    assert sys._C2 is not None               # every row of the dynamics quadratic in q
+    n, rows = sys.n, sys.rows
+    cons = sys.constraints
+    for q, _, qdd, _ in _states(sys, 3, 7):
+        lam = np.random.default_rng(1).normal(size=len(rows))
+        lam_full = np.zeros(sys.m)
+        lam_full[rows] = lam
+        got = (np.concatenate((qdd, lam)) @ sys._C2).reshape(n + len(rows), n)
+        np.testing.assert_allclose(got[:n], -cons.hess_weighted(q, lam_full), atol=1e-12)
+        np.testing.assert_allclose(got[n:], -cons.hess_vec(q, qdd)[rows], atol=1e-12)
+
+
+def test_quadratic_rows_accel_jacobians_with_a_velocity_dependent_force():
+    four = load_system(CONFIG / 'fourbar.yaml')
+    sys = build_system(replace(four.mech, springs=(Spring((1, 3), 30.0, 25.0, 2.0),)))
+    assert sys._C2 is not None and sys.forces.state_dependent
+    tau = np.array([0.7])
+    for q, qd, _, _ in _states(sys, 3, 8):
+        a = forward_accel(sys, q, qd, tau, jacobians=True)
+        h = 1e-6
+        num_q = np.empty((sys.n, sys.n))
+        num_qd = np.empty((sys.n, sys.n))
+        for i in range(sys.n):
+            e = np.zeros(sys.n)
+            e[i] = h
+            num_q[:, i] = (forward_accel(sys, q + e, qd, tau).qdd
+                           - forward_accel(sys, q - e, qd, tau).qdd) / (2 * h)
+            num_qd[:, i] = (forward_accel(sys, q, qd + e, tau).qdd
+                            - forward_accel(sys, q, qd - e, tau).qdd) / (2 * h)
+        scale = 1.0 + np.abs(a.qdd_q).max()
+        np.testing.assert_allclose(a.qdd_q / scale, num_q / scale, atol=1e-6)
+        np.testing.assert_allclose(a.qdd_qd, num_qd, atol=1e-6)
+        without = forward_accel(four, q, qd, tau, jacobians=True).qdd_qd
+        assert np.abs(a.qdd_qd - without).max() > 0.01      # the damper's share is there
+
+
+@pytest.mark.parametrize('name', ['fourbar.yaml', 'slider_crank.yaml', 'five_bar.yaml',
+                                  'dfki_double_pendulum.yaml', 'pick_and_place.yaml'])
+def test_actuator_efforts_are_the_least_squares_solution(name):
+    sys = load_system(CONFIG / name)
+    n_act = sys.forces.n_act
+    for q, qd, qdd, _ in _states(sys, 3, 9):
+        A = np.hstack((sys.forces.actuator_matrix(q), sys.constraints.phi_q(q)[sys.rows].T))
+        b = sys.M @ qdd - sys.forces.evaluate(q, qd, None, jacobians=False).Q
+        ref = np.linalg.lstsq(A, b, rcond=None)[0][:n_act]
+        got = actuator_efforts(sys, q, qd, qdd)
+        np.testing.assert_allclose(got, ref, rtol=1e-9, atol=1e-9 * np.abs(ref).max())
+
+
+def _exact_solve(A: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """x of A x = b in rational arithmetic (the double entries taken exactly), rounded."""
+    n = len(b)
+    M = [[Fraction(float(A[r, c])) for c in range(n)] + [Fraction(float(b[r]))]
+         for r in range(n)]
+    for c in range(n):
+        p = max(range(c, n), key=lambda r: abs(M[r][c]))
+        M[c], M[p] = M[p], M[c]
+        for r in range(n):
+            if r != c and M[r][c] != 0:
+                f = M[r][c] / M[c][c]
+                M[r] = [x - f * y for x, y in zip(M[r], M[c])]
+    return np.array([float(M[r][n] / M[r][r]) for r in range(n)])
+
+
+def test_square_efforts_stay_accurate_near_a_singular_pose():
+    # A state of the five-bar's estimator run (bench/planar_tick_check.py, 3 s) where the
+    # two arms almost line up: [B_act, Φqᵀ] has condition ~7e6, τ̂ ~1.3e5 N m. The normal
+    # equations square that condition (main's τ̂ was off by 8e-5 relative here).
+    sys = load_system(CONFIG / 'five_bar.yaml')
+    q = np.array([0.9999981180844577, 0.00195395923229714, 0.9967946666372338,
+                  2.001951401147988, 1.000001880222229, 0.0019539671829753714,
+                  0.0019540150346331405, 3.139638632581597])
+    qd = np.array([-0.010744239250682954, 5.498677591270022, 0.05987934414574076,
+                   5.498790692735716, 0.010744322035344997, 5.498711835816943,
+                   5.498687123653422, -5.498721436982438])
+    qdd = np.array([-39.848553121829326, -14.335794775858377, 0.003275336975216593,
+                    -11.446056535511653, 38.84824554989132, -13.718989411566627,
+                    -7.167682755044827, 6.837124647016424])
+    A = np.hstack((sys.forces.actuator_matrix(q), sys.constraints.phi_q(q)[sys.rows].T))
+    assert A.shape[0] == A.shape[1] and np.linalg.cond(A) > 1e6
+    b = sys.M @ qdd - sys.forces.evaluate(q, qd, None, jacobians=False).Q
+    ref = _exact_solve(A, b)[:sys.forces.n_act]
+    got = actuator_efforts(sys, q, qd, qdd)
+    assert np.abs(got - ref).max() <= 1e-9 * np.abs(ref).max()
+
+
+def _forces_cases() -> dict:
+    """(forces, a pose) with every state-dependent element kind: springs and rotational
+    springs, friction, body torques, end stops (one active, one not), joint motors."""
+    four = load_system(CONFIG / 'fourbar.yaml')
+    crank = four.mech.joints[0]
+    stops = (JointStop(crank.bodies, crank.offset, -0.1, 0.1, 500.0, 3.0),   # active
+             JointStop(four.mech.joints[1].bodies, 0.0, -4.0, 4.0, 500.0, 3.0))  # inside
+    spring = build_system(replace(four.mech, springs=(Spring((1, 3), 30.0, 25.0, 2.0),)))
+    out = {name: (s.forces, s.q0) for name, s in (
+        ('spring_pendulum', load_system(CONFIG / 'spring_pendulum.yaml')),
+        ('dfki', load_system(CONFIG / 'dfki_double_pendulum.yaml')),
+        ('extensions', load_system(DATA / 'extensions.yaml')), ('fourbar_spring', spring))}
+    out['fourbar_stops'] = (Forces(four.mech, stops), four.q0)
+    return out
+
+
+@pytest.mark.parametrize('name', ['spring_pendulum', 'dfki', 'extensions', 'fourbar_stops',
+                                  'fourbar_spring'])
+def test_forces_without_jacobians_equal_the_full_evaluation(name):
+    forces, q0 = _forces_cases()[name]
+    assert forces.state_dependent
+    rng = np.random.default_rng(10)
+    hits = 0
+    for k in range(6):
+        q = q0 + [0.05, 0.5, 2.0][k % 3] * rng.normal(size=forces.n)
+        qd = rng.normal(size=forces.n)
+        for tau in (None, rng.normal(size=forces.n_act)):
+            got = forces.evaluate(q, qd, tau, jacobians=False).Q
+            ref = forces.evaluate(q, qd, tau, jacobians=True).Q
+            np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-12 * np.abs(ref).max())
+            hits += np.abs(ref - forces.Q0).max() > 1e-3      # the elements do act
+    assert hits >= 6
