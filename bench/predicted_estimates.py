@@ -203,8 +203,8 @@ def main(argv: list[str] | None = None) -> int:
                   flush=True)
         nmax[robot] = (spacing_within(rows, 1), spacing_within(rows, a.reference))
     for robot, (n1, nref) in nmax.items():
-        print(f'{robot}: N_max {n1} against N = 1, {nref} against N = {a.reference} '
-              '(every figure within 10 %)')
+        print(f'{robot}: N_max {n1} against N = 1, {nref or "- (no row)"} against N = '
+              f'{a.reference} (every figure within 10 %; the rows N_max .. must all be run)')
     print(f'\noverall: {"go" if go else "no-go"} (every row within 10 % of ticking every period)')
     return 0
 
