@@ -405,6 +405,8 @@ TIMED = (
     ('ED', 'imu', '  Imu: conversion + validation + queue'),
     ('C', 'read_imu', '    its bytes read (cdr.read_imu)'),
     ('EN', '_on_timer', 'tick + publishing (the loop\'s tick call / the tick timer)'),
+    ('ED', 'predict_newest', '  predictions (predict_between_ticks; + their command)'),
+    ('ES', 'predict', '    Estimator.predict'),
     ('ED', '_drain', '  queued readings into the estimator (Estimator.add_validated)'),
     ('ES', 'tick', '  tick: Estimator.tick'),
     ('ES', '_attach', '    readings due: attach (shared evaluation + gate)'),
@@ -420,6 +422,7 @@ TIMED = (
     ('EN', '_publish', '  publishing'),
     ('N', '_publish_wanted', '    rmw publish (subscribed topics) + subscriber counts'),
     ('EN', '_on_diag', 'diagnostics'),
+    ('EN', 'grid_wait', 'the loop\'s look at the next grid tick (predict_between_ticks)'),
 )
 
 
@@ -532,7 +535,23 @@ def row_counts(v: dict, rate: int, busy: bool, d, lat: list, cpu: float,
             'cpu': cpu, 'est_hz': len(lat) / (duration - 0.5), 'ticks': TICKS[rate],
             'merged': int(v['ticks.merged']), 'resets': int(v['estimator.resets']),
             'predicted': int(v.get('ticks.predicted', 0)), 'run': int(v['ticks.run']),
-            'node_lat99': f'{max(own):.1f}' if own else '-'}
+            'node_lat99': f'{max(own):.1f}' if own else '-',
+            'thinned': int(v.get('ticks.thinned', 0)),
+            'governor': governor_view(diags)}
+
+
+def governor_view(diags: list) -> dict:
+    """``predict_between_ticks``: the node's governor (issue 24) as /diagnostics gave it in
+    the second with the most ticks run (streaming, not the tail), and its thread's share
+    of a core in every second that ran ticks."""
+    seen = [{kv.key: kv.value for kv in m.status[0].values} for m in diags]
+    seen = [x for x in seen if 'governor.load' in x and x.get('ticks.rate_hz', '0') != '0.0']
+    if not seen:
+        return {}
+    best = max(seen, key=lambda x: float(x.get('ticks.rate_hz', 0)))
+    out = {k.split('.', 1)[1]: x for k, x in best.items() if k.startswith('governor.')}
+    out['load per second'] = ' '.join(x['governor.load'] for x in seen)
+    return out
 
 
 def run_row(rate: int, busy: bool, duration: float, domain: int, tmp: Path,
@@ -558,7 +577,8 @@ def run_row(rate: int, busy: bool, duration: float, domain: int, tmp: Path,
             print('   ', {k: x.get(k) for k in ('input.received', 'input.pending', 'ticks.run',
                                                 'ticks.rate_hz', 'ticks.merged',
                                                 'ticks.deferred', 'input.latency_ms',
-                                                'latency.ms_p50', 'ticks.ms_p50')})
+                                                'latency.ms_p50', 'latency.ms_p99', 'ticks.ms_p50',
+                                                'ticks.ms_max', 'gc.ms_max')})
     system = load_system(MECH)
     sm = SensorModel(system)
     t, q = d['t'], d['q']
@@ -685,7 +705,7 @@ def main(argv: list[str] | None = None) -> int:
     head = ('| robot | inputs | ticks | load | sent | received | used | dropped (reason: n) | '
             'too old | latency p50 / p99 ms (node\'s own p99) | generator late p99 / max ms | '
             'node CPU % | '
-            'estimates/s | smoothed / predicted ticks | merged ticks | '
+            'estimates/s | smoothed / predicted / thinned ticks | merged ticks | '
             'resets | angle mrad | P1 mm | raw encoder mrad | beats raw | rate RMSE rad/s | '
             'τ̂ RMSE % |')
     print()
@@ -699,13 +719,18 @@ def main(argv: list[str] | None = None) -> int:
               f"{'one core busy' if r['busy'] else 'quiet'} | {r['sent']} | {r['received']} | "
               f"{r['used']} | {dropped} | {r['too_old']} | {r['lat50']:.1f} / "
               f"{r['lat99']:.1f} ({r['node_lat99']}) | {r['late'][0]:.1f} / {r['late'][1]:.1f} | "
-              f"{r['cpu']:.0f} | {r['est_hz']:.0f} | {r['run']} / {r['predicted']} | "
+              f"{r['cpu']:.0f} | {r['est_hz']:.0f} | {r['run']} / {r['predicted']} / "
+              f"{r['thinned']} | "
               f"{r['merged']} | "
               f"{r['resets']} | {r['crank_mrad']:.3f} | "
               f"{'-' if math.isnan(r['p1_mm']) else format(r['p1_mm'], '.3f')} | "
               f"{r['raw_mrad']:.3f} | {'yes' if r['crank_mrad'] < r['raw_mrad'] else 'NO'} | "
               f"{r['rate_rms']:.4f} | "
               f"{'-' if math.isnan(r['tau_pct']) else format(r['tau_pct'], '.2f')} |")
+    for r in rows:
+        if r['governor']:       # predict_between_ticks: the governor's view (issue 24)
+            print(f"governor {r['robot']} {'busy' if r['busy'] else 'quiet'}: "
+                  + ', '.join(f'{k} {x}' for k, x in sorted(r['governor'].items())))
     ok_old = all(r['too_old'] == 0 for r in rows if r['rate'] == 1000)
     ok_raw = all(r['crank_mrad'] < r['raw_mrad'] for r in rows)
     print(f"\nTargets: zero too-old drops at 1 kHz: {'PASS' if ok_old else 'MISS'}; "

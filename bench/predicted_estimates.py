@@ -8,11 +8,15 @@ The live node at 1 kHz cannot afford a smoother tick at every grid period: its t
 config/urdf with its wrist IMU (computed-torque tracking, encoders 4096 counts + 0.05°,
 efforts, gyro 0.005 rad/s, accelerometer 0.05 m/s², all at 1 kHz) and the four-bar released
 from rest (fourbar.yaml: crank encoder, coupler gyro + accelerometer at 1 kHz); estimator at
-``frequency`` 1000, lag 0.05 s; the smoother ``tick`` at every N-th grid time (N = 1, 2, 3,
-4), ``predict`` at the others. Rows: RMSE against the truth of ALL published estimates
+``frequency`` 1000, lag 0.05 s; the smoother ``tick`` at every N-th grid time (N = 1 to 6),
+``predict`` at the others. Rows: RMSE against the truth of ALL published estimates
 (smoothed + predicted, one per grid period), of the smoothed ones alone, and the ratio to
 the N = 1 row (go: ≤ 1.10 for angle, rate and τ̂); thread CPU (``time.thread_time``,
-immune to the other processes) per tick and per prediction, median and p99.
+immune to the other processes) per tick and per prediction, median and p99. Then per robot
+N_max: the largest spacing whose row and every closer one stay within 10 % of the N = 1 row
+(angle, rate, τ̂), and the same against ``--reference`` N (the live default mode's smoother
+spacing: its budget merges ~2-3 grid periods per tick at 1 kHz), the value for the node's
+``predict_max_spacing`` (the governor, docs/running-on-a-robot.md).
 
     .venv/bin/python bench/predicted_estimates.py [--duration 5] [--quick] [--robots ur5 fourbar]
 """
@@ -134,15 +138,31 @@ def hold(estimates: list, t, q, qd, tau, reader) -> dict:
     return errors(out, t, q, qd, tau, reader)
 
 
+def spacing_within(rows: dict[int, dict], ref: int, tol: float = 1.10) -> int:
+    """The largest N ≥ ``ref`` such that the rows of ``ref`` .. N (all there) have every
+    figure within ``tol`` of row ``ref``'s; 0 without row ``ref``."""
+    if ref not in rows:
+        return 0
+    best = ref
+    for n in sorted(k for k in rows if k > ref):
+        if n != best + 1 or any(rows[n][k] > tol * rows[ref][k] for k in ('angle', 'rate', 'tau')
+                                if rows[ref][k] > 0):
+            break
+        best = n
+    return best
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--duration', type=float, default=5.0, help='simulated seconds')
     ap.add_argument('--quick', action='store_true', help='2 s smoke run')
     ap.add_argument('--robots', nargs='+', default=['ur5', 'fourbar'],
                     choices=['ur5', 'fourbar'])
-    ap.add_argument('--every', nargs='+', type=int, default=[1, 2, 3, 4],
+    ap.add_argument('--every', nargs='+', type=int, default=[1, 2, 3, 4, 5, 6],
                     help='smoother tick every N grid periods (1 is the reference row)')
     ap.add_argument('--seed', type=int, default=0)
+    ap.add_argument('--reference', type=int, default=2,
+                    help='also N_max against this spacing (the live default mode merges 2-3)')
     a = ap.parse_args(argv)
     duration = 2.0 if a.quick else a.duration
     every = sorted(set([1] + a.every))
@@ -154,16 +174,19 @@ def main(argv: list[str] | None = None) -> int:
           'p50 / p99 | instead holding the last smoothed one: angle mrad / rate rad/s |')
     print('|---|---|---|---|---|---|---|---|---|---|')
     go = True
+    nmax: dict[str, tuple[int, int]] = {}
     for robot in a.robots:
         system, cfg, t, q, qd, tau, recs, reader = (ur5_case if robot == 'ur5'
                                                     else fourbar_case)(duration, a.seed)
         base = None
+        rows: dict[int, dict] = {}
         for n in every:
             out, tick_ms, pred_ms = run(system, cfg, recs, float(t[-1]), n)
             allr = errors(out, t, q, qd, tau, reader)
             smo = errors([e for e in out if not e.predicted], t, q, qd, tau, reader)
             held = hold(out, t, q, qd, tau, reader) if n > 1 else None
             base = base or allr
+            rows[n] = allr
             ratio = [allr[k] / base[k] if base[k] > 0 else math.nan
                      for k in ('angle', 'rate', 'tau')]
             ok = all(not r > 1.10 for r in ratio)
@@ -178,6 +201,10 @@ def main(argv: list[str] | None = None) -> int:
                   + f' | {np.median(tick_ms):.3f} / {np.percentile(tick_ms, 99):.3f} | {p} | '
                   + (f'{held["angle"]:.3f} / {held["rate"]:.4f} |' if held else '- |'),
                   flush=True)
+        nmax[robot] = (spacing_within(rows, 1), spacing_within(rows, a.reference))
+    for robot, (n1, nref) in nmax.items():
+        print(f'{robot}: N_max {n1} against N = 1, {nref or "- (no row)"} against N = '
+              f'{a.reference} (every figure within 10 %; the rows N_max .. must all be run)')
     print(f'\noverall: {"go" if go else "no-go"} (every row within 10 % of ticking every period)')
     return 0
 

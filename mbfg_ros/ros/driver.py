@@ -252,10 +252,12 @@ class EstimatorDriver:
         self._streams: dict[str, list[int]] = {}
         self.counters: dict[str, int] = dict.fromkeys(INPUT_KEYS, 0)
         # predicted: estimates of predict(); unpublished: smoothed ticks at a grid time a
-        # prediction was already published for (the node publishes one estimate per stamp)
+        # prediction was already published for (the node publishes one estimate per stamp);
+        # thinned: grid ticks the node's governor left without an estimate (issue 24)
         self.ticks = {'run': 0, 'merged': 0, 'overruns': 0, 'skipped': 0, 'published': 0,
-                      'predicted': 0, 'unpublished': 0}
+                      'predicted': 0, 'unpublished': 0, 'thinned': 0}
         self._predicted_ns = -1               # grid time of the newest prediction
+        self._thinned_ns = -1                 # grid time of the newest thinned grid tick
         self.events: list[tuple[str, str]] = []      # (category, text) for the caller to log
         self.last_output: TickOutput | None = None
 
@@ -435,6 +437,7 @@ class EstimatorDriver:
         self._queue.clear()
         self.last_tick = None
         self._predicted_ns = -1
+        self._thinned_ns = -1
         self._max_stamp = None
         self._fed = False
         self._back_streak = 0
@@ -547,7 +550,7 @@ class EstimatorDriver:
             # late and worse than none, and their budget is the catch-up's
             return []
         last = due - before_tick
-        first = max(self.last_tick, self._predicted_ns) // p + 1
+        first = self.handled_ns // p + 1
         outs: list[TickOutput] = []
         for k in range(first, last + 1):
             g = k * p
@@ -579,6 +582,65 @@ class EstimatorDriver:
     def predicted_ns(self) -> int:
         """Grid time of the newest prediction (-1: none since the start or a reset)."""
         return self._predicted_ns
+
+    @property
+    def handled_ns(self) -> int:
+        """Newest grid time that has had its turn: smoothed, predicted or thinned (-1:
+        none since the start or a reset)."""
+        last = -1 if self.last_tick is None else self.last_tick
+        return max(last, self._predicted_ns, self._thinned_ns)
+
+    def due_grid(self, now_ns: int) -> tuple[int, int]:
+        """Live, for the node's governor (issue 24): (grid periods due at clock ``now_ns``
+        since the smoother's last tick, grid ticks due that have not had their turn). (0, 0)
+        before the first tick."""
+        if self.last_tick is None:
+            return 0, 0
+        p = self.period
+        due = self._due(now_ns) // p
+        return due - self.last_tick // p, max(due - self.handled_ns // p, 0)
+
+    def _thin_until(self, g: int) -> None:
+        """The grid ticks after the newest handled one up to ``g`` (inclusive) get no
+        estimate: counted in ``ticks.thinned``."""
+        n = (g - self.handled_ns) // self.period
+        if n > 0:
+            self.ticks['thinned'] += n
+            self._thinned_ns = g
+
+    def thin(self, now_ns: int) -> None:
+        """Live (the governor's ``thin``): every grid tick due at clock ``now_ns`` without
+        its turn gets no estimate (``ticks.thinned``)."""
+        if self.last_tick is not None:
+            self._thin_until(self._due(now_ns) // self.period * self.period)
+
+    def smooth(self, now_ns: int) -> list[TickOutput]:
+        """Live (the governor's ``smooth``): :meth:`advance`, the grid ticks it merges
+        that had no turn yet counted in ``ticks.thinned`` (no late estimate for them)."""
+        handled = self.handled_ns
+        outs = self.advance(now_ns)
+        if outs and handled >= 0:
+            n = min((outs[-1].t_ns - handled) // self.period - 1, self.max_merge)
+            if n > 0:
+                self.ticks['thinned'] += n
+        return outs
+
+    def predict_newest(self, now_ns: int, n: int = 1,
+                       before_tick: bool = False) -> list[TickOutput]:
+        """Live (the governor's ``predict``): :meth:`predict` for the ``n`` newest grid ticks
+        due at clock ``now_ns`` (``before_tick``: before the newest, which the smoother
+        takes next; no torque command then); the older ones without their turn (the loop
+        came late) counted in ``ticks.thinned``, as are the ``n`` when no prediction can be
+        made (the smoother behind a backlog)."""
+        if self.last_tick is None:
+            return []
+        p = self.period
+        g = (self._due(now_ns) // p - before_tick) * p
+        self._thin_until(g - max(n, 1) * p)
+        outs = self.predict(now_ns, before_tick)
+        if not outs:
+            self._thin_until(g)
+        return outs
 
     def _advance_live(self, T: int, inclusive: bool) -> list[TickOutput]:
         """One tick per call: the next grid tick, or when several are due (the node fell

@@ -31,9 +31,12 @@ every actuated joint's effort is measured.
 Load: the ticks may use ``max_tick_load`` of a core (wall time); a slower
 tick (a busy computer) defers the next one, and the driver merges the missed
 grid ticks into one longer step, so readings are never dropped for being
-slow (``ticks.merged``, ``ticks.overruns``, ``ticks.rate_hz``); with
-``predict_between_ticks`` the grid ticks held back get a predicted estimate
-(:meth:`EstimatorDriver.predict`, ``ticks.predicted``). With no input
+slow (``ticks.merged``, ``ticks.overruns``, ``ticks.rate_hz``). With
+``predict_between_ticks`` a CPU governor (:mod:`.governor`: the loop thread's whole CPU
+against ``max_tick_load``) gives each grid tick its turn: a smoother tick (at least every
+``predict_max_spacing`` grid periods), else a predicted estimate
+(:meth:`EstimatorDriver.predict_newest`, ``ticks.predicted``), else none
+(``ticks.thinned``). With no input
 the tick timer stops (idle costs nothing) and the first reading restarts it.
 How it runs (parameter ``executor``, :func:`run_loop`): by default (``auto`` = ``loop``)
 the main thread runs the tick loop itself. Once per tick period (wall clock) it takes the
@@ -78,6 +81,7 @@ from ..loader import load_mechanism, mechanism_warning
 from . import cdr
 from . import conversions as cv
 from .driver import EstimatorDriver, TickOutput
+from .governor import PREDICT, SMOOTH, THIN, TickGovernor
 from .markers import ESTIMATE_STYLE, MarkerPublisher
 from .params import ESTIMATOR_PARAMS, ParameterError, check_live, declare, parse_estimator, read
 from .polling import OUTPUT_QOS, SENSOR_QOS, SPIN_EVERY_S, GcPauses, PolledGroup, drain, \
@@ -175,6 +179,9 @@ class EstimatorNode(Node):
         self.mech_name = system.description.name
         self._load = float(v['max_tick_load'])
         self._predict = bool(v['predict_between_ticks'])
+        # predict_between_ticks: the CPU governor spends the budget (issue 24)
+        self._governor = TickGovernor(self._load, 1.0 / self.driver.frequency,
+                                      int(v['predict_max_spacing'])) if self._predict else None
         self._idle_ns = int(1e9 * settings.config.max_tick_gap)
         self._msgs = cv.EstimateMessages(cv.rclpy_kit(), self.driver.joint_names,
                                          self.driver.coordinate_names)
@@ -189,7 +196,6 @@ class EstimatorNode(Node):
         self._ext_msgs = cv.ExternalMessages(cv.rclpy_kit(), ext.names, ext.config.wrench_link)
         self._logged: dict[str, list] = {}            # category -> [last wall time, suppressed]
         self._next_tick_wall = 0.0
-        self._defer_cap = 0.0                     # latest end of a tick's pause
         self._deferred = 0
         self._tick_ms: deque[float] = deque(maxlen=4096)
         self._latency_ms: deque[float] = deque(maxlen=4096)
@@ -462,29 +468,18 @@ class EstimatorNode(Node):
         if d.idle(now, self._idle_ns):
             self.timer.cancel()                   # no input: idle until the next reading
             return
+        if self._governor is not None:
+            self._governed(now)
+            return
         wall = time.perf_counter()
         if wall < self._next_tick_wall:           # over the tick budget: merge into a later one
             self._deferred += 1
-            if self._predict:                     # meanwhile the model's predictions, within
-                preds = d.predict(now)            # the budget too (issue 24)
-                for pred in preds:
-                    self._publish(pred, now)
-                if preds:                         # (never past the cap of a tick's pause:
-                    #                               predictions from an ever older state)
-                    self._next_tick_wall = min(self._next_tick_wall + (
-                        time.perf_counter() - wall) / self._load, self._defer_cap)
             if self.retry_timer.is_canceled():
                 self.retry_timer.reset()
             return
-        if self._predict:                         # the grid ticks the due tick merges
-            for pred in d.predict(now, before_tick=True):
-                self._publish(pred, now)
         outs = d.advance(now)
         if outs:
-            if self._predict and outs[-1].t_ns <= d.predicted_ns:
-                d.ticks['unpublished'] += 1       # its stamp went out predicted: one per stamp
-            else:
-                self._publish(outs[-1], now)
+            self._publish(outs[-1], now)
             took = time.perf_counter() - wall
             self._tick_ms.append(1e3 * took)
             self._ticks_in_period += 1
@@ -492,13 +487,75 @@ class EstimatorNode(Node):
             # longer merged ticks after one slow tick)
             self._next_tick_wall = wall + took + min(took * (1.0 / self._load - 1.0),
                                                      4.0 / self.driver.frequency)
-            self._defer_cap = wall + took + 4.0 / self.driver.frequency
         if (d.behind or (d.pending and self._sim_time)) and self.retry_timer.is_canceled():
             self.retry_timer.reset()      # catch up, or tick readings queued ahead, on the
             #                               steady clock: a sim clock may have stopped (on
             #                               the wall clock the tick timer runs on; readings
             #                               beyond the data horizon wait there)
         self._log_events()
+
+    def _governed(self, now: int) -> None:
+        """``predict_between_ticks`` (issue 24): each grid tick due gets its turn from the
+        CPU governor (:class:`~.governor.TickGovernor`, the loop thread's CPU against
+        ``max_tick_load``): a smoother tick (at least every ``predict_max_spacing`` grid
+        periods, its estimate published at once), else a predicted estimate, else none
+        (``ticks.thinned``); a grid tick the loop came too late for is thinned, never
+        published late."""
+        d, gov = self.driver, self._governor
+        clock = time.thread_time
+        gov.charge(time.perf_counter(), clock())
+        if d.last_tick is None:                   # the first tick: no spacing yet
+            spacing, fresh = 1, 1
+        else:
+            spacing, fresh = d.due_grid(now)
+        if fresh > 0:
+            kind = gov.decide(spacing) if d.last_tick is not None else SMOOTH
+            c0 = clock()
+            n = 0
+            if kind == SMOOTH:
+                # the loop came late (a smoother tick spans about a period): the grid ticks
+                # before the one the smoother takes predicted first, if affordable
+                k = gov.affordable(spacing, fresh - 1, True) if fresh > 1 else 0
+                if k:
+                    for pred in d.predict_newest(now, k, before_tick=True):
+                        self._publish(pred, now)
+                        n += 1
+                    gov.spent(PREDICT, clock() - c0, n)
+                    c0, n = clock(), 0
+                outs = d.smooth(now)
+                if outs:
+                    if outs[-1].t_ns <= d.predicted_ns:
+                        d.ticks['unpublished'] += 1   # its stamp went out predicted
+                    else:
+                        self._publish(outs[-1], now)
+                    self._ticks_in_period += 1
+                    self._tick_ms.append(1e3 * (clock() - c0))
+            if kind == PREDICT:
+                for pred in d.predict_newest(now, gov.affordable(spacing, fresh)):
+                    self._publish(pred, now)
+                    n += 1
+            elif kind == THIN:
+                d.thin(now)
+            gov.spent(kind, clock() - c0, n)
+        if (d.behind or (d.pending and self._sim_time)) and self.retry_timer.is_canceled():
+            self.retry_timer.reset()
+        self._log_events()
+
+    def grid_wait(self) -> float | None:
+        """``predict_between_ticks``: wall seconds until the loop should look again for the
+        next grid tick to give its turn (:meth:`_governed`): 0 when one is due, else the
+        time to its stamp on the node clock (at least an eighth, at most half a period: the
+        clock read may be a while old, and the readings may come a little late); None before
+        the first tick."""
+        d = self.driver
+        if d.last_tick is None:
+            return None
+        now = self._now_ns()
+        if d.due_grid(now)[1]:
+            return 0.0
+        period = 1.0 / d.frequency
+        ahead = (d.handled_ns + d.period - (now - d.delay_ns)) / 1e9
+        return min(max(ahead, period / 8), period / 2)
 
     def _on_retry(self) -> None:
         self.retry_timer.cancel()
@@ -509,12 +566,16 @@ class EstimatorNode(Node):
             return
         # a topic nobody subscribes to is not published: ~20 µs of rmw per message saved
         # (get_subscription_count is ~1 µs, asked every tick: a new subscriber gets the next)
+        # a predicted estimate carries the smoothed key's σ's: ~/state_stddev comes with the
+        # smoother's ticks only (issue 24: one rmw publish less per prediction)
+        sigma = not out.estimate.predicted
         raw = self._raw_msgs
         if raw is not None and raw.fill(out.t_ns, out.estimate, out.joint_effort, out.command):
             # the serialised bytes, patched in place: no message converted or serialised
             _publish_wanted(self.pub_joints, raw.joints.buf)
             _publish_wanted(self.pub_state, raw.state.buf)
-            _publish_wanted(self.pub_stddev, raw.stddev.buf)
+            if sigma:
+                _publish_wanted(self.pub_stddev, raw.stddev.buf)
             if out.command is not None:
                 _publish_wanted(self.pub_command, raw.command.buf)
         else:
@@ -522,7 +583,8 @@ class EstimatorNode(Node):
             m.fill(out.t_ns, out.estimate, out.joint_effort, out.command)
             _publish_wanted(self.pub_joints, m.joints)
             _publish_wanted(self.pub_state, m.state)
-            _publish_wanted(self.pub_stddev, m.stddev)
+            if sigma:
+                _publish_wanted(self.pub_stddev, m.stddev)
             if out.command is not None:
                 _publish_wanted(self.pub_command, m.command)
         if out.external is not None and out.external.valid:
@@ -558,6 +620,14 @@ class EstimatorNode(Node):
         span = max(wall - self._period_start, 1e-9)
         values['ticks.rate_hz'] = f'{self._ticks_in_period / span:.1f}'
         values['ticks.deferred'] = self._deferred
+        if self._governor is not None:            # predict_between_ticks (issue 24)
+            gov = self._governor
+            values['governor.forced'] = gov.counts['forced']
+            values['governor.credit_ms'] = f'{1e3 * gov.credit:.3f}'
+            values['governor.smoother_us'] = f'{1e6 * gov.smoother_cost:.0f}'
+            values['governor.prediction_us'] = f'{1e6 * gov.prediction_cost:.0f}'
+            values['governor.other_load'] = f'{gov.other_rate:.3f}'
+            values['governor.load'] = f'{gov.share():.3f}'
         tick_ms, lat = np.array(self._tick_ms), np.array(self._latency_ms)
         values['ticks.ms_p50'] = f'{np.median(tick_ms):.3f}' if tick_ms.size else '-'
         values['ticks.ms_max'] = f'{tick_ms.max():.3f}' if tick_ms.size else '-'
@@ -677,6 +747,7 @@ def run_loop(node: EstimatorNode, executor: rclpy.executors.Executor) -> None:
     next_wake = next_spin = next_events = clock()
     stop = node.stop_requested
     ok = node.context.ok
+    governed = node._governor is not None
     still, last_now, last_tick = 0, None, None
     while ok() and not stop.is_set():
         if node.timer.is_canceled() or still >= park_after:
@@ -695,7 +766,7 @@ def run_loop(node: EstimatorNode, executor: rclpy.executors.Executor) -> None:
             continue
         taken = node.poll()
         node._on_timer()
-        now_ns, tick = node._now_ns(), node.driver.last_tick
+        now_ns, tick = node._now_ns(), node.driver.handled_ns     # a grid tick had its turn
         ticked = tick != last_tick
         still = still + 1 if (not taken and now_ns == last_now and not ticked) else 0
         last_now, last_tick = now_ns, tick
@@ -710,14 +781,17 @@ def run_loop(node: EstimatorNode, executor: rclpy.executors.Executor) -> None:
         # want of a poll
         wake = now if node.driver.behind else \
             next_wake if ticked else min(next_wake, now + period / 4)
+        if governed:                            # predict_between_ticks: every grid tick
+            #                                     has its turn as it falls due (issue 24)
+            wait = node.grid_wait()
+            if wait is not None:
+                wake = now + wait
         if node._next_tick_wall > wake:         # over the tick budget: the next tick waits
             #                                     (a turn in the pause counts ticks.deferred),
             #                                     the intake not (a burst fills the queues);
-            #                                     predicting, a turn at once after a tick
-            #                                     and then every period publishes the grid
-            #                                     ticks due meanwhile (issue 24)
-            wake = min(node._next_tick_wall, (now if ticked else next_wake) if node._predict
-                       else now + period)
+            #                                     predicting, the governor decides per grid
+            #                                     tick and this pause is not used (issue 24)
+            wake = min(node._next_tick_wall, now + period)
         if now >= next_spin:
             # one turn, no waiting: rclpy's wait costs ~0.13 ms per call here (its wait set
             # rebuilt in Python, ~30 QoS event waitables), and a timeout may wait again

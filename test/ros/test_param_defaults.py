@@ -22,7 +22,7 @@ NODE_ONLY = {
     'mechanism', 'robot_description', 'overlay',                   # what to load
     'joint_states_topic', 'reference_topic', 'command_topic',      # ROS wiring
     'future_tolerance', 'diagnostics_period', 'max_tick_load',     # the node's clock / load
-    'max_merge_ticks', 'executor', 'predict_between_ticks',
+    'max_merge_ticks', 'executor', 'predict_between_ticks', 'predict_max_spacing',
     'command_timeout',                  # the torque commands' guard (driver), 0 = sensor_timeout
     'markers_rate', 'frame_id', 'marker_ellipses', 'ellipse_scale',  # RViz markers
     'contact_threshold', 'contact_min_duration', 'external_effort_sigma',  # the external-
