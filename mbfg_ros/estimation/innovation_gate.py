@@ -154,13 +154,15 @@ class GateMixin:
         var_s = self._var_last if self._var_last is not None else np.zeros(3 * n)
         shown, unseen = self._external_var()
         dyn, sj2 = self._tick_dyn_sigma, self._jerk2
+        stamp = isinstance(tau, float)                  # one stamp: τ one float
+        unshown = isinstance(shown, float) and shown == 0.0     # no external share of q̈
         mv = self._model_var
         r = -E                                          # z − h at the stamp
         if layout is not None:
             slots, joint, thr, cnt = layout.slots, layout.joint, layout.thr, layout.cnt
             sm = mv[layout.slot_rows]
             enc, enc_any, distinct = layout.enc_rows, layout.enc_any, layout.distinct
-            if layout.wrap_any and not (layout.plan and isinstance(tau, float)):
+            if layout.wrap_any and not (layout.plan and stamp):
                 r = np.where(layout.wrap_rows, wrap_angle(r), r)
             # (with the layout's own plan at one stamp, E's angles are wrapped to (−π, π]
             # already by :func:`~.layout.layout_rows`, so is −E up to the sign of π: r² is
@@ -184,13 +186,12 @@ class GateMixin:
         var_x = HH @ var_s                              # H P Hᵀ (diagonal P)
         # process noise Q(τ), diagonal per row: the new q̈ is only known to the dynamics'
         # σ and changes by up to integrator_jerk·τ; both drive q̇ and q over τ
-        one = isinstance(tau, float) or (tau[0] == tau[-1] and (tau == tau[0]).all())
+        one = stamp or (tau[0] == tau[-1] and (tau == tau[0]).all())
         if one:                                         # one stamp (at the tick)
-            a2 = float(tau if isinstance(tau, float) else tau[0]) ** 2
+            a2 = (tau if stamp else float(tau[0])) ** 2
             a4 = a2 * a2
             held = self._gate_q
-            if held is not None and held[0] is dyn and held[1] == a2 \
-                    and isinstance(shown, float) and shown == 0.0:
+            if unshown and held is not None and held[0] is dyn and held[1] == a2:
                 Q = held[2]         # the same σ_d (object), τ and no external share: kept
             else:
                 jerk = self._gate_jerk.get(a2)     # the jerk's share: a constant of τ
@@ -202,7 +203,7 @@ class GateMixin:
                                                   np.stack((a4 * a2 / 36.0 * sj2,
                                                             0.25 * a4 * sj2, a2 * sj2)))
                 Q = (jerk[0] * (dyn ** 2 + shown) + jerk[1]).reshape(3 * n)
-                if isinstance(shown, float) and shown == 0.0:
+                if unshown:
                     self._gate_q = (dyn, a2, Q)
             var_p = HH @ Q                              # H Q(τ) Hᵀ
         else:
@@ -235,7 +236,7 @@ class GateMixin:
             t = np.array([p.t for p in items])
             return self._gate_sequential(slots, t, thr, d2, power, base_var)
         # one stamp (τ one float): the readings' time as one float
-        t = items[0].t if isinstance(tau, float) else np.array([p.t for p in items])
+        t = items[0].t if stamp else np.array([p.t for p in items])
         return self._gate_decide(slots, t, thr, d2, power, base_var)
 
     def _gate_decide(self, slots: np.ndarray, t: np.ndarray | float, thr: np.ndarray,

@@ -53,7 +53,7 @@ class ReadingLayout:
     __slots__ = ('rows', 'row_of', 'cnt', 'slots', 'joint', 'thr', 'slot_rows', 'wrap_rows',
                  'wrap_any', 'enc_rows', 'enc_any', 'distinct', 'plan', 'enc_ids', 'enc_at',
                  'enc_lvl', 'enc_idx', 'enc_wrap', 'enc_wrap_all', 'enc_wrap_any', 'imu_groups',
-                 'H0', 'enc_groups')
+                 'H0', 'enc_groups', 'enc_take')
 
     def __init__(self, obs: Sequence[Observation], sm: SensorModel, slot_base: dict,
                  slot_wrap: np.ndarray, slot_joint: np.ndarray, joint_threshold: float,
@@ -103,6 +103,11 @@ class ReadingLayout:
         self.enc_lvl = np.array([0 if obs[i].kind == 'joint_pos' else 1 for i in enc], int)
         self.enc_idx = np.array([obs[i].index for i in enc], int)
         self.enc_wrap = direct[self.enc_idx] & (self.enc_lvl == 0) if enc else None
+        # where in X (3n, flat) the encoders read: a slice when consecutive coordinates of
+        # one level (a JointState's angles in order), else flat indices
+        flat = (self.enc_lvl * n + self.enc_idx).tolist()
+        self.enc_take = slice(flat[0], flat[-1] + 1) if enc and \
+            flat == list(range(flat[0], flat[0] + len(flat))) else np.array(flat, int)
         self.enc_wrap_all = bool(enc) and bool(self.enc_wrap.all())
         self.enc_wrap_any = bool(enc) and bool(self.enc_wrap.any())
         H0 = np.zeros((self.rows, 3, n))
@@ -142,7 +147,7 @@ def layout_rows(sm: SensorModel, obs: Sequence[Observation], X: np.ndarray,
                     H[row] = Hv[r].reshape(-1)
     elif enc:
         z = np.concatenate([obs[i].z for i in enc])         # one entry each
-        r = X[layout.enc_lvl, layout.enc_idx] - z
+        r = X.reshape(-1)[layout.enc_take] - z
         if layout.enc_wrap_all:
             r = wrap_angle(r)
         elif layout.enc_wrap_any:
