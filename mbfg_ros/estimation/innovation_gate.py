@@ -79,6 +79,11 @@ def contact_sigmas(sys: MultibodySystem, fraction: float) -> np.ndarray:
     return out
 
 
+_FLOAT_READINGS = 8
+"""At most this many readings in a gate call: its passing update as floats
+(:meth:`GateMixin._gate_pass_floats`); more: one array operation each."""
+
+
 class _Diverged(Exception):
     """Every reading of a sensor was rejected for ``outlier_reset_time``."""
 
@@ -183,7 +188,7 @@ class GateMixin:
             enc_any = unseen is not None and enc.any()
             distinct = len(set(slot_list)) == N
         HH = H * H
-        var_x = HH @ var_s                              # H P Hᵀ (diagonal P)
+        var_x = np.dot(HH, var_s)                       # H P Hᵀ (diagonal P)
         # process noise Q(τ), diagonal per row: the new q̈ is only known to the dynamics'
         # σ and changes by up to integrator_jerk·τ; both drive q̇ and q over τ
         one = stamp or (tau[0] == tau[-1] and (tau == tau[0]).all())
@@ -205,7 +210,7 @@ class GateMixin:
                 Q = (jerk[0] * (dyn ** 2 + shown) + jerk[1]).reshape(3 * n)
                 if unshown:
                     self._gate_q = (dyn, a2, Q)
-            var_p = HH @ Q                              # H Q(τ) Hᵀ
+            var_p = np.dot(HH, Q)                       # H Q(τ) Hᵀ
         else:
             sd2 = dyn ** 2 + shown
             a2 = tau * tau
@@ -253,6 +258,11 @@ class GateMixin:
         mv, mt, rs = self._model_var, self._model_t, self._reject_since
         tau_m = 0.5 * cfg.outlier_reset_time
         every = cfg.joint_rejection_threshold > 0 and cfg.imu_rejection_threshold > 0
+        if every and tau_m > 0 and slots.size <= _FLOAT_READINGS:
+            ok = d2 <= thr * thr
+            if ok.all():        # the common case, a few readings: the same update as floats
+                self._gate_pass_floats(slots, t, power, base_var, tau_m)
+                return ok
         active = True if every else thr > 0
         on, ta, ba, pw = (slots, t, base_var, power) if every else \
             (slots[active], t if isinstance(t, float) else t[active], base_var[active],
@@ -288,6 +298,28 @@ class GateMixin:
             raise _Diverged([], self._diverged_detail(int(bad[i]), float(t_rej[i] - since[i]),
                                                       float(d2[rej][i])))
         return keep
+
+    def _gate_pass_floats(self, slots: np.ndarray, t: np.ndarray | float, power: np.ndarray,
+                          base_var: np.ndarray, tau_m: float) -> None:
+        """:meth:`_gate_decide`'s update when every reading (of distinct sensors, at most
+        :data:`_FLOAT_READINGS`) passes, element by element as Python floats: the same
+        operations in the same order on the same doubles as its array path (α = min(1,
+        (t − min(t_m, t))/τ_m), ``s_m ← (1 − α) s_m + α max(0, min(p, 4 S) − S₀)``, t_m ←
+        max(t_m, t), NaN t_m read as t), without a dozen array calls on a few elements."""
+        mv, mt, rs = self._model_var, self._model_t, self._reject_since
+        ks = slots.tolist()
+        ts = [t] * len(ks) if isinstance(t, float) else t.tolist()
+        for k, ti, pw, ba in zip(ks, ts, power.tolist(), base_var.tolist()):
+            ent_t = mt.item(k)
+            ent_v = mv.item(k)
+            if ent_t != ent_t or ent_t > ti:        # NaN (first reading) or newer: fmin
+                alpha = min(1.0, (ti - ti) / tau_m)
+            else:
+                alpha = min(1.0, (ti - ent_t) / tau_m)
+            S = ba + ent_v
+            mv[k] = (1.0 - alpha) * ent_v + alpha * max(0.0, min(pw, 4.0 * S) - ba)
+            mt[k] = ti if ent_t != ent_t or ti > ent_t else ent_t
+            rs[k] = math.nan
 
     def _gate_sequential(self, slots: np.ndarray, t: np.ndarray, thr: np.ndarray,
                          d2: np.ndarray, power: np.ndarray, base_var: np.ndarray

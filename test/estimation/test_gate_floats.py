@@ -1,0 +1,76 @@
+"""The innovation gate's passing update as Python floats (issue 24, branch tick6) against its
+array path: the same model variances, stamps and rejection runs bit for bit, for sensors
+seen for the first time (NaN stamp), seen at a later stamp (a late reading), seen long ago
+(α clipped to 1) and just before, at one stamp and at several."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from support.ros_data import fourbar_system
+
+from mbfg_ros.estimation import innovation_gate
+from mbfg_ros.estimation.estimator import Estimator, EstimatorConfig
+
+
+def gate_state(est: Estimator, rng: np.random.Generator, t: float) -> None:
+    """Model variances and stamps of every sensor slot: NaN (never seen), after ``t``, long
+    before it and just before it; some sensors in a rejected run."""
+    size = est._model_var.size
+    est._model_var[:] = rng.uniform(0.0, 2.0, size)
+    est._model_t[:] = rng.choice([np.nan, t + 0.01, t - 50.0, t - 1e-3, t], size)
+    est._reject_since[:] = rng.choice([np.nan, t - 0.2], size)
+
+
+@pytest.mark.parametrize('one_stamp', [True, False])
+def test_the_passing_update_as_floats_equals_the_array_path(monkeypatch, one_stamp):
+    system = fourbar_system()
+    est = Estimator(system, EstimatorConfig(frequency=500.0, joint_rejection_threshold=4.0,
+                                            imu_rejection_threshold=5.0,
+                                            outlier_reset_time=0.5))
+    rng = np.random.default_rng(3)
+    size = est._model_var.size
+    assert size >= 4
+    for trial in range(40):
+        n = int(rng.integers(1, min(size, innovation_gate._FLOAT_READINGS) + 1))
+        slots = rng.permutation(size)[:n]
+        t0 = 1.0 + trial
+        t = t0 if one_stamp else t0 - rng.choice([0.0, 1e-3, 2e-3], n)
+        thr = rng.choice([4.0, 5.0], n)
+        d2 = rng.uniform(0.0, 15.0, n)              # every one inside its threshold
+        power = rng.uniform(0.0, 3.0, n)
+        base_var = rng.uniform(0.0, 1.0, n)
+        gate_state(est, rng, t0)
+        start = (est._model_var.copy(), est._model_t.copy(), est._reject_since.copy())
+        keep_f = est._gate_decide(slots, t, thr, d2, power, base_var)
+        floats = (est._model_var.copy(), est._model_t.copy(), est._reject_since.copy())
+        est._model_var[:], est._model_t[:], est._reject_since[:] = start
+        monkeypatch.setattr(innovation_gate, '_FLOAT_READINGS', 0)      # the array path
+        keep_a = est._gate_decide(slots, t, thr, d2, power, base_var)
+        monkeypatch.undo()
+        arrays = (est._model_var, est._model_t, est._reject_since)
+        assert keep_f.all() and np.array_equal(keep_f, keep_a)
+        for f, a, s in zip(floats, arrays, start):
+            assert np.array_equal(f, a, equal_nan=True)
+            assert np.array_equal(f.view(np.int64), a.view(np.int64))     # bit for bit
+        # the update did something: the passed sensors' stamps and rejection runs moved
+        assert not np.array_equal(floats[2], start[2], equal_nan=True) or \
+            np.isnan(start[2][slots]).all()
+
+
+def test_the_gates_covariance_reads_nan_as_zero_and_inf_as_the_largest_double():
+    """The gate's P from the marginal covariance: np.nan_to_num's result (NaN → 0, +inf →
+    the largest double), negative variances clipped to 0, σ's NaN kept for publishing."""
+    est = Estimator(fourbar_system(), EstimatorConfig(frequency=500.0))
+    size = 3 * est.n
+    diag = np.resize([0.25, np.nan, np.inf, -1e-3, 1e300, -0.0], size)
+
+    class Smoother:
+        def marginalCovariance(self, key):      # noqa: N802 - GTSAM's name
+            return np.diag(diag)
+
+    est._smoother = Smoother()
+    est._covariance(0)
+    var = np.maximum(diag, 0.0)
+    assert np.array_equal(est._var_last, np.nan_to_num(var, nan=0.0))
+    assert not np.signbit(est._var_last).any()
+    assert np.array_equal(np.isnan(est._std_last), np.isnan(diag))
