@@ -122,6 +122,7 @@ class Estimator(IntakeMixin, GateMixin, GraphMixin, LifecycleMixin, OutputMixin,
         else:
             self._params.enableRelinearization = False
         self._counters = {k: 0 for k in _COUNTERS}
+        self._used_key = {k: f'used_{k}' for k in _KINDS}    # kind -> its counter
         self._unknown: set[str] = set()
         self._layouts: dict[tuple, tuple[list, list]] = {}     # JointState names -> indices
         self._last_reset_reason = ''
