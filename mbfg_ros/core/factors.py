@@ -171,7 +171,8 @@ def _unit(rows: int) -> gtsam.noiseModel.Unit:
 def stacked_linear_factor(keys: Sequence[int], xs: Sequence[np.ndarray],
                           blocks: Sequence[tuple[Sequence[int], np.ndarray | None, np.ndarray,
                                                  Sequence[np.ndarray]]],
-                          point: bool = True, base: Sequence[np.ndarray] | None = None
+                          point: bool = True, base: Sequence[np.ndarray] | None = None,
+                          touched: Sequence[int] | None = None
                           ) -> gtsam.LinearContainerFactor:
     """Several factors linearised at ``xs`` (the values of ``keys``) as ONE whitened
     :class:`gtsam.JacobianFactor` in a :class:`gtsam.LinearContainerFactor` (issue 24).
@@ -191,10 +192,12 @@ def stacked_linear_factor(keys: Sequence[int], xs: Sequence[np.ndarray],
     ``base``: the A matrices (column-major, one per key) with every whitened block (σ
     None) in place and zeros elsewhere, kept by the caller (e.g. per step dt): only the
     other blocks are written, into copies of the matrices they touch; an untouched one is
-    passed as it is (GTSAM copies it).
+    passed as it is (GTSAM copies it). ``touched``: the positions those other blocks write
+    (the caller's constant, e.g. per step dt), else found from ``blocks``.
     """
     if base is not None:
-        touched = {pos for on, sigma, _, _ in blocks if sigma is not None for pos in on}
+        if touched is None:
+            touched = {pos for on, sigma, _, _ in blocks if sigma is not None for pos in on}
         A = [Ab.copy(order='F') if pos in touched else Ab for pos, Ab in enumerate(base)]
         parts = []
         r = 0

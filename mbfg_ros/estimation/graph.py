@@ -475,7 +475,7 @@ class GraphMixin:
         batch = self._batch
         self._smoother.update(graph, values, {key: math.floor(t / batch) * batch})
         x = self._smoother.calculateEstimateVector(key)
-        if not np.isfinite(x).all():
+        if not math.isfinite(x.sum()):      # a NaN or ±inf in x (or |x| near overflow)
             raise FloatingPointError('non-finite estimate')
         return x
 
@@ -538,7 +538,8 @@ class GraphMixin:
             # at the smoother's own linearisation point of both keys (x_{k−1}'s inserted
             # value, x_k's now), which never moves (relinearisation off): no point kept
             graph.add(F.stacked_linear_factor([prev, key], [theta_prev, guess], blocks,
-                                              point=False, base=base))
+                                              point=False, base=base,
+                                              touched=(0, 1) if on == (0, 1) else (1,)))
         else:
             graph.add(self._factor([key], state_sigma, state, [guess]))
             graph.add(self._factor([prev, key], sigma, integ, [theta_prev, guess]))
