@@ -151,7 +151,7 @@ class GraphMixin:
         self._dyn_sigma, self._jerk = coordinate_sigmas(self.sys, cfg)
         self._jerk2 = self._jerk ** 2
         self._gate_jerk: dict[float, tuple] = {}      # the gate's jerk terms of Q(τ) per τ²
-        self._gate_q: tuple | None = None             # (σ_d, τ², Q(τ)) of the last gate
+        self._gate_q: tuple | None = None             # (σ_d, {τ²: Q(τ)}) of the gates
         self._integ_rows: dict[tuple, tuple] = {}     # the integrator's whitened rows per dt
         self._factor_bases: dict[tuple, tuple] = {}   # the tick factor's A with them in place
         self._tick_dyn_sigma = self._dyn_sigma

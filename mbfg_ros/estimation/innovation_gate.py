@@ -196,9 +196,9 @@ class GateMixin:
             a2 = (tau if stamp else float(tau[0])) ** 2
             a4 = a2 * a2
             held = self._gate_q
-            if unshown and held is not None and held[0] is dyn and held[1] == a2:
-                Q = held[2]         # the same σ_d (object), τ and no external share: kept
-            else:
+            Q = held[1].get(a2) if unshown and held is not None and held[0] is dyn else None
+            if Q is None:   # kept per τ² while σ_d (the same object) and no external share hold
+                # (a tick loop's τ takes a few values: its stamps' differences in rounding)
                 jerk = self._gate_jerk.get(a2)     # the jerk's share: a constant of τ
                 if jerk is None:
                     if len(self._gate_jerk) >= 64:
@@ -209,7 +209,9 @@ class GateMixin:
                                                             0.25 * a4 * sj2, a2 * sj2)))
                 Q = (jerk[0] * (dyn ** 2 + shown) + jerk[1]).reshape(3 * n)
                 if unshown:
-                    self._gate_q = (dyn, a2, Q)
+                    if held is None or held[0] is not dyn or len(held[1]) >= 16:
+                        held = self._gate_q = (dyn, {})
+                    held[1][a2] = Q
             var_p = np.dot(HH, Q)                       # H Q(τ) Hᵀ
         else:
             sd2 = dyn ** 2 + shown
@@ -222,11 +224,14 @@ class GateMixin:
         if unseen is not None and enc_any:
             # a contact not yet seen (module docstring): the encoders' rows only
             if one:                                     # Q_c(τ) the same for every row
-                qc = self._gate_qc                      # kept while σ_c's term and τ hold
-                if qc is None or qc[0] is not unseen or qc[1] != a2:
-                    qc = self._gate_qc = (unseen, a2, np.concatenate(
-                        (0.25 * a4 * unseen, a2 * unseen, unseen)))
-                var_c = HH @ qc[2]
+                held = self._gate_qc                    # kept per τ² while σ_c's term holds
+                Qc = held[1].get(a2) if held is not None and held[0] is unseen else None
+                if Qc is None:
+                    if held is None or held[0] is not unseen or len(held[1]) >= 16:
+                        held = self._gate_qc = (unseen, {})
+                    Qc = held[1][a2] = np.concatenate((0.25 * a4 * unseen, a2 * unseen,
+                                                       unseen))
+                var_c = np.dot(HH, Qc)
             else:
                 a2 = tau * tau
                 C = np.stack((0.25 * a2 * a2, a2, np.ones_like(a2)), axis=1)  # q, q̇, q̈

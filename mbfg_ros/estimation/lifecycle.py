@@ -81,7 +81,7 @@ class LifecycleMixin:
         self._tau_prev = np.zeros(self._n_act)       # the previous tick's state-factor τ
         self._contact_var: np.ndarray | None = None  # the gate's contact term, held
         self._contact_k = -1                         # tick index it was computed at
-        self._gate_qc: tuple | None = None          # (that term, τ², its Q_c(τ)), kept
+        self._gate_qc: tuple | None = None          # (that term, {τ²: its Q_c(τ)}), kept
         # per gate sensor (slot): the stamp of the first reading of a rejected run, or NaN
         self._reject_since = np.full(len(self._slot_key), math.nan)
 
