@@ -74,11 +74,9 @@ class OutputMixin:
         jp, jv = self._joint_readings(q, qd)
         # the Estimate's own arrays: one copy of x and of the σ's, split (views of them)
         xc, sc = x.copy(), self._std_last[:2 * n].copy()
-        est = Estimate(t=t, q=xc[:n], qd=xc[n:2 * n], qdd=xc[2 * n:],
-                       q_std=sc[:n], qd_std=sc[n:],
-                       tau=self.sys.torques(q, qd, qdd), joint_position=jp,
-                       joint_velocity=jv,
-                       tick_seconds=time.perf_counter() - start, status=status,
-                       counters=dict(self._counters), covariance=self._cov_last)
+        est = Estimate.of_tick(t, xc[:n], xc[n:2 * n], xc[2 * n:], sc[:n], sc[n:],
+                               self.sys.torques(q, qd, qdd), jp, jv,
+                               time.perf_counter() - start, status, dict(self._counters),
+                               self._cov_last)
         self._last = est
         return est
