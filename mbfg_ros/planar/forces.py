@@ -463,8 +463,12 @@ class Forces:
 
     def _actuator_terms_q(self, q: np.ndarray, tau: np.ndarray) -> ForceTerms:
         """Q = Q0 + B_act τ with its q-Jacobian when no element depends on the state (the
-        per-tick case): :meth:`_actuator_terms` on the n columns of q only."""
+        per-tick case): :meth:`_actuator_terms` on the n columns of q only. No effort (every
+        τ_k zero: a passive mechanism, or none given yet) adds nothing: Q = Q0, Q_q = 0,
+        without evaluating B_act(q)."""
         n = self.n
+        if not tau.any():
+            return ForceTerms(self.Q0.copy(), self._zero_nn, self._zero_nn)
         if not self._act_bodies:
             Q = self.Q0.copy()
             for k, what in self._act_coords:

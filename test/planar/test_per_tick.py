@@ -269,3 +269,22 @@ def test_joint_values_are_each_joints_model(name):
         np.testing.assert_array_equal(pos, [p.h[0] for p, _ in models])
         np.testing.assert_array_equal(vel, [v.h[0] for _, v in models])
         assert pos.dtype == vel.dtype == float
+
+
+@pytest.mark.parametrize('name', ['fourbar.yaml', 'five_bar.yaml', 'dfki_double_pendulum.yaml',
+                                  'pick_and_place.yaml'])
+def test_forces_without_effort_are_the_mean_of_opposite_efforts(name):
+    """Q = Q0 + B_act(q) τ is affine in τ (and so is Q_q): with no effort (the per-tick
+    shortcut: B_act not evaluated) it is the mean of the general path's Q at τ and −τ."""
+    sys = load_system(CONFIG / name)
+    forces = sys.forces
+    assert forces.n_act
+    for q, qd, _, tau in _states(sys, 3, 8):
+        zero = forces.evaluate(q, qd, np.zeros_like(tau), jacobians=True)
+        plus = forces.evaluate(q, qd, tau, jacobians=True)
+        minus = forces.evaluate(q, qd, -tau, jacobians=True)
+        assert np.abs(plus.Q - zero.Q).max() > 1e-3          # the efforts do act
+        np.testing.assert_allclose(zero.Q, 0.5 * (plus.Q + minus.Q), rtol=0, atol=1e-12)
+        np.testing.assert_allclose(zero.Q_q, 0.5 * (plus.Q_q + minus.Q_q), rtol=0, atol=1e-12)
+        np.testing.assert_allclose(zero.Q_qd, 0.5 * (plus.Q_qd + minus.Q_qd), rtol=0,
+                                   atol=1e-12)
