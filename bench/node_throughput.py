@@ -267,12 +267,19 @@ class NodeRun:
     ``/diagnostics`` (kept in ``run.diags``), and waits until the node publishes. On
     exit, every process in ``run.procs`` is stopped (the node by SIGINT, killed if it
     has not stopped within 20 s: none is left behind) and the monitor shut down.
+
+    ``raw``: ``on_state`` and ``on_joints`` get (arrival ns, serialised bytes) and every
+    message waiting on the topic is taken in the callback (:func:`mbfg_ros.ros.polling.drain`'s
+    way, each stamped with its own arrival time): at 1-2 kHz a deserialised message per
+    executor turn costs the monitor ~0.1-0.2 ms of its own CPU each, on the two cores the node
+    and the generator share, and its latency (issue 24 item 1: the monitor's own delay,
+    arrival − the node's publish, was p99 0.5-6.6 ms in that design).
     """
 
     def __init__(self, params: dict, domain: int, log: Path, on_state,
-                 profile: Path | None = None, on_joints=None) -> None:
+                 profile: Path | None = None, on_joints=None, raw: bool = False) -> None:
         self.params, self.domain, self.log, self.on_state = params, domain, log, on_state
-        self.profile, self.on_joints = profile, on_joints
+        self.profile, self.on_joints, self.raw = profile, on_joints, raw
         self.env = ros_env(domain)
         self.diags: list = []
         self.procs: list[subprocess.Popen] = []
@@ -299,15 +306,30 @@ class NodeRun:
         self.ex = SingleThreadedExecutor(context=self.ctx)
         self.ex.add_node(self.mon)
         qos = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
-        self.mon.create_subscription(cv.message_class('JointState'), '/estimator_node/state',
-                                     self.on_state, qos)
+        self._subscribe('/estimator_node/state', self.on_state, qos)
         self.mon.create_subscription(cv.message_class('DiagnosticArray'), '/diagnostics',
                                      self.diags.append, qos)
         if self.on_joints is not None:
-            self.mon.create_subscription(cv.message_class('JointState'),
-                                         '/estimator_node/joint_states', self.on_joints, qos)
+            self._subscribe('/estimator_node/joint_states', self.on_joints, qos)
         self.spin_while(lambda: not self.diags, 60)      # the node is up and matched
         return self
+
+    def _subscribe(self, topic: str, on_msg, qos) -> None:
+        """A JointState subscription of the monitor (``raw``: class docstring)."""
+        from mbfg_ros.ros import conversions as cv
+        from mbfg_ros.ros.polling import take_raw
+
+        if not self.raw:
+            self.mon.create_subscription(cv.message_class('JointState'), topic, on_msg, qos)
+            return
+        sub = None
+
+        def on_raw(buf: bytes) -> None:
+            on_msg(time.time_ns(), buf)
+            while (more := take_raw(sub)) is not None:
+                on_msg(time.time_ns(), more)
+        sub = self.mon.create_subscription(cv.message_class('JointState'), topic, on_raw, qos,
+                                           raw=True)
 
     def spin_while(self, cond, timeout: float = float('inf'), step: float = 0.05) -> None:
         end = time.monotonic() + timeout
@@ -483,17 +505,14 @@ def drive(params: dict, data: Path, busy: bool, domain: int, log: Path, tmp: Pat
     (states received (arrival ns, stamp ns, q, q̇, τ̂ of the newest ~/joint_states),
     generator start ns, node CPU %, diagnostics, the generator's own lateness p99 / max ms).
     """
-    from mbfg_ros.ros import conversions as cv
+    from mbfg_ros.ros.cdr import JointStateParser
 
     opts = opts or Options()
-    states: list = []
-    effort: dict[int, np.ndarray] = {}
-    on_state = lambda m: states.append((time.time_ns(), cv.stamp_ns(m.header.stamp),  # noqa
-                                        np.array(m.position), np.array(m.velocity)))
-    on_joints = lambda m: effort.__setitem__(cv.stamp_ns(m.header.stamp),  # noqa: E731
-                                             np.array(m.effort))
+    raw_states: list = []             # (arrival ns, bytes): read after the run (NodeRun raw)
+    raw_joints: list = []
     prof = None if opts.profile is None else opts.profile / f'{log.stem}.json'
-    with NodeRun(params, domain, log, on_state, prof, on_joints) as run:
+    with NodeRun(params, domain, log, lambda t, b: raw_states.append((t, b)), prof,
+                 lambda t, b: raw_joints.append((t, b)), raw=True) as run:
         if busy:
             run.start([sys.executable, '-c', 'while True: pass'])
         start_file = tmp / 'start'
@@ -508,6 +527,15 @@ def drive(params: dict, data: Path, busy: bool, domain: int, log: Path, tmp: Pat
         late = tuple(float(x) for x in start_file.with_suffix('.late_total').read_text().split())
     except (OSError, ValueError):
         late = (float('nan'), float('nan'))
+    read = JointStateParser()
+    states = []
+    for arrival, buf in raw_states:
+        m = read(buf)
+        states.append((arrival, m.stamp[0] * NS + m.stamp[1], m.position, m.velocity))
+    effort = {}
+    for _, buf in raw_joints:
+        m = read(buf)
+        effort[m.stamp[0] * NS + m.stamp[1]] = m.effort
     states = [s + (effort.get(s[1]),) for s in states]
     if prof is not None and prof.exists():
         v = {kv.key: kv.value for kv in diags[-1].status[0].values}
