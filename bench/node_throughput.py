@@ -277,9 +277,10 @@ class NodeRun:
     """
 
     def __init__(self, params: dict, domain: int, log: Path, on_state,
-                 profile: Path | None = None, on_joints=None, raw: bool = False) -> None:
+                 profile: Path | None = None, on_joints=None, raw: bool = False,
+                 trace: bool = False) -> None:
         self.params, self.domain, self.log, self.on_state = params, domain, log, on_state
-        self.profile, self.on_joints, self.raw = profile, on_joints, raw
+        self.profile, self.on_joints, self.raw, self.trace = profile, on_joints, raw, trace
         self.env = ros_env(domain)
         self.diags: list = []
         self.procs: list[subprocess.Popen] = []
@@ -294,7 +295,8 @@ class NodeRun:
         args = [a for k, v in self.params.items() for a in ('-p', f'{k}:={v}')]
         cmd = [sys.executable, '-m', 'mbfg_ros.ros.estimator_node', '--ros-args', *args]
         if self.profile is not None:      # timers on the thread's CPU clock: waits cost 0
-            code = f'TIMED = {TIMED!r}\n' + PROFILED_NODE
+            code = (f'TIMED = {TIMED if not self.trace else ()!r}\nTRACE = {self.trace!r}\n'
+                    + PROFILED_NODE)
             cmd = [sys.executable, '-c', code, str(self.profile), '--ros-args', *args]
         self.node = subprocess.Popen(
             cmd, env=self.env, stdout=open(self.log, 'w'), stderr=subprocess.STDOUT,
@@ -404,14 +406,35 @@ for owner, name, label in TIMED:
            'EN': N.EstimatorNode, 'ES': E.Estimator,
            'ED': D.EstimatorDriver, 'EX': X.ExternalTorques}[owner], name, label)
 timed(N, '_spin', 'running')          # the node's life after start-up (imports, loading)
+trace = []
+if TRACE:                             # per loop pass and per published estimate (item 1)
+    def traced(name, row):
+        fn = getattr(N.EstimatorNode, name)
+
+        def call(self, *a):
+            w0, c0 = time.time_ns(), time.thread_time_ns()
+            r = fn(self, *a)
+            trace.append(row(self, a, r, w0, c0))
+            return r
+        setattr(N.EstimatorNode, name, call)
+    traced('_publish', lambda self, a, r, w0, c0: (
+        'publish', w0, a[0].t_ns, bool(a[0].estimate is not None and a[0].estimate.predicted)))
+    traced('_governed', lambda self, a, r, w0, c0: (
+        'pass', w0, time.time_ns() - w0, time.thread_time_ns() - c0,
+        self.driver.ticks['run']))
+    traced('poll', lambda self, a, r, w0, c0: ('poll', w0, time.time_ns() - w0, r))
 try:
     N.main()
 finally:
-    json.dump({'spent': spent, 'calls': calls, 'total': spent['running']}, open(out, 'w'))
+    json.dump({'spent': spent, 'calls': calls, 'total': spent['running'], 'trace': trace},
+              open(out, 'w'))
 '''
 """The node's entry point with timers (this thread's CPU clock, ~1 µs per call) on the
 functions of :data:`TIMED` and on its run after start-up (``total``, so imports and
-loading are not counted); they are written as JSON to the file named first."""
+loading are not counted); they are written as JSON to the file named first. With
+``TRACE`` also a row per published estimate (wall ns, stamp ns, predicted), per governed
+loop pass (wall ns, wall and thread CPU ns it took, smoother ticks run so far) and per poll
+(wall ns, ns, messages taken): :func:`latency_trace` reads them."""
 
 # (owner, function, label): the timed functions (cumulative thread-CPU time each, nested ones
 # included in their callers); N/E/D/C the node, estimator, driver and cdr modules, EN/ES/ED
@@ -472,6 +495,62 @@ def profile_breakdown(path: Path, estimates: int, messages: int) -> list[tuple[s
     return rows
 
 
+def latency_trace(path: Path, states: list) -> list[str]:
+    """Issue 24 item 1, from the node's trace (``--trace``, :data:`PROFILED_NODE`) and the
+    monitor's arrivals (``states``): where an estimate's latency goes. The node's part
+    (its publish call's wall time − the stamp) of smoothed and predicted estimates, the
+    monitor's (arrival − that publish call), the smoother's loop passes (wall and thread
+    CPU), and what came before each estimate over the p99 of the node's part (the 8 rows
+    of the trace before it): a smoother pass whose wall time exceeded its CPU time by more
+    than 0.5 ms (the node's thread preempted), a smoother pass otherwise, a poll that took
+    8 messages or more (the loop did not run for several periods), or none of these."""
+    trace = json.loads(path.read_text()).get('trace') or []
+    arrival = {s[1]: s[0] for s in states}
+    pubs = [(i, r) for i, r in enumerate(trace) if r[0] == 'publish']
+    if not pubs:
+        return ['no trace']
+
+    def pct(x) -> str:
+        return ' / '.join(f'{v:.2f}' for v in np.percentile(x, [50, 90, 99])) \
+            if len(x) else '-'
+    node = np.array([(r[1] - r[2]) / 1e6 for _, r in pubs])
+    kind = np.array([r[3] for _, r in pubs])
+    mon = np.array([(arrival[r[2]] - r[1]) / 1e6 for _, r in pubs if r[2] in arrival])
+    passes = [r for r in trace if r[0] == 'pass']
+    smooth = [r for a, r in zip([None] + passes, passes) if a is not None and r[4] > a[4]]
+    wall = np.array([r[2] / 1e6 for r in smooth])
+    cpu = np.array([r[3] / 1e6 for r in smooth])
+    out = [f'latency trace, ms p50 / p90 / p99: node (publish − stamp) smoothed {pct(node[~kind])}'
+           f', predicted {pct(node[kind])}; monitor (arrival − publish) {pct(mon)}; '
+           f'smoother passes ({len(smooth)}) wall {pct(wall)}, thread CPU {pct(cpu)}, '
+           f'wall − CPU {pct(wall - cpu)}']
+    tail = float(np.percentile(node, 99))
+    causes = dict.fromkeys(('after a preempted smoother pass', 'after a smoother pass',
+                            'after a backlog poll', 'other'), 0)
+    prev_run = {}
+    last = None
+    for i, r in enumerate(trace):        # each pass: did it run the smoother?
+        if r[0] == 'pass':
+            prev_run[i] = last is not None and r[4] > last
+            last = r[4]
+    for (i, r), lat in zip(pubs, node):
+        if lat < tail:
+            continue
+        before = [(j, trace[j]) for j in range(max(0, i - 8), i)]
+        sm = [x for j, x in before if x[0] == 'pass' and prev_run.get(j)]
+        if any(x[2] - x[3] > 500_000 for x in sm):
+            causes['after a preempted smoother pass'] += 1
+        elif sm:
+            causes['after a smoother pass'] += 1
+        elif any(x[0] == 'poll' and x[3] >= 8 for _, x in before):
+            causes['after a backlog poll'] += 1
+        else:
+            causes['other'] += 1
+    out.append(f'estimates over the node\'s p99 ({tail:.2f} ms): '
+               + ', '.join(f'{k} {n}' for k, n in causes.items()))
+    return out
+
+
 # ------------------------------------------------------------------ one row
 
 def rms(e) -> float:
@@ -481,12 +560,14 @@ def rms(e) -> float:
 class Options(argparse.Namespace):
     """Per-run choices: ``ticks`` (Hz, 0: the default of the row), ``sim_time``
     (``/clock`` from the generator, node on ``use_sim_time``), ``profile`` (a directory:
-    the node runs with timers on its callbacks)."""
+    the node runs with timers on its callbacks; ``trace``: instead a trace of its loop,
+    :func:`latency_trace`)."""
 
     ticks: float = 0.0
     sim_time: bool = False
     profile: Path | None = None
     predict: bool = False
+    trace: bool = False
 
 
 def node_params(params: dict, opts: Options, default_ticks: float) -> dict:
@@ -512,7 +593,7 @@ def drive(params: dict, data: Path, busy: bool, domain: int, log: Path, tmp: Pat
     raw_joints: list = []
     prof = None if opts.profile is None else opts.profile / f'{log.stem}.json'
     with NodeRun(params, domain, log, lambda t, b: raw_states.append((t, b)), prof,
-                 lambda t, b: raw_joints.append((t, b)), raw=True) as run:
+                 lambda t, b: raw_joints.append((t, b)), raw=True, trace=opts.trace) as run:
         if busy:
             run.start([sys.executable, '-c', 'while True: pass'])
         start_file = tmp / 'start'
@@ -537,7 +618,10 @@ def drive(params: dict, data: Path, busy: bool, domain: int, log: Path, tmp: Pat
         m = read(buf)
         effort[m.stamp[0] * NS + m.stamp[1]] = m.effort
     states = [s + (effort.get(s[1]),) for s in states]
-    if prof is not None and prof.exists():
+    if opts.trace and prof is not None and prof.exists():
+        for line in latency_trace(prof, states):
+            print('    ' + line)
+    elif prof is not None and prof.exists():
         v = {kv.key: kv.value for kv in diags[-1].status[0].values}
         print(f'    node breakdown ({prof.name}, thread CPU, µs per estimate; '
               f'{len(states)} estimates, {v["input.received"]} messages):')
@@ -706,6 +790,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument('--profile', action='store_true',
                     help='time the node\'s callbacks and estimator phases (thread CPU) and '
                          'print where each estimate\'s CPU time goes')
+    ap.add_argument('--trace', action='store_true',
+                    help='instead of --profile: trace the node\'s loop and print where the '
+                         'latency goes (its part, the monitor\'s, the smoother passes, what '
+                         'came before the tail; issue 24)')
     ap.add_argument('--generator', nargs=2, metavar=('DATA', 'START_FILE'),
                     help=argparse.SUPPRESS)
     ap.add_argument('--clock', action='store_true', help=argparse.SUPPRESS)
@@ -718,7 +806,8 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         opts = Options(ticks=args.ticks, sim_time=args.sim_time,
-                       profile=Path(tmp) if args.profile else None, predict=args.predict)
+                       profile=Path(tmp) if args.profile or args.trace else None,
+                       predict=args.predict, trace=args.trace)
         domain = 60 + os.getpid() % 40
         loads = (False,) if args.quiet_only else (False, True)
         jobs = ([('fourbar', r) for r in args.rates] if 'fourbar' in args.robots else []) \

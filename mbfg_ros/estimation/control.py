@@ -23,7 +23,8 @@ from ..core.angles import wrap_angle
 from ..core.interface import EdgeDescription, MultibodySystem
 from .gate import limit_arrays
 
-__all__ = ['actuator_index', 'CommandLaw', 'solve_acceleration', 'KP_MAX', 'KD_MAX', 'COORDINATE_EFFORT']
+__all__ = ['actuator_index', 'CommandLaw', 'solve_acceleration', 'KP_MAX', 'KD_MAX',
+           'COORDINATE_EFFORT']
 
 KP_MAX = 1.0e5
 """Largest ``kp`` (1/s²): a natural frequency of 316 rad/s, beyond any motor's bandwidth
