@@ -623,6 +623,7 @@ class EstimatorNode(Node):
         if self._governor is not None:            # predict_between_ticks (issue 24)
             gov = self._governor
             values['governor.forced'] = gov.counts['forced']
+            values['governor.thin'] = gov.counts[THIN]      # turns thinned for the budget
             values['governor.credit_ms'] = f'{1e3 * gov.credit:.3f}'
             values['governor.smoother_us'] = f'{1e6 * gov.smoother_cost:.0f}'
             values['governor.prediction_us'] = f'{1e6 * gov.prediction_cost:.0f}'
