@@ -152,9 +152,12 @@ def make_data_ur5(rate: float, duration: float, path: Path, seed: int = 0) -> No
 
 # ------------------------------------------------------------------ generator process
 
-def generator(data: Path, start_file: Path, clock: bool = False) -> int:
+def generator(data: Path, start_file: Path, clock: bool = False, grid_ns: int = 0) -> int:
     """Publish the readings of ``data`` in real time (stamp = start + t); with ``clock``
-    also ``/clock`` at each new stamp, before its readings (a simulator's order)."""
+    also ``/clock`` at each new stamp, before its readings (a simulator's order).
+    ``grid_ns``: the start rounded up to a multiple of it (a simulator's clock stepping by
+    its period from 0, so the stamps sit on the node's tick grid; otherwise they sit a
+    random 0-1 ms off it, and under sim time a grid tick waits for the next /clock)."""
     import rclpy
     from rclpy.qos import QoSProfile, ReliabilityPolicy
 
@@ -195,6 +198,8 @@ def generator(data: Path, start_file: Path, clock: bool = False) -> int:
     eff = d['eff'].tolist() if arm else None
     offsets = [int(round(x * NS)) for x in stamps]
     start = time.time_ns() + NS // 5               # ROS time = system time (no sim time)
+    if grid_ns:
+        start = -(-start // grid_ns) * grid_ns
     start_file.write_text(str(start))
     # the generator's own lateness (publish time − stamp), a summary line per second to
     # <start_file>.late: a late generator shows in the latency as if the node were slow
@@ -344,13 +349,14 @@ class NodeRun:
         self.procs.append(p)
         return p
 
-    def start_generator(self, data: Path, start_file: Path, clock: bool = False
-                        ) -> subprocess.Popen:
+    def start_generator(self, data: Path, start_file: Path, clock: bool = False,
+                        grid_ns: int = 0) -> subprocess.Popen:
         """The load generator publishing ``data`` in real time (and ``/clock`` with
         ``clock``); returns once it started."""
         start_file.unlink(missing_ok=True)
         gen = self.start([sys.executable, str(Path(__file__).resolve()), '--generator',
-                          str(data), str(start_file)] + (['--clock'] if clock else []),
+                          str(data), str(start_file)] + (['--clock'] if clock else [])
+                         + (['--grid-ns', str(grid_ns)] if grid_ns else []),
                          env=self.env)
         self.spin_while(lambda: not start_file.exists() and gen.poll() is None)
         return gen
@@ -561,13 +567,14 @@ class Options(argparse.Namespace):
     """Per-run choices: ``ticks`` (Hz, 0: the default of the row), ``sim_time``
     (``/clock`` from the generator, node on ``use_sim_time``), ``profile`` (a directory:
     the node runs with timers on its callbacks; ``trace``: instead a trace of its loop,
-    :func:`latency_trace`)."""
+    :func:`latency_trace`), ``grid_stamps`` (the generator's stamps on the tick grid)."""
 
     ticks: float = 0.0
     sim_time: bool = False
     profile: Path | None = None
     predict: bool = False
     trace: bool = False
+    grid_stamps: bool = False
 
 
 def node_params(params: dict, opts: Options, default_ticks: float) -> dict:
@@ -597,7 +604,8 @@ def drive(params: dict, data: Path, busy: bool, domain: int, log: Path, tmp: Pat
         if busy:
             run.start([sys.executable, '-c', 'while True: pass'])
         start_file = tmp / 'start'
-        gen = run.start_generator(data, start_file, opts.sim_time)
+        grid = int(round(NS / float(params['frequency']))) if opts.grid_stamps else 0
+        gen = run.start_generator(data, start_file, opts.sim_time, grid)
         cpu0, wall0 = cpu_seconds(run.node.pid), time.monotonic()
         run.spin_while(lambda: gen.poll() is None, step=0.01)
         cpu1, wall1 = cpu_seconds(run.node.pid), time.monotonic()
@@ -797,9 +805,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument('--generator', nargs=2, metavar=('DATA', 'START_FILE'),
                     help=argparse.SUPPRESS)
     ap.add_argument('--clock', action='store_true', help=argparse.SUPPRESS)
+    ap.add_argument('--grid-ns', type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument('--grid-stamps', action='store_true',
+                    help='the generator\'s stamps on the node\'s tick grid (a simulator\'s '
+                         'clock stepping from 0 by its period; by default they sit a random '
+                         '0-1 ms off it)')
     args = ap.parse_args(argv)
     if args.generator:
-        return generator(Path(args.generator[0]), Path(args.generator[1]), args.clock)
+        return generator(Path(args.generator[0]), Path(args.generator[1]), args.clock,
+                         args.grid_ns)
     print(f'estimator_node throughput: {MECH.name}, {args.duration:g} s per row, python '
           f'{platform.python_version()}, {os.cpu_count()} CPUs, crank encoder + coupler IMU '
           'at the input rate, lag 0.1 s; errors after the first 0.5 s')
@@ -807,7 +821,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         opts = Options(ticks=args.ticks, sim_time=args.sim_time,
                        profile=Path(tmp) if args.profile or args.trace else None,
-                       predict=args.predict, trace=args.trace)
+                       predict=args.predict, trace=args.trace, grid_stamps=args.grid_stamps)
         domain = 60 + os.getpid() % 40
         loads = (False,) if args.quiet_only else (False, True)
         jobs = ([('fourbar', r) for r in args.rates] if 'fourbar' in args.robots else []) \
