@@ -17,7 +17,14 @@ ones are subtracted from their callers):
 * ``attach``: ``Estimator._attach`` without the above (readings to keys);
 * ``factor build``: ``Estimator._graph`` (every factor linearised, JacobianFactors);
 * ``ISAM2 update``: ``Estimator._update`` (``IncrementalFixedLagSmoother.update``: ISAM2's
-  update and the marginalisation of the keys leaving the window; the new estimate read);
+  update; the new estimate read) on the ticks that marginalise nothing: their mean (median);
+* ``marginalisation``: what the ticks that also marginalise the keys leaving the window
+  (every ``MARGINALISE_EVERY`` ticks: :mod:`mbfg_ros.estimation.graph`) spend in
+  ``Estimator._update`` beyond the others' mean, spread over every tick (their extra times
+  their share of the ticks; ``ISAM2 update`` + ``marginalisation`` is ``_update``'s mean
+  over all ticks). A tick marginalises when the smoother holds no more keys after its
+  update than before it (the new key in, at least one out): its ``timestamps()`` counted
+  around the call, outside every phase's time and taken off the tick's;
 * ``covariance``: ``Estimator._covariance`` (every ``covariance_every`` ticks);
 * ``output``: ``Estimator._finish`` without the covariance (joint readings, τ̂, Estimate);
 * ``other``: the rest of ``tick`` (prediction, dynamics σ, bookkeeping).
@@ -52,6 +59,7 @@ from mbfg_ros.estimation.estimator import Estimator, EstimatorConfig  # noqa: E4
 
 PHASES = ('intake', 'evaluate', 'gate', 'attach', 'factor build', 'ISAM2 update', 'covariance',
           'output', 'other')
+COLUMNS = PHASES[1:6] + ('marginalisation',) + PHASES[6:]
 _METHODS = (('add', 'intake'), ('_current_rows', 'evaluate'), ('_carried_rows', 'evaluate'),
             ('_gate', 'gate'), ('_attach', 'attach'),
             ('_graph', 'factor build'), ('_update', 'ISAM2 update'),
@@ -70,12 +78,30 @@ class PhaseTimer:
 
     @staticmethod
     def _zero() -> dict[str, int]:
-        return {k: 0 for k in PHASES + ('tick', 'messages')}
+        return {k: 0 for k in PHASES + ('tick', 'messages', 'probe', 'marginalised')}
 
     def wrap(self, est: Estimator) -> None:
         for method, phase in _METHODS:       # an older Estimator lacks some: 'other' then
             if hasattr(est, method):
                 setattr(est, method, self._timed(getattr(est, method), phase))
+        est._update = self._probed(est, est._update)
+
+    def _keys(self, est: Estimator) -> int:
+        """The smoother's key count, its cost kept apart (``probe``: off the tick)."""
+        c0 = time.thread_time_ns()
+        count = len(est._smoother.timestamps())
+        self.now['probe'] += time.thread_time_ns() - c0
+        return count
+
+    def _probed(self, est: Estimator, fn: Callable) -> Callable:
+        """``fn`` (the timed ``_update``) with the smoother's keys counted around it: the
+        tick marginalised when it holds no more after the update than before."""
+        def call(*args, **kw):
+            before = self._keys(est)
+            out = fn(*args, **kw)
+            self.now['marginalised'] = int(self._keys(est) <= before)
+            return out
+        return call
 
     def _timed(self, fn: Callable, phase: str) -> Callable:
         def call(*args, **kw):
@@ -96,6 +122,7 @@ class PhaseTimer:
     def end_tick(self) -> None:
         """Close one estimate: 'other' is the tick's time left after its phases."""
         now = self.now
+        now['tick'] -= now['probe']
         inner = sum(now[p] for p in PHASES if p not in ('intake', 'other'))
         now['other'] = now['tick'] - inner
         self.ticks.append(dict(now))
@@ -119,7 +146,19 @@ def drive(est: Estimator, recs: list, timer: PhaseTimer, skip: int = 50) -> dict
     rows = timer.ticks[skip:]
     out = {k: np.array([r[k] for r in rows]) / 1e3 for k in PHASES + ('tick',)}
     out['messages'] = np.array([r['messages'] for r in rows])
+    out['marginalised'] = np.array([r['marginalised'] for r in rows], dtype=bool)
     return out
+
+
+def split_update(res: dict) -> tuple[str, str, float]:
+    """The ``ISAM2 update`` cell (mean (median) of the ticks that marginalise nothing),
+    the ``marginalisation`` cell (the marginalising ticks' extra, spread per tick) and the
+    share of ticks that marginalise (module docstring)."""
+    upd, marg = res['ISAM2 update'], res['marginalised']
+    plain = upd[~marg] if (~marg).any() else upd
+    share = float(marg.mean())
+    extra = (upd[marg].mean() - plain.mean()) * share if marg.any() else 0.0
+    return f'{plain.mean():.0f} ({np.median(plain):.0f})', f'{extra:.0f}', share
 
 
 def spatial_row(urdf: Path, overlay: Path | None, rate: float, duration: float,
@@ -183,17 +222,22 @@ def main(argv: list[str] | None = None) -> int:
           f'{a.duration:g} s per row; thread CPU µs, mean (median) per estimate; '
           f'python {platform.python_version()}')
     print()
-    print('| row | ' + ' | '.join(PHASES[1:]) + ' | tick median / p99 | intake µs/message |')
-    print('|---|' + '---|' * (len(PHASES) + 1))
+    print('| row | ' + ' | '.join(COLUMNS) + ' | tick median / p99 | intake µs/message |')
+    print('|---|' + '---|' * (len(COLUMNS) + 3))
+    shares = []
     for label, fn in rows:
         res = fn()
-        cells = [f'{res[p].mean():.0f} ({np.median(res[p]):.0f})' for p in PHASES[1:]]
+        update, marg, share = split_update(res)
+        shares.append(f'{label} {100 * share:.0f} %')
+        cells = [update if p == 'ISAM2 update' else marg if p == 'marginalisation' else
+                 f'{res[p].mean():.0f} ({np.median(res[p]):.0f})' for p in COLUMNS]
         per_msg = res['intake'].sum() / max(1, res['messages'].sum())
         print(f'| {label} | ' + ' | '.join(cells) +
               f' | {np.median(res["tick"]):.0f} / {np.percentile(res["tick"], 99):.0f} | '
               f'{per_msg:.1f} |', flush=True)
-    print('\n(thread CPU time; ISAM2 update includes the fixed-lag marginalisation, which runs '
-          'inside IncrementalFixedLagSmoother.update)')
+    print('\n(thread CPU time; ISAM2 update: the ticks that marginalise nothing; '
+          'marginalisation: the marginalising ticks\' extra in IncrementalFixedLagSmoother.'
+          'update, spread per tick; ticks that marginalise: ' + ', '.join(shares) + ')')
     return 0
 
 

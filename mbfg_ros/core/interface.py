@@ -177,7 +177,8 @@ class SensorModel(Protocol):
 
     * ``n``, ``joint_names``, ``imu_names``: state size, encoder and IMU names (indices);
     * ``joint(j, q, q̇, want)``: (position, rate) :class:`Model` of encoder ``j``;
-      ``joint_is_angular(j)``: its position is an angle (revolute);
+      ``joint_is_angular(j)``: its position is an angle (revolute); ``joint_values(q, q̇)``:
+      every encoder's (position, rate) values at once (the published joint readings);
     * ``joint_batch(j, X)``: position and rate of encoder ``j`` at states X (N, 3, n) with
       Jacobians, or None where only the scalar ``joint`` applies (prismatic);
     * ``direct_encoders``: where every encoder reads its own coordinate (q_j, q̇_j), the
@@ -204,6 +205,9 @@ class SensorModel(Protocol):
               ) -> tuple[Model, Model]: ...
 
     def joint_batch(self, j: int, X: np.ndarray) -> tuple[tuple, tuple] | None: ...
+
+    def joint_values(self, q: np.ndarray, qd: np.ndarray
+                     ) -> tuple[np.ndarray, np.ndarray]: ...
 
     def imu(self, k: int, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray, want: bool = False
             ) -> tuple[Model, Model, Model]: ...

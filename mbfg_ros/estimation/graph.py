@@ -86,6 +86,10 @@ from .observations import (interpolation_weights, interval_factor, interval_rows
 MARGINALISE_EVERY = 5
 """Ticks per marginalisation batch (module docstring)."""
 
+INTERVAL_STAMPS = 4
+"""At most this many distinct stamps between two ticks take the layouts' path
+(:meth:`GraphMixin._interval_layout_rows`); more go reading by reading."""
+
 
 class _Current:
     """The new interval's readings evaluated once (:meth:`GraphMixin._current_rows`):
@@ -95,7 +99,9 @@ class _Current:
     last estimate), ``tau`` (how far from it: per row, or one float when every reading
     has one stamp at the tick) and ``row_of`` (the reading of each row); ``sig`` the σ of
     each row (the factor's and the gate's); ``layout`` the readings'
-    :class:`~.layout.ReadingLayout` when ``tau`` is one float, else None."""
+    :class:`~.layout.ReadingLayout` when they were evaluated with layouts (one stamp:
+    ``tau`` one float; or a few stamps between the ticks:
+    :meth:`GraphMixin._interval_layout_rows`), else None."""
 
     __slots__ = ('items', 'obs', 'keys', 'xs', 'e', 'H', 'J', 'gate_e', 'tau', 'row_of', 'sig',
                  'layout')
@@ -145,6 +151,7 @@ class GraphMixin:
         self._dyn_sigma, self._jerk = coordinate_sigmas(self.sys, cfg)
         self._jerk2 = self._jerk ** 2
         self._gate_jerk: dict[float, tuple] = {}      # the gate's jerk terms of Q(τ) per τ²
+        self._gate_q: tuple | None = None             # (σ_d, τ², Q(τ)) of the last gate
         self._integ_rows: dict[tuple, tuple] = {}     # the integrator's whitened rows per dt
         self._factor_bases: dict[tuple, tuple] = {}   # the tick factor's A with them in place
         self._tick_dyn_sigma = self._dyn_sigma
@@ -274,7 +281,7 @@ class GraphMixin:
                 late = [p for p, ok in zip(late, keep.tolist()) if ok]
         if current is None or not current.items:
             newest = -math.inf
-        elif current.layout is not None:                # one stamp
+        elif isinstance(current.tau, float):            # one stamp
             newest = current.items[0].t
         else:
             newest = max(p.t for p in current.items)
@@ -350,8 +357,16 @@ class GraphMixin:
             items = [items[i] for i in order.tolist()]
             obs = [Observation(ob.kind, ob.index, ob.z, ob.sigma, s)    # not _replace: µs each
                    for ob, s in zip([p.ob for p in items], span.tolist())]
-            a, b = interpolation_weights(span, dt)
             x0 = self._theta[self._k]
+            sig = observation_sigmas(obs)
+            rows = self._interval_layout_rows(obs, span.tolist(), dt, x0, guess, sig.size)
+            if rows is not None:        # a few stamps: each one's readings by its layout
+                e, H, J0, J1, layout = rows
+                keys, xs, J = (k - 1, k), (x0, guess), (J0, J1)
+                gate_e = e + J0 @ (self._x_last - x0)
+                return _Current(items, obs, keys, xs, e, H, J, gate_e, after[layout.row_of],
+                                layout.row_of, sig, layout)
+            a, b = interpolation_weights(span, dt)
             e, H, J0, J1 = interval_rows(self.sm, obs, a, b, [x0, guess])
             keys, xs, J = (k - 1, k), (x0, guess), (J0, J1)
             gate_e = e + J0 @ (self._x_last - x0)
@@ -359,6 +374,47 @@ class GraphMixin:
         tau = after[row_of]
         return _Current(items, obs, keys, xs, e, H, J, gate_e, tau, row_of,
                         observation_sigmas(obs))
+
+    def _interval_layout_rows(self, obs: list[Observation], span: list[float], dt: float,
+                              x0: np.ndarray, x1: np.ndarray, rows: int
+                              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                         ReadingLayout] | None:
+        """:func:`~.observations.interval_rows` of readings ``obs`` (ordered by their
+        fractions ``span`` of the interval, ``rows`` rows in all) when they come at a few
+        stamps (sensors off the tick grid: at most :data:`INTERVAL_STAMPS`): the state at
+        each stamp interpolated once (seed 000 Eq. 23, cubic Hermite:
+        :func:`~.observations.interpolation_weights`), each stamp's readings evaluated
+        there with their :class:`~.layout.ReadingLayout` (:func:`~.layout.layout_rows`),
+        the keys' Jacobians by the chain rule ``H (a ⊗ I_n)``, ``H (b ⊗ I_n)``: (e, H, J0,
+        J1, the layout of all of ``obs``, for the gate's constants); None for more stamps
+        or rows that do not match the layouts (the general path then)."""
+        cuts = [i for i in range(1, len(span)) if span[i] != span[i - 1]]
+        if len(cuts) >= INTERVAL_STAMPS:
+            return None
+        full = self._layout_of(obs)
+        if full.rows != rows:
+            return None
+        bounds = [0] + cuts + [len(span)]
+        a, b = interpolation_weights([span[i] for i in bounds[:-1]], dt)   # (R, 3, 3)
+        n = self.n
+        Xm = a @ x0.reshape(3, n) + b @ x1.reshape(3, n)    # (R, 3, n): each stamp's state
+        es, Hs, size = [], [], []
+        for j, (i0, i1) in enumerate(zip(bounds[:-1], bounds[1:])):
+            run = obs[i0:i1]
+            layout = self._layout_of(run)
+            e, H = layout_rows(self.sm, run, Xm[j], layout)
+            es.append(e)
+            Hs.append(H)
+            size.append(e.size)
+        e = np.concatenate(es) if len(es) > 1 else es[0]
+        if e.size != rows:
+            return None
+        H = np.concatenate(Hs) if len(Hs) > 1 else Hs[0]
+        at = np.repeat(np.arange(len(size)), size)              # the stamp of each row
+        H3 = H.reshape(rows, 3, n)
+        J0 = np.einsum('rin,rij->rjn', H3, a[at]).reshape(rows, 3 * n)
+        J1 = np.einsum('rin,rij->rjn', H3, b[at]).reshape(rows, 3 * n)
+        return e, H, J0, J1, full
 
     def _layout_of(self, obs: list[Observation]) -> ReadingLayout:
         """The :class:`~.layout.ReadingLayout` of readings ``obs`` (kept per sequence of

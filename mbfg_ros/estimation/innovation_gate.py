@@ -142,26 +142,31 @@ class GateMixin:
         ``outlier_reset_time`` raises :class:`_Diverged` (the caller puts the readings
         back).
 
-        ``layout``: the readings' :class:`~.layout.ReadingLayout` when they share one stamp
-        at the tick (``tau`` then one float, ``E`` wrapped already where it is an angle:
-        :func:`~.layout.layout_rows`); its constants replace the per-reading look-ups.
+        ``layout``: the readings' :class:`~.layout.ReadingLayout` (their sequence of
+        sensors) when they were evaluated with it: one stamp at the tick (``tau`` then one
+        float, ``E`` wrapped already where it is an angle: :func:`~.layout.layout_rows`) or
+        a few stamps between the ticks (``tau`` per row); its constants replace the
+        per-reading look-ups.
         """
         cfg = self.config
         N = len(items)
         n = self.n
         var_s = self._var_last if self._var_last is not None else np.zeros(3 * n)
         shown, unseen = self._external_var()
-        sd2, sj2 = self._tick_dyn_sigma ** 2 + shown, self._jerk2
+        dyn, sj2 = self._tick_dyn_sigma, self._jerk2
+        stamp = isinstance(tau, float)                  # one stamp: τ one float
+        unshown = isinstance(shown, float) and shown == 0.0     # no external share of q̈
         mv = self._model_var
         r = -E                                          # z − h at the stamp
         if layout is not None:
             slots, joint, thr, cnt = layout.slots, layout.joint, layout.thr, layout.cnt
             sm = mv[layout.slot_rows]
             enc, enc_any, distinct = layout.enc_rows, layout.enc_any, layout.distinct
-            if layout.wrap_any and not layout.plan:
+            if layout.wrap_any and not (layout.plan and stamp):
                 r = np.where(layout.wrap_rows, wrap_angle(r), r)
-            # (with the layout's own plan, E's angles are wrapped to (−π, π] already by
-            # :func:`~.layout.layout_rows`, so is −E up to the sign of π: r² is the same)
+            # (with the layout's own plan at one stamp, E's angles are wrapped to (−π, π]
+            # already by :func:`~.layout.layout_rows`, so is −E up to the sign of π: r² is
+            # the same; between the ticks E is carried to the last estimate, unwrapped)
         else:
             obs = [p.ob for p in items]
             base = self._slot_base
@@ -181,20 +186,28 @@ class GateMixin:
         var_x = HH @ var_s                              # H P Hᵀ (diagonal P)
         # process noise Q(τ), diagonal per row: the new q̈ is only known to the dynamics'
         # σ and changes by up to integrator_jerk·τ; both drive q̇ and q over τ
-        one = isinstance(tau, float) or (tau[0] == tau[-1] and (tau == tau[0]).all())
+        one = stamp or (tau[0] == tau[-1] and (tau == tau[0]).all())
         if one:                                         # one stamp (at the tick)
-            a2 = float(tau if isinstance(tau, float) else tau[0]) ** 2
+            a2 = (tau if stamp else float(tau[0])) ** 2
             a4 = a2 * a2
-            jerk = self._gate_jerk.get(a2)         # the jerk's share: a constant of τ
-            if jerk is None:
-                if len(self._gate_jerk) >= 64:
-                    self._gate_jerk.clear()
-                # (Q's coefficients of σ_d² for q, q̇, q̈; the jerk's share of each)
-                jerk = self._gate_jerk[a2] = (np.array([[0.25 * a4], [a2], [1.0]]), np.stack(
-                    (a4 * a2 / 36.0 * sj2, 0.25 * a4 * sj2, a2 * sj2)))
-            Q = (jerk[0] * sd2 + jerk[1]).reshape(3 * n)
+            held = self._gate_q
+            if unshown and held is not None and held[0] is dyn and held[1] == a2:
+                Q = held[2]         # the same σ_d (object), τ and no external share: kept
+            else:
+                jerk = self._gate_jerk.get(a2)     # the jerk's share: a constant of τ
+                if jerk is None:
+                    if len(self._gate_jerk) >= 64:
+                        self._gate_jerk.clear()
+                    # (Q's coefficients of σ_d² for q, q̇, q̈; the jerk's share of each)
+                    jerk = self._gate_jerk[a2] = (np.array([[0.25 * a4], [a2], [1.0]]),
+                                                  np.stack((a4 * a2 / 36.0 * sj2,
+                                                            0.25 * a4 * sj2, a2 * sj2)))
+                Q = (jerk[0] * (dyn ** 2 + shown) + jerk[1]).reshape(3 * n)
+                if unshown:
+                    self._gate_q = (dyn, a2, Q)
             var_p = HH @ Q                              # H Q(τ) Hᵀ
         else:
+            sd2 = dyn ** 2 + shown
             a2 = tau * tau
             a4 = a2 * a2
             Cd = np.stack((0.25 * a4, a2, np.ones_like(a2)), axis=1)   # (R, 3): q, q̇, q̈
@@ -222,8 +235,8 @@ class GateMixin:
         if not distinct:
             t = np.array([p.t for p in items])
             return self._gate_sequential(slots, t, thr, d2, power, base_var)
-        # one stamp (layout): the readings' time as one float
-        t = items[0].t if layout is not None else np.array([p.t for p in items])
+        # one stamp (τ one float): the readings' time as one float
+        t = items[0].t if stamp else np.array([p.t for p in items])
         return self._gate_decide(slots, t, thr, d2, power, base_var)
 
     def _gate_decide(self, slots: np.ndarray, t: np.ndarray | float, thr: np.ndarray,

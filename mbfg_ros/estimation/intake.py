@@ -60,10 +60,16 @@ class IntakeMixin:
             return False
         self._tau[:] = tau
         self._tau_t[:] = t
+        self._tau_given = True
         return True
 
     def applied_torque(self, t: float) -> np.ndarray:
         """The known actuator efforts in force at ``t`` (0 where none or expired)."""
+        if not self._tau_given and self._n_act and \
+                self.config.sensor_timeout < math.inf:
+            # no effort given since the reset (a passive mechanism): none in force, none
+            # expired (every stamp −∞), zero torques
+            return np.zeros(self._n_act)
         live = (t - self._tau_t) <= self.config.sensor_timeout
         if live.all():                  # every effort known (the common case): none expired
             self._tau_live = live
@@ -210,6 +216,7 @@ class IntakeMixin:
                 if e_ok[i]:
                     self._tau[a] = eff[i]
                     self._tau_t[a] = m.t
+                    self._tau_given = True
                     self._counters['used_effort'] += 1
         return out
 

@@ -5,7 +5,10 @@ then an IMU's gyroscope and accelerometer, all at the tick): the rows each readi
 the sensor (gate slot) of each, which rows are wrapped angles or encoders, the gate's
 thresholds, and, where the encoders read joint coordinates directly (a URDF robot,
 ``SensorModel.direct_encoders``), the encoders' constant unit-row Jacobian ``h = q_j``
-(seed 004 §5). :class:`ReadingLayout` holds them for one sequence of ``(kind, index)``;
+(seed 004 §5), or, where encoders are functions of q (natural coordinates, seed 000 §2:
+a revolute joint's relative body angle), the readings of each encoder grouped so that its
+model (``SensorModel.joint_batch``) is called once per encoder without the generic
+grouping. :class:`ReadingLayout` holds them for one sequence of ``(kind, index)``;
 :func:`layout_rows` evaluates the readings at one stacked state x = [q, q̇, q̈] with them
 (the same residuals and Jacobians as :func:`~.observations.residuals`, whose per-reading
 grouping it skips). The estimator keeps them per sequence (at most 64:
@@ -17,7 +20,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..core.angles import wrap_angle
+from ..core.angles import wrap_angle, wrap_scalar
 from ..core.interface import SensorModel
 from ..core.observation import Observation
 from .observations import residuals
@@ -42,12 +45,15 @@ class ReadingLayout:
     wrapped angle (``wrap_rows``) or an encoder (``enc_rows``); ``distinct``: no two
     readings of one sensor. With direct encoders (``plan``): their readings' positions,
     rows, level (0 angle, 1 rate) and coordinate, the IMU groups ``(imu, ids, rows)`` and
-    ``H0``, the (rows, 3n) Jacobian with the encoders' unit rows filled in."""
+    ``H0``, the (rows, 3n) Jacobian with the encoders' unit rows filled in. With model
+    encoders (revolute joints of natural coordinates, ``plan`` too): ``enc_groups``, per
+    encoder ``(j, ids, rows, positions)``: its readings, their rows, and whether each
+    reads the angle (else the rate)."""
 
     __slots__ = ('rows', 'row_of', 'cnt', 'slots', 'joint', 'thr', 'slot_rows', 'wrap_rows',
                  'wrap_any', 'enc_rows', 'enc_any', 'distinct', 'plan', 'enc_ids', 'enc_at',
                  'enc_lvl', 'enc_idx', 'enc_wrap', 'enc_wrap_all', 'enc_wrap_any', 'imu_groups',
-                 'H0')
+                 'H0', 'enc_groups', 'enc_take')
 
     def __init__(self, obs: Sequence[Observation], sm: SensorModel, slot_base: dict,
                  slot_wrap: np.ndarray, slot_joint: np.ndarray, joint_threshold: float,
@@ -73,21 +79,37 @@ class ReadingLayout:
         self.enc_any = bool(self.enc_rows.any())
         direct = sm.direct_encoders
         enc = [i for i, ob in enumerate(obs) if ob.kind in ('joint_pos', 'joint_vel')]
-        self.plan = direct is not None and all(sizes[i] == 1 for i in enc)
+        self.plan = all(sizes[i] == 1 for i in enc) and (
+            direct is not None or all(sm.joint_is_angular(obs[i].index) for i in enc))
         self.enc_ids = enc
+        self.enc_groups = None
         if not self.plan:
             return
-        self.enc_at = _rows(enc, start, sizes) if enc else None
-        self.enc_lvl = np.array([0 if obs[i].kind == 'joint_pos' else 1 for i in enc], int)
-        self.enc_idx = np.array([obs[i].index for i in enc], int)
-        self.enc_wrap = direct[self.enc_idx] & (self.enc_lvl == 0) if enc else None
-        self.enc_wrap_all = bool(enc) and bool(self.enc_wrap.all())
-        self.enc_wrap_any = bool(enc) and bool(self.enc_wrap.any())
         groups: dict[int, list[int]] = {}
         for i, ob in enumerate(obs):
             if i not in enc:
                 groups.setdefault(ob.index, []).append(i)
         self.imu_groups = [(k, ids, _rows(ids, start, sizes)) for k, ids in groups.items()]
+        if direct is None:          # model encoders: one joint_batch per encoder
+            by_joint: dict[int, list[int]] = {}
+            for i in enc:
+                by_joint.setdefault(obs[i].index, []).append(i)
+            self.enc_groups = [(j, ids, [start[i] for i in ids],
+                                [obs[i].kind == 'joint_pos' for i in ids])
+                               for j, ids in by_joint.items()]
+            self.H0 = np.empty((self.rows, 3 * n))
+            return
+        self.enc_at = _rows(enc, start, sizes) if enc else None
+        self.enc_lvl = np.array([0 if obs[i].kind == 'joint_pos' else 1 for i in enc], int)
+        self.enc_idx = np.array([obs[i].index for i in enc], int)
+        self.enc_wrap = direct[self.enc_idx] & (self.enc_lvl == 0) if enc else None
+        # where in X (3n, flat) the encoders read: a slice when consecutive coordinates of
+        # one level (a JointState's angles in order), else flat indices
+        flat = (self.enc_lvl * n + self.enc_idx).tolist()
+        self.enc_take = slice(flat[0], flat[-1] + 1) if enc and \
+            flat == list(range(flat[0], flat[0] + len(flat))) else np.array(flat, int)
+        self.enc_wrap_all = bool(enc) and bool(self.enc_wrap.all())
+        self.enc_wrap_any = bool(enc) and bool(self.enc_wrap.any())
         H0 = np.zeros((self.rows, 3, n))
         for i, lvl, j in zip(enc, self.enc_lvl.tolist(), self.enc_idx.tolist()):
             H0[start[i], lvl, j] = 1.0
@@ -99,17 +121,33 @@ def layout_rows(sm: SensorModel, obs: Sequence[Observation], X: np.ndarray,
     """(e (rows,), H (rows, 3n)): the residuals ``h(x) ⊖ z`` and Jacobians of readings
     ``obs`` (in ``layout``'s sequence) at the one state X (3, n) =
     [q; q̇; q̈]: :func:`~.observations.residuals` with the layout's constants (direct
-    encoders: ``q_j − z`` wrapped for angles, unit rows; each IMU by its model's
-    ``imu_errors``)."""
+    encoders: ``q_j − z`` wrapped for angles, unit rows; model encoders: each by one
+    ``joint_batch`` at X, the angle's residual wrapped; each IMU by its model's
+    ``imu_errors``): the same calls on the same arguments, so the same numbers."""
     if not layout.plan:
         e, H = residuals(sm, obs, X, True)
         return e, H.reshape(len(e), -1)
     e = np.empty(layout.rows)
     H = layout.H0.copy()
     enc = layout.enc_ids
-    if enc:
+    groups = layout.enc_groups
+    # every reading at the one state X: a read-only view repeating it (no copies), as
+    # residuals passes it; each sensor's readings take its first rows
+    Xs = np.ndarray((len(obs),) + X.shape, X.dtype, X, 0, (0,) + X.strides)
+    Xs.flags.writeable = False
+    if groups is not None:
+        for j, ids, rows, pos in groups:
+            (hp, hv), (Hp, Hv) = sm.joint_batch(j, Xs[:len(ids)])
+            for r, (i, row, p) in enumerate(zip(ids, rows, pos)):
+                if p:
+                    e[row] = wrap_scalar(float(hp[r]) - float(obs[i].z[0]))
+                    H[row] = Hp[r].reshape(-1)
+                else:
+                    e[row] = hv[r] - obs[i].z[0]
+                    H[row] = Hv[r].reshape(-1)
+    elif enc:
         z = np.concatenate([obs[i].z for i in enc])         # one entry each
-        r = X[layout.enc_lvl, layout.enc_idx] - z
+        r = X.reshape(-1)[layout.enc_take] - z
         if layout.enc_wrap_all:
             r = wrap_angle(r)
         elif layout.enc_wrap_any:
@@ -117,10 +155,7 @@ def layout_rows(sm: SensorModel, obs: Sequence[Observation], X: np.ndarray,
             r[w] = wrap_angle(r[w])
         e[layout.enc_at] = r
     for k, ids, rows in layout.imu_groups:
-        # every reading at the one state X: a read-only view repeating it (no copies)
-        Xs = np.ndarray((len(ids),) + X.shape, X.dtype, X, 0, (0,) + X.strides)
-        Xs.flags.writeable = False
-        ei, Hi = sm.imu_errors(k, [obs[i] for i in ids], Xs, True)
+        ei, Hi = sm.imu_errors(k, [obs[i] for i in ids], Xs[:len(ids)], True)
         e[rows] = ei
         H[rows] = Hi.reshape(len(ei), -1)
     return e, H

@@ -76,6 +76,7 @@ class LifecycleMixin:
         self._tau = np.zeros(self._n_act)
         self._tau_t = np.full(self._n_act, -math.inf)
         self._tau_live = np.zeros(self._n_act, dtype=bool)
+        self._tau_given = False                      # an effort given since the reset
         self._tau_all = not self._n_act              # _tau_live.all(), kept as a bool
         self._tau_prev = np.zeros(self._n_act)       # the previous tick's state-factor τ
         self._contact_var: np.ndarray | None = None  # the gate's contact term, held

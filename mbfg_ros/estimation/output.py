@@ -46,12 +46,9 @@ class OutputMixin:
                 self._var_last = np.zeros(3 * self.n)
 
     def _joint_readings(self, q: np.ndarray, qd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The joint angles and rates (per YAML joint) the state (q, q̇) implies."""
-        if self.sm.direct_encoders is not None:     # encoder j reads coordinate j
-            nj = len(self.joint_names)
-            return q[:nj].copy(), qd[:nj].copy()
-        models = [self.sm.joint(j, q, qd) for j in range(len(self.joint_names))]
-        return (np.array([p.h[0] for p, _ in models]), np.array([v.h[0] for _, v in models]))
+        """The joint angles and rates (per YAML joint) the state (q, q̇) implies: one
+        ``SensorModel.joint_values`` call for every encoder."""
+        return self.sm.joint_values(q, qd)
 
     def _finish(self, t: float, key: int, x: np.ndarray, start: float) -> Estimate:
         n = self.n

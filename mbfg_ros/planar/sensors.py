@@ -31,7 +31,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..core.angles import wrap_angle
+from ..core.angles import wrap_angle, wrap_scalar
 from ..core.observation import Model, Observation
 from .extended import Extended, point_columns
 from ..core.measurements import (ImuMeasurement, JointMeasurement, quaternion_from_yaw,
@@ -46,13 +46,9 @@ __all__ = ['SensorModel', 'Model', 'sample_indices', 'joint_positions',
 
 _P = np.array([[0.0, -1.0], [1.0, 0.0]])
 _ZERO1 = np.zeros(1)
-_TWO_PI = 2.0 * math.pi
 
 
-def _wrap(a: float) -> float:
-    """:func:`~mbfg_ros.core.angles.wrap_angle` of a float, bit for bit (Python's float ``%``
-    and numpy's ``mod`` both take fmod and move it to the divisor's sign)."""
-    return math.pi - (math.pi - a) % _TWO_PI
+_wrap = wrap_scalar     # wrap_angle of a float, bit for bit (core.angles)
 
 
 def _body_angle(v: list, o: int, h: int) -> tuple[float, float, float, float, float, float]:
@@ -183,11 +179,29 @@ class SensorModel:
         return gather(x[0].tolist() + self._consts + x[1].tolist() + [0.0] + x[2].tolist()
                       + [0.0])
 
-    def _rev_values(self, j: int, q: np.ndarray, qd: np.ndarray) -> tuple[float, float]:
+    def joint_values(self, q: np.ndarray, qd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The angles (or slider positions) and rates of every encoder at (q, q̇), the
+        values of :meth:`joint` (seed 000 §2 body angles), [q, consts, q̇, 0] listed once
+        for all the revolute joints."""
+        full = q.tolist() + self._consts + qd.tolist() + [0.0]
+        pos, vel = [], []
+        for j, (kind, *_rest) in enumerate(self._joints):
+            if kind == 'rev':
+                p, v = self._rev_values(j, q, qd, full)
+            else:
+                mp, mv = self.joint(j, q, qd)
+                p, v = mp.h[0], mv.h[0]
+            pos.append(p)
+            vel.append(v)
+        return np.array(pos), np.array(vel)
+
+    def _rev_values(self, j: int, q: np.ndarray, qd: np.ndarray, full: list | None = None
+                    ) -> tuple[float, float]:
         """Angle θ_b − θ_a − offset (wrapped) and rate of revolute joint ``j`` (floats;
-        θ̇ = (dx ḋy − dy ḋx)/|d|², module docstring)."""
+        θ̇ = (dx ḋy − dy ḋx)/|d|², module docstring); ``full``: [q, consts, q̇, 0] listed
+        already (:meth:`joint_values`)."""
         has_a, has_b, gather, _, offset = self._rev[j]
-        v = self._stacked(gather, q, qd)
+        v = self._stacked(gather, q, qd) if full is None else gather(full)
         h = len(v) // 2
         ta = ra = tb = rb = 0.0
         o = 0

@@ -102,6 +102,12 @@ class SpatialSensorModel:
     def joint_is_angular(self, j: int) -> bool:
         return self._angular[j]
 
+    def joint_values(self, q: np.ndarray, qd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The angles and rates of every encoder at (q, q̇): encoder j reads q_j, q̇_j
+        (seed 004 §5), copies."""
+        nj = len(self.joint_names)
+        return q[:nj].copy(), qd[:nj].copy()
+
     def joint(self, j: int, q: np.ndarray, qd: np.ndarray, want: bool = False
               ) -> tuple[Model, Model]:
         """(position, rate) of joint ``j``: ``q_j``, ``q̇_j`` with unit-row Jacobians."""

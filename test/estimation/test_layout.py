@@ -97,3 +97,133 @@ def test_the_gate_with_the_layout_decides_and_learns_as_without(ur5):
                                    atol=0)
         np.testing.assert_array_equal(ests[0]._model_t, ests[1]._model_t)
     assert ests[0].counters['rejected_outlier'] == ests[1].counters['rejected_outlier'] > 0
+
+
+def _planar_readings(rng, joints: list[int], order: str) -> list[Observation]:
+    """Planar readings in the sequence ``order`` (e = angles of ``joints``, v = their
+    rates, g = gyroscope, a = in-plane specific force, o = yaw), far enough from the state
+    for the angles to wrap."""
+    one = np.ones(1)
+    out = []
+    for c in order:
+        if c == 'e':
+            out += [Observation('joint_pos', j, rng.uniform(-4, 4, 1), 0.01 * one)
+                    for j in joints]
+        elif c == 'v':
+            out += [Observation('joint_vel', j, rng.standard_normal(1), 0.1 * one)
+                    for j in joints]
+        elif c == 'o':
+            out.append(Observation('orient', 0, rng.uniform(-4, 4, 1), 0.01 * one))
+        elif c == 'g':
+            out.append(Observation('gyro', 0, rng.standard_normal(1), 0.05 * one))
+        else:
+            out.append(Observation('accel', 0, rng.standard_normal(2), np.full(2, 0.05)))
+    return out
+
+
+@pytest.mark.parametrize('mechanism, joints, order, plan', [
+    ('fourbar', [0], 'ega', True), ('fourbar', [0, 1], 'gae', True),
+    ('fourbar', [1, 0], 'evgao', True), ('fourbar', [0], 'vgee', True),
+    ('fourbar', [0, 1], 'ev', True), ('slider_crank', [0], 'ev', True),
+    ('slider_crank', [0, 1], 'ev', False)])
+def test_planar_layout_rows_are_the_generic_residuals(mechanism, joints, order, plan):
+    """Natural coordinates (encoders are functions of q, seed 000 §2): revolute encoders
+    take the layout's plan (one joint_batch per encoder), a prismatic one does not; either
+    way the residuals and Jacobians are observations.residuals' bit for bit, in every
+    reading sequence (an encoder's angle and rate, a sensor twice, the IMU's parts in
+    either order, a yaw), and every angle residual is wrapped."""
+    from mbfg_ros.planar.dynamics import load_system
+    system = load_system(CONFIG / f'{mechanism}.yaml')
+    rng = np.random.default_rng(len(order) + len(joints))
+    est = Estimator(system)
+    for _ in range(3):
+        obs = _planar_readings(rng, joints, order)
+        X = rng.standard_normal((3, system.n))
+        layout = _layout(est, obs)
+        assert layout.plan is plan
+        e, H = layout_rows(est.sm, obs, X, layout)
+        e0, H0 = residuals(est.sm, obs, X, True)
+        np.testing.assert_array_equal(e, e0)
+        np.testing.assert_array_equal(H, H0.reshape(len(e0), -1))
+        assert np.abs(e[layout.wrap_rows]).max() <= math.pi
+
+
+def _fourbar():
+    from mbfg_ros.planar.dynamics import load_system
+    return load_system(CONFIG / 'fourbar.yaml')
+
+
+@pytest.mark.parametrize('mechanism', ['ur5', 'fourbar'])
+@pytest.mark.parametrize('stamps', [(0.5, 1.0), (0.25, 0.5, 1.0), (0.3,), (0.1, 0.2, 0.6, 0.9)])
+def test_readings_between_ticks_by_layouts_are_the_interval_rows(ur5, mechanism, stamps):
+    """Readings at a few stamps between two ticks (sensors off the tick grid; some at the
+    tick itself): the state interpolated once per stamp and each stamp's readings by its
+    layout give observations.interval_rows' residuals, model Jacobians and both keys'
+    Jacobians: bit for bit where each sensor is read at one stamp (and for the URDF arm's
+    direct encoders always); to rounding where a planar sensor is read at several (the
+    general path evaluates its readings vectorised over their states, the layouts one
+    state at a time). Five stamps or more take the general path (None)."""
+    from mbfg_ros.estimation.graph import INTERVAL_STAMPS
+    from mbfg_ros.estimation.observations import interpolation_weights, interval_rows
+    system = ur5 if mechanism == 'ur5' else _fourbar()
+    est = Estimator(system)
+    n, dt = system.n, 1e-3
+    rng = np.random.default_rng(len(stamps))
+    for _ in range(3):
+        obs, span = [], []
+        for i, s in enumerate(stamps):
+            order = ('ega', 'ga', 'e', 'gae')[i % 4]
+            group = (_readings(rng, n, order) if mechanism == 'ur5'
+                     else _planar_readings(rng, [0, 1], order))
+            obs += [o._replace(s=s) for o in group]
+            span += [s] * len(group)
+        x0, x1 = rng.standard_normal(3 * n), rng.standard_normal(3 * n)
+        rows = sum(o.sigma.size for o in obs)
+        e, H, J0, J1, layout = est._interval_layout_rows(obs, span, dt, x0, x1, rows)
+        a, b = interpolation_weights(span, dt)
+        e0, H0, J00, J10 = interval_rows(est.sm, obs, a, b, [x0, x1])
+        sensors = [(o.kind, o.index) for o in obs]
+        exact = mechanism == 'ur5' or len(set(sensors)) == len(sensors)
+        for got, want in ((e, e0), (H, H0), (J0, J00), (J1, J10)):
+            if exact:
+                np.testing.assert_array_equal(got, want)
+            else:
+                np.testing.assert_allclose(got, want, rtol=0,
+                                           atol=1e-13 * max(1.0, np.abs(want).max()))
+        assert layout.rows == rows and layout.row_of.size == rows
+    many = [0.1 * (i + 1) for i in range(INTERVAL_STAMPS + 1)]
+    obs = [Observation('gyro', 0, np.zeros(3 if mechanism == 'ur5' else 1),
+                       np.ones(3 if mechanism == 'ur5' else 1), s) for s in many]
+    assert est._interval_layout_rows(obs, many, dt, x0, x1,
+                                     sum(o.sigma.size for o in obs)) is None
+
+
+def test_the_gate_with_the_layout_between_ticks_decides_and_learns_as_without(ur5):
+    """Readings at two stamps between the ticks (τ per row, the residuals carried to the
+    last estimate and so not wrapped: some encoder angles a turn off): the gate with their
+    sequence's layout keeps the same readings and moves each sensor's model error as the
+    per-reading gate does, rejections included."""
+    rng = np.random.default_rng(5)
+    n = ur5.n
+    ests = [Estimator(ur5, EstimatorConfig(joint_rejection_threshold=3.0)) for _ in '01']
+    for est in ests:
+        est._x_last = np.zeros(3 * n)
+        est._var_last = np.full(3 * n, 1e-6)
+    t_prev = 1.0
+    for k in range(1, 40):
+        t = t_prev + 1e-3 * k
+        obs = _readings(rng, n, 'ga') + _readings(rng, n, 'e')
+        X = rng.standard_normal((3, n)) * 0.01
+        stamps = [t - 5e-4] * 2 + [t] * n
+        items = [_Pending(ts, ob) for ts, ob in zip(stamps, obs)]
+        layout = _layout(ests[0], obs)
+        e, H = layout_rows(ests[0].sm, obs, X, layout)
+        e[layout.enc_rows] += 2 * math.pi * rng.integers(-1, 2, int(layout.enc_rows.sum()))
+        sig = np.concatenate([ob.sigma for ob in obs])
+        tau = (np.array(stamps) - (t - 1e-3))[layout.row_of]
+        keep = ests[0]._gate(items, e, H, tau, layout.row_of, sig, layout=layout)
+        keep0 = ests[1]._gate(items, e, H, tau.copy(), layout.row_of, sig)
+        np.testing.assert_array_equal(keep, keep0)
+        np.testing.assert_array_equal(ests[0]._model_var, ests[1]._model_var)
+        np.testing.assert_array_equal(ests[0]._model_t, ests[1]._model_t)
+    assert ests[0].counters['rejected_outlier'] == ests[1].counters['rejected_outlier'] > 0

@@ -253,3 +253,19 @@ def test_forces_without_jacobians_equal_the_full_evaluation(name):
             np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-12 * np.abs(ref).max())
             hits += np.abs(ref - forces.Q0).max() > 1e-3      # the elements do act
     assert hits >= 6
+
+
+@pytest.mark.parametrize('name', ['fourbar.yaml', 'five_bar.yaml', 'slider_crank.yaml',
+                                  'dfki_double_pendulum.yaml'])
+def test_joint_values_are_each_joints_model(name):
+    """SensorModel.joint_values (every encoder in one call, the Estimate's joint readings)
+    gives each joint's own model values (revolute and prismatic), bit for bit."""
+    sys = load_system(CONFIG / name)
+    sm = sys.sensor_model()
+    assert sm.joint_names
+    for q, qd, _, _ in _states(sys, 4, 7):
+        pos, vel = sm.joint_values(q, qd)
+        models = [sm.joint(j, q, qd) for j in range(len(sm.joint_names))]
+        np.testing.assert_array_equal(pos, [p.h[0] for p, _ in models])
+        np.testing.assert_array_equal(vel, [v.h[0] for _, v in models])
+        assert pos.dtype == vel.dtype == float

@@ -148,3 +148,19 @@ def test_a_gyroscope_and_accelerometer_pair_at_one_state_equals_the_reading_by_r
         r = sm.imu(0, *X[0], want=True)
         np.testing.assert_allclose(e[:3], r[0].h - gyro.z, rtol=0, atol=1e-15)
         np.testing.assert_allclose(e[3:], r[1].h - accel.z, rtol=0, atol=1e-15)
+
+
+def test_joint_values_are_each_joints_model():
+    """SpatialSensorModel.joint_values: every encoder's q_j, q̇_j in one call, as its model;
+    copies (the Estimate's own arrays)."""
+    from mbfg_ros.spatial.system import build_spatial_system
+    urdf = Path(__file__).resolve().parents[2] / 'config' / 'urdf'
+    sm = build_spatial_system(urdf / 'ur5.urdf', urdf / 'ur5_sensors.yaml').sensor_model()
+    rng = np.random.default_rng(6)
+    q, qd = rng.normal(size=sm.n), rng.normal(size=sm.n)
+    pos, vel = sm.joint_values(q, qd)
+    models = [sm.joint(j, q, qd) for j in range(len(sm.joint_names))]
+    np.testing.assert_array_equal(pos, [p.h[0] for p, _ in models])
+    np.testing.assert_array_equal(vel, [v.h[0] for _, v in models])
+    pos[0] += 1.0
+    assert q[0] != pos[0]
