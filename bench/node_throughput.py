@@ -152,9 +152,12 @@ def make_data_ur5(rate: float, duration: float, path: Path, seed: int = 0) -> No
 
 # ------------------------------------------------------------------ generator process
 
-def generator(data: Path, start_file: Path, clock: bool = False) -> int:
+def generator(data: Path, start_file: Path, clock: bool = False, grid_ns: int = 0) -> int:
     """Publish the readings of ``data`` in real time (stamp = start + t); with ``clock``
-    also ``/clock`` at each new stamp, before its readings (a simulator's order)."""
+    also ``/clock`` at each new stamp, before its readings (a simulator's order).
+    ``grid_ns``: the start rounded up to a multiple of it (a simulator's clock stepping by
+    its period from 0, so the stamps sit on the node's tick grid; otherwise they sit a
+    random 0-1 ms off it, and under sim time a grid tick waits for the next /clock)."""
     import rclpy
     from rclpy.qos import QoSProfile, ReliabilityPolicy
 
@@ -195,6 +198,8 @@ def generator(data: Path, start_file: Path, clock: bool = False) -> int:
     eff = d['eff'].tolist() if arm else None
     offsets = [int(round(x * NS)) for x in stamps]
     start = time.time_ns() + NS // 5               # ROS time = system time (no sim time)
+    if grid_ns:
+        start = -(-start // grid_ns) * grid_ns
     start_file.write_text(str(start))
     # the generator's own lateness (publish time − stamp), a summary line per second to
     # <start_file>.late: a late generator shows in the latency as if the node were slow
@@ -267,12 +272,20 @@ class NodeRun:
     ``/diagnostics`` (kept in ``run.diags``), and waits until the node publishes. On
     exit, every process in ``run.procs`` is stopped (the node by SIGINT, killed if it
     has not stopped within 20 s: none is left behind) and the monitor shut down.
+
+    ``raw``: ``on_state`` and ``on_joints`` get (arrival ns, serialised bytes) and every
+    message waiting on the topic is taken in the callback (:func:`mbfg_ros.ros.polling.drain`'s
+    way, each stamped with its own arrival time): at 1-2 kHz a deserialised message per
+    executor turn costs the monitor ~0.1-0.2 ms of its own CPU each, on the two cores the node
+    and the generator share, and its latency (issue 24 item 1: the monitor's own delay,
+    arrival − the node's publish, was p99 0.5-6.6 ms in that design).
     """
 
     def __init__(self, params: dict, domain: int, log: Path, on_state,
-                 profile: Path | None = None, on_joints=None) -> None:
+                 profile: Path | None = None, on_joints=None, raw: bool = False,
+                 trace: bool = False) -> None:
         self.params, self.domain, self.log, self.on_state = params, domain, log, on_state
-        self.profile, self.on_joints = profile, on_joints
+        self.profile, self.on_joints, self.raw, self.trace = profile, on_joints, raw, trace
         self.env = ros_env(domain)
         self.diags: list = []
         self.procs: list[subprocess.Popen] = []
@@ -287,7 +300,8 @@ class NodeRun:
         args = [a for k, v in self.params.items() for a in ('-p', f'{k}:={v}')]
         cmd = [sys.executable, '-m', 'mbfg_ros.ros.estimator_node', '--ros-args', *args]
         if self.profile is not None:      # timers on the thread's CPU clock: waits cost 0
-            code = f'TIMED = {TIMED!r}\n' + PROFILED_NODE
+            code = (f'TIMED = {TIMED if not self.trace else ()!r}\nTRACE = {self.trace!r}\n'
+                    + PROFILED_NODE)
             cmd = [sys.executable, '-c', code, str(self.profile), '--ros-args', *args]
         self.node = subprocess.Popen(
             cmd, env=self.env, stdout=open(self.log, 'w'), stderr=subprocess.STDOUT,
@@ -299,15 +313,30 @@ class NodeRun:
         self.ex = SingleThreadedExecutor(context=self.ctx)
         self.ex.add_node(self.mon)
         qos = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
-        self.mon.create_subscription(cv.message_class('JointState'), '/estimator_node/state',
-                                     self.on_state, qos)
+        self._subscribe('/estimator_node/state', self.on_state, qos)
         self.mon.create_subscription(cv.message_class('DiagnosticArray'), '/diagnostics',
                                      self.diags.append, qos)
         if self.on_joints is not None:
-            self.mon.create_subscription(cv.message_class('JointState'),
-                                         '/estimator_node/joint_states', self.on_joints, qos)
+            self._subscribe('/estimator_node/joint_states', self.on_joints, qos)
         self.spin_while(lambda: not self.diags, 60)      # the node is up and matched
         return self
+
+    def _subscribe(self, topic: str, on_msg, qos) -> None:
+        """A JointState subscription of the monitor (``raw``: class docstring)."""
+        from mbfg_ros.ros import conversions as cv
+        from mbfg_ros.ros.polling import take_raw
+
+        if not self.raw:
+            self.mon.create_subscription(cv.message_class('JointState'), topic, on_msg, qos)
+            return
+        sub = None
+
+        def on_raw(buf: bytes) -> None:
+            on_msg(time.time_ns(), buf)
+            while (more := take_raw(sub)) is not None:
+                on_msg(time.time_ns(), more)
+        sub = self.mon.create_subscription(cv.message_class('JointState'), topic, on_raw, qos,
+                                           raw=True)
 
     def spin_while(self, cond, timeout: float = float('inf'), step: float = 0.05) -> None:
         end = time.monotonic() + timeout
@@ -320,13 +349,14 @@ class NodeRun:
         self.procs.append(p)
         return p
 
-    def start_generator(self, data: Path, start_file: Path, clock: bool = False
-                        ) -> subprocess.Popen:
+    def start_generator(self, data: Path, start_file: Path, clock: bool = False,
+                        grid_ns: int = 0) -> subprocess.Popen:
         """The load generator publishing ``data`` in real time (and ``/clock`` with
         ``clock``); returns once it started."""
         start_file.unlink(missing_ok=True)
         gen = self.start([sys.executable, str(Path(__file__).resolve()), '--generator',
-                          str(data), str(start_file)] + (['--clock'] if clock else []),
+                          str(data), str(start_file)] + (['--clock'] if clock else [])
+                         + (['--grid-ns', str(grid_ns)] if grid_ns else []),
                          env=self.env)
         self.spin_while(lambda: not start_file.exists() and gen.poll() is None)
         return gen
@@ -382,14 +412,35 @@ for owner, name, label in TIMED:
            'EN': N.EstimatorNode, 'ES': E.Estimator,
            'ED': D.EstimatorDriver, 'EX': X.ExternalTorques}[owner], name, label)
 timed(N, '_spin', 'running')          # the node's life after start-up (imports, loading)
+trace = []
+if TRACE:                             # per loop pass and per published estimate (item 1)
+    def traced(name, row):
+        fn = getattr(N.EstimatorNode, name)
+
+        def call(self, *a):
+            w0, c0 = time.time_ns(), time.thread_time_ns()
+            r = fn(self, *a)
+            trace.append(row(self, a, r, w0, c0))
+            return r
+        setattr(N.EstimatorNode, name, call)
+    traced('_publish', lambda self, a, r, w0, c0: (
+        'publish', w0, a[0].t_ns, bool(a[0].estimate is not None and a[0].estimate.predicted)))
+    traced('_governed', lambda self, a, r, w0, c0: (
+        'pass', w0, time.time_ns() - w0, time.thread_time_ns() - c0,
+        self.driver.ticks['run']))
+    traced('poll', lambda self, a, r, w0, c0: ('poll', w0, time.time_ns() - w0, r))
 try:
     N.main()
 finally:
-    json.dump({'spent': spent, 'calls': calls, 'total': spent['running']}, open(out, 'w'))
+    json.dump({'spent': spent, 'calls': calls, 'total': spent['running'], 'trace': trace},
+              open(out, 'w'))
 '''
 """The node's entry point with timers (this thread's CPU clock, ~1 µs per call) on the
 functions of :data:`TIMED` and on its run after start-up (``total``, so imports and
-loading are not counted); they are written as JSON to the file named first."""
+loading are not counted); they are written as JSON to the file named first. With
+``TRACE`` also a row per published estimate (wall ns, stamp ns, predicted), per governed
+loop pass (wall ns, wall and thread CPU ns it took, smoother ticks run so far) and per poll
+(wall ns, ns, messages taken): :func:`latency_trace` reads them."""
 
 # (owner, function, label): the timed functions (cumulative thread-CPU time each, nested ones
 # included in their callers); N/E/D/C the node, estimator, driver and cdr modules, EN/ES/ED
@@ -450,6 +501,62 @@ def profile_breakdown(path: Path, estimates: int, messages: int) -> list[tuple[s
     return rows
 
 
+def latency_trace(path: Path, states: list) -> list[str]:
+    """Issue 24 item 1, from the node's trace (``--trace``, :data:`PROFILED_NODE`) and the
+    monitor's arrivals (``states``): where an estimate's latency goes. The node's part
+    (its publish call's wall time − the stamp) of smoothed and predicted estimates, the
+    monitor's (arrival − that publish call), the smoother's loop passes (wall and thread
+    CPU), and what came before each estimate over the p99 of the node's part (the 8 rows
+    of the trace before it): a smoother pass whose wall time exceeded its CPU time by more
+    than 0.5 ms (the node's thread preempted), a smoother pass otherwise, a poll that took
+    8 messages or more (the loop did not run for several periods), or none of these."""
+    trace = json.loads(path.read_text()).get('trace') or []
+    arrival = {s[1]: s[0] for s in states}
+    pubs = [(i, r) for i, r in enumerate(trace) if r[0] == 'publish']
+    if not pubs:
+        return ['no trace']
+
+    def pct(x) -> str:
+        return ' / '.join(f'{v:.2f}' for v in np.percentile(x, [50, 90, 99])) \
+            if len(x) else '-'
+    node = np.array([(r[1] - r[2]) / 1e6 for _, r in pubs])
+    kind = np.array([r[3] for _, r in pubs])
+    mon = np.array([(arrival[r[2]] - r[1]) / 1e6 for _, r in pubs if r[2] in arrival])
+    passes = [r for r in trace if r[0] == 'pass']
+    smooth = [r for a, r in zip([None] + passes, passes) if a is not None and r[4] > a[4]]
+    wall = np.array([r[2] / 1e6 for r in smooth])
+    cpu = np.array([r[3] / 1e6 for r in smooth])
+    out = [f'latency trace, ms p50 / p90 / p99: node (publish − stamp) smoothed {pct(node[~kind])}'
+           f', predicted {pct(node[kind])}; monitor (arrival − publish) {pct(mon)}; '
+           f'smoother passes ({len(smooth)}) wall {pct(wall)}, thread CPU {pct(cpu)}, '
+           f'wall − CPU {pct(wall - cpu)}']
+    tail = float(np.percentile(node, 99))
+    causes = dict.fromkeys(('after a preempted smoother pass', 'after a smoother pass',
+                            'after a backlog poll', 'other'), 0)
+    prev_run = {}
+    last = None
+    for i, r in enumerate(trace):        # each pass: did it run the smoother?
+        if r[0] == 'pass':
+            prev_run[i] = last is not None and r[4] > last
+            last = r[4]
+    for (i, r), lat in zip(pubs, node):
+        if lat < tail:
+            continue
+        before = [(j, trace[j]) for j in range(max(0, i - 8), i)]
+        sm = [x for j, x in before if x[0] == 'pass' and prev_run.get(j)]
+        if any(x[2] - x[3] > 500_000 for x in sm):
+            causes['after a preempted smoother pass'] += 1
+        elif sm:
+            causes['after a smoother pass'] += 1
+        elif any(x[0] == 'poll' and x[3] >= 8 for _, x in before):
+            causes['after a backlog poll'] += 1
+        else:
+            causes['other'] += 1
+    out.append(f'estimates over the node\'s p99 ({tail:.2f} ms): '
+               + ', '.join(f'{k} {n}' for k, n in causes.items()))
+    return out
+
+
 # ------------------------------------------------------------------ one row
 
 def rms(e) -> float:
@@ -459,12 +566,15 @@ def rms(e) -> float:
 class Options(argparse.Namespace):
     """Per-run choices: ``ticks`` (Hz, 0: the default of the row), ``sim_time``
     (``/clock`` from the generator, node on ``use_sim_time``), ``profile`` (a directory:
-    the node runs with timers on its callbacks)."""
+    the node runs with timers on its callbacks; ``trace``: instead a trace of its loop,
+    :func:`latency_trace`), ``grid_stamps`` (the generator's stamps on the tick grid)."""
 
     ticks: float = 0.0
     sim_time: bool = False
     profile: Path | None = None
     predict: bool = False
+    trace: bool = False
+    grid_stamps: bool = False
 
 
 def node_params(params: dict, opts: Options, default_ticks: float) -> dict:
@@ -483,21 +593,19 @@ def drive(params: dict, data: Path, busy: bool, domain: int, log: Path, tmp: Pat
     (states received (arrival ns, stamp ns, q, q̇, τ̂ of the newest ~/joint_states),
     generator start ns, node CPU %, diagnostics, the generator's own lateness p99 / max ms).
     """
-    from mbfg_ros.ros import conversions as cv
+    from mbfg_ros.ros.cdr import JointStateParser
 
     opts = opts or Options()
-    states: list = []
-    effort: dict[int, np.ndarray] = {}
-    on_state = lambda m: states.append((time.time_ns(), cv.stamp_ns(m.header.stamp),  # noqa
-                                        np.array(m.position), np.array(m.velocity)))
-    on_joints = lambda m: effort.__setitem__(cv.stamp_ns(m.header.stamp),  # noqa: E731
-                                             np.array(m.effort))
+    raw_states: list = []             # (arrival ns, bytes): read after the run (NodeRun raw)
+    raw_joints: list = []
     prof = None if opts.profile is None else opts.profile / f'{log.stem}.json'
-    with NodeRun(params, domain, log, on_state, prof, on_joints) as run:
+    with NodeRun(params, domain, log, lambda t, b: raw_states.append((t, b)), prof,
+                 lambda t, b: raw_joints.append((t, b)), raw=True, trace=opts.trace) as run:
         if busy:
             run.start([sys.executable, '-c', 'while True: pass'])
         start_file = tmp / 'start'
-        gen = run.start_generator(data, start_file, opts.sim_time)
+        grid = int(round(NS / float(params['frequency']))) if opts.grid_stamps else 0
+        gen = run.start_generator(data, start_file, opts.sim_time, grid)
         cpu0, wall0 = cpu_seconds(run.node.pid), time.monotonic()
         run.spin_while(lambda: gen.poll() is None, step=0.01)
         cpu1, wall1 = cpu_seconds(run.node.pid), time.monotonic()
@@ -508,8 +616,20 @@ def drive(params: dict, data: Path, busy: bool, domain: int, log: Path, tmp: Pat
         late = tuple(float(x) for x in start_file.with_suffix('.late_total').read_text().split())
     except (OSError, ValueError):
         late = (float('nan'), float('nan'))
+    read = JointStateParser()
+    states = []
+    for arrival, buf in raw_states:
+        m = read(buf)
+        states.append((arrival, m.stamp[0] * NS + m.stamp[1], m.position, m.velocity))
+    effort = {}
+    for _, buf in raw_joints:
+        m = read(buf)
+        effort[m.stamp[0] * NS + m.stamp[1]] = m.effort
     states = [s + (effort.get(s[1]),) for s in states]
-    if prof is not None and prof.exists():
+    if opts.trace and prof is not None and prof.exists():
+        for line in latency_trace(prof, states):
+            print('    ' + line)
+    elif prof is not None and prof.exists():
         v = {kv.key: kv.value for kv in diags[-1].status[0].values}
         print(f'    node breakdown ({prof.name}, thread CPU, µs per estimate; '
               f'{len(states)} estimates, {v["input.received"]} messages):')
@@ -678,19 +798,30 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument('--profile', action='store_true',
                     help='time the node\'s callbacks and estimator phases (thread CPU) and '
                          'print where each estimate\'s CPU time goes')
+    ap.add_argument('--trace', action='store_true',
+                    help='instead of --profile: trace the node\'s loop and print where the '
+                         'latency goes (its part, the monitor\'s, the smoother passes, what '
+                         'came before the tail; issue 24)')
     ap.add_argument('--generator', nargs=2, metavar=('DATA', 'START_FILE'),
                     help=argparse.SUPPRESS)
     ap.add_argument('--clock', action='store_true', help=argparse.SUPPRESS)
+    ap.add_argument('--grid-ns', type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument('--grid-stamps', action='store_true',
+                    help='the generator\'s stamps on the node\'s tick grid (a simulator\'s '
+                         'clock stepping from 0 by its period; by default they sit a random '
+                         '0-1 ms off it)')
     args = ap.parse_args(argv)
     if args.generator:
-        return generator(Path(args.generator[0]), Path(args.generator[1]), args.clock)
+        return generator(Path(args.generator[0]), Path(args.generator[1]), args.clock,
+                         args.grid_ns)
     print(f'estimator_node throughput: {MECH.name}, {args.duration:g} s per row, python '
           f'{platform.python_version()}, {os.cpu_count()} CPUs, crank encoder + coupler IMU '
           'at the input rate, lag 0.1 s; errors after the first 0.5 s')
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         opts = Options(ticks=args.ticks, sim_time=args.sim_time,
-                       profile=Path(tmp) if args.profile else None, predict=args.predict)
+                       profile=Path(tmp) if args.profile or args.trace else None,
+                       predict=args.predict, trace=args.trace, grid_stamps=args.grid_stamps)
         domain = 60 + os.getpid() % 40
         loads = (False,) if args.quiet_only else (False, True)
         jobs = ([('fourbar', r) for r in args.rates] if 'fourbar' in args.robots else []) \

@@ -23,7 +23,8 @@ from ..core.angles import wrap_angle
 from ..core.interface import EdgeDescription, MultibodySystem
 from .gate import limit_arrays
 
-__all__ = ['actuator_index', 'CommandLaw', 'KP_MAX', 'KD_MAX', 'COORDINATE_EFFORT']
+__all__ = ['actuator_index', 'CommandLaw', 'solve_acceleration', 'KP_MAX', 'KD_MAX',
+           'COORDINATE_EFFORT']
 
 KP_MAX = 1.0e5
 """Largest ``kp`` (1/s²): a natural frequency of 316 rad/s, beyond any motor's bandwidth
@@ -85,6 +86,8 @@ class CommandLaw:
                            for a in desc.actuators]
         self._angular = np.array([j is not None and self.sm.joint_is_angular(j)
                                   for j in self._act_joint], dtype=bool)
+        # every / no actuated quantity an angle: the error wrapped whole / not at all
+        self._wrap = bool(self._angular.all()) or (False if not self._angular.any() else None)
         self._zeros = np.zeros(sys.n)
         self._zeros_act = np.zeros(self.n_act)
         # a fully actuated tree whose encoders read their own coordinates: s = q[idx],
@@ -199,13 +202,34 @@ class CommandLaw:
         else:
             s, sd, J, Jdqd = self.actuated(q, qd)
         err = s_ref - s
-        err = np.where(self._angular, wrap_angle(err), err)
+        wrap = self._wrap
+        if wrap:
+            err = wrap_angle(err)
+        elif wrap is None:
+            err = np.where(self._angular, wrap_angle(err), err)
         sdd = sdd_ref + self.kp * err + self.kd * (sd_ref - sd)
         if idx is not None:
             qdd = np.empty(sys.n)
             qdd[idx] = sdd
             return sys.torques(q, qd, qdd)[self.order]
         _, Jq, gamma = sys.constraint_terms(q, qd)
-        A = np.vstack((Jq, J))
-        qdd = np.linalg.lstsq(A, np.concatenate((-gamma, sdd - Jdqd)), rcond=None)[0]
-        return sys.torques(q, qd, qdd)[self.order]
+        A = np.concatenate((Jq, J))
+        b = np.concatenate((-gamma, sdd - Jdqd))
+        return sys.torques(q, qd, solve_acceleration(A, b))[self.order]
+
+
+def solve_acceleration(A: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """q̈ of the acceleration problem ``A q̈ = b`` (:meth:`CommandLaw.track`, seed 000 Eq. 3
+    with the actuated quantities as independent coordinates, Eq. 12): one LU solve when
+    ``A`` is square (as many constraint rows and actuators as coordinates: the four-bar,
+    slider-crank, five-bar; ~3 µs against ~7 µs of least squares, issue 24), least
+    squares when it is not or is singular (a singular pose of the mechanism)."""
+    if A.shape[0] == A.shape[1]:
+        try:
+            qdd = np.linalg.solve(A, b)
+        except np.linalg.LinAlgError:
+            pass
+        else:
+            if np.isfinite(qdd).all():
+                return qdd
+    return np.linalg.lstsq(A, b, rcond=None)[0]

@@ -32,7 +32,7 @@ Load: the ticks may use ``max_tick_load`` of a core (wall time); a slower
 tick (a busy computer) defers the next one, and the driver merges the missed
 grid ticks into one longer step, so readings are never dropped for being
 slow (``ticks.merged``, ``ticks.overruns``, ``ticks.rate_hz``). With
-``predict_between_ticks`` a CPU governor (:mod:`.governor`: the loop thread's whole CPU
+``predict_between_ticks`` a CPU governor (:mod:`.governor`: the node process's whole CPU
 against ``max_tick_load``) gives each grid tick its turn: a smoother tick (at least every
 ``predict_max_spacing`` grid periods), else a predicted estimate
 (:meth:`EstimatorDriver.predict_newest`, ``ticks.predicted``), else none
@@ -496,14 +496,14 @@ class EstimatorNode(Node):
 
     def _governed(self, now: int) -> None:
         """``predict_between_ticks`` (issue 24): each grid tick due gets its turn from the
-        CPU governor (:class:`~.governor.TickGovernor`, the loop thread's CPU against
+        CPU governor (:class:`~.governor.TickGovernor`, the node process's CPU against
         ``max_tick_load``): a smoother tick (at least every ``predict_max_spacing`` grid
         periods, its estimate published at once), else a predicted estimate, else none
         (``ticks.thinned``); a grid tick the loop came too late for is thinned, never
         published late."""
         d, gov = self.driver, self._governor
-        clock = time.thread_time
-        gov.charge(time.perf_counter(), clock())
+        clock = time.thread_time                  # the costs of its own turns
+        gov.charge(time.perf_counter(), time.process_time())    # the budget: the whole node
         if d.last_tick is None:                   # the first tick: no spacing yet
             spacing, fresh = 1, 1
         else:
@@ -623,6 +623,7 @@ class EstimatorNode(Node):
         if self._governor is not None:            # predict_between_ticks (issue 24)
             gov = self._governor
             values['governor.forced'] = gov.counts['forced']
+            values['governor.thin'] = gov.counts[THIN]      # turns thinned for the budget
             values['governor.credit_ms'] = f'{1e3 * gov.credit:.3f}'
             values['governor.smoother_us'] = f'{1e6 * gov.smoother_cost:.0f}'
             values['governor.prediction_us'] = f'{1e6 * gov.prediction_cost:.0f}'

@@ -1,9 +1,10 @@
 """The CPU governor of the live node's tick loop with ``predict_between_ticks`` (issue 24).
 
-The loop thread's whole CPU time (thread clock: intake, predictions, publishing, smoother
-ticks, the executor's turns) is charged against ``max_tick_load`` of the wall clock as a
-credit in seconds of CPU: it grows by ``load`` × the wall time elapsed (at most
-:data:`BANK_PERIODS` periods' worth banked) and shrinks by the CPU the thread used (a busy
+The node process's whole CPU time (process clock: the loop thread's intake, predictions,
+publishing, smoother ticks and executor turns, and rclpy's and the DDS middleware's own
+threads: what ``top`` shows for the node) is charged against ``max_tick_load`` of the wall
+clock as a credit in seconds of CPU: it grows by ``load`` × the wall time elapsed (at most
+:data:`BANK_PERIODS` periods' worth banked) and shrinks by the CPU the process used (a busy
 computer that preempts the node costs it no budget; its own work does). At each grid tick
 that falls due, :meth:`TickGovernor.decide` chooses, in this order of priority:
 
@@ -41,7 +42,7 @@ _SPAN = 0.05      # s: the time the running share of the loop's other work avera
 
 
 class TickGovernor:
-    """Spends ``load`` of a core (thread CPU per wall second) on the tick loop: the
+    """Spends ``load`` of a core (process CPU per wall second) on the node: the
     smoother at least every ``max_spacing`` grid periods, predictions in what is left
     (module docstring). ``period``: the grid period in seconds."""
 
@@ -63,7 +64,7 @@ class TickGovernor:
         self._used = self._span = 0.0       # CPU and wall time charged since share()
 
     def charge(self, wall: float, cpu: float) -> None:
-        """The wall clock (s, monotonic) and the loop thread's CPU clock (s) now: the
+        """The wall clock (s, monotonic) and the node process's CPU clock (s) now: the
         budget earned since the last call is added, the CPU used is paid."""
         if self._wall is None:
             self._wall, self._cpu = wall, cpu
@@ -83,8 +84,9 @@ class TickGovernor:
 
     def spent(self, kind: str, cpu: float, n: int = 1) -> None:
         """A smoother tick (``SMOOTH``) or ``n`` predictions with their publishing
-        (``PREDICT``) took ``cpu`` s of thread CPU (already in the next :meth:`charge`; this
-        keeps their running costs and tells them apart from the loop's other work)."""
+        (``PREDICT``) took ``cpu`` s of the loop thread's CPU (already in the next
+        :meth:`charge`; this keeps their running costs and tells them apart from the node's
+        other work: intake, executor, the middleware's threads)."""
         self._work += cpu
         if kind == PREDICT and n > 0:
             cpu /= n
@@ -95,7 +97,7 @@ class TickGovernor:
                                    if self.smoother_cost else cpu)
 
     def share(self) -> float:
-        """The loop thread's CPU per wall second charged since the last call (NaN: none)."""
+        """The process's CPU per wall second charged since the last call (NaN: none)."""
         out = self._used / self._span if self._span > 0.0 else float('nan')
         self._used = self._span = 0.0
         return out

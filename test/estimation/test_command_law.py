@@ -43,3 +43,40 @@ def test_the_direct_computed_torque_equals_the_general_acceleration_problem(robo
         want = sdd_ref + 400.0 * err + 40.0 * (sd_ref - qd[law._direct])
         np.testing.assert_allclose(sys_.accelerations(q, qd, full)[law._direct], want,
                                    rtol=1e-7, atol=1e-7)
+
+
+def test_the_square_acceleration_problem_is_solved_as_least_squares_would():
+    """The four-bar (3 loop rows + 1 actuator = 4 coordinates): ``track``'s square
+    acceleration problem is one LU solve (issue 24), equal to the least-squares solution
+    it replaced at random consistent states; a singular matrix falls back to least squares."""
+    from mbfg_ros.estimation.control import solve_acceleration
+    from mbfg_ros.planar.dynamics import load_system
+
+    sys_ = load_system(CONFIG / 'fourbar.yaml')
+    law = CommandLaw(sys_, [], kp=400.0, kd=40.0)
+    rng = np.random.default_rng(7)
+    q0 = np.asarray(sys_.q0, float)
+    solved = 0
+    for _ in range(5):
+        _, Jq, gamma = sys_.constraint_terms(q0, np.zeros(sys_.n))
+        qd = np.linalg.svd(Jq)[2][-1] * rng.uniform(-3, 3)       # on the constraint manifold
+        s, sd, J, Jdqd = law.actuated(q0, qd)
+        _, Jq, gamma = sys_.constraint_terms(q0, qd)
+        A = np.concatenate((Jq, J))
+        assert A.shape[0] == A.shape[1] == sys_.n
+        b = np.concatenate((-gamma, rng.uniform(-5, 5, 1) - Jdqd))
+        want = np.linalg.lstsq(A, b, rcond=None)[0]
+        np.testing.assert_allclose(solve_acceleration(A, b), want, rtol=1e-10, atol=1e-10)
+        s_ref = s + rng.uniform(-0.2, 0.2, 1)
+        tau = law.track(q0, qd, s_ref, np.zeros(1), np.zeros(1))
+        err = np.angle(np.exp(1j * (s_ref - s)))
+        qdd = np.linalg.lstsq(A, np.concatenate((-gamma, 400.0 * err - 40.0 * sd - Jdqd)),
+                              rcond=None)[0]
+        np.testing.assert_allclose(tau, sys_.torques(q0, qd, qdd)[law.order], rtol=1e-9,
+                                   atol=1e-9)
+        solved += 1
+    assert solved == 5
+    singular = np.array([[1.0, 2.0], [2.0, 4.0]])
+    b = np.array([1.0, 2.0])
+    np.testing.assert_allclose(solve_acceleration(singular, b),
+                               np.linalg.lstsq(singular, b, rcond=None)[0])
