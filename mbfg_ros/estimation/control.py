@@ -20,7 +20,7 @@ from typing import Sequence
 import numpy as np
 import scipy.linalg.lapack as lapack
 
-from ..core.angles import wrap_angle
+from ..core.angles import wrap_angle, wrap_scalar
 from ..core.interface import EdgeDescription, MultibodySystem
 from .gate import limit_arrays
 
@@ -202,13 +202,22 @@ class CommandLaw:
             s, sd = q[idx], qd[idx]
         else:
             s, sd, J, Jdqd = self.actuated(q, qd)
-        err = s_ref - s
         wrap = self._wrap
-        if wrap:
-            err = wrap_angle(err)
-        elif wrap is None:
-            err = np.where(self._angular, wrap_angle(err), err)
-        sdd = sdd_ref + self.kp * err + self.kd * (sd_ref - sd)
+        if self.n_act == 1:
+            # one actuator: the same IEEE operations on floats, without five ufuncs (~2.5 µs
+            # of the four-bar's command, issue 24); wrap_scalar is wrap_angle bit for bit
+            e = float(s_ref[0]) - float(s[0])
+            if wrap:
+                e = wrap_scalar(e)
+            sdd = np.array([float(sdd_ref[0]) + self.kp * e
+                            + self.kd * (float(sd_ref[0]) - float(sd[0]))])
+        else:
+            err = s_ref - s
+            if wrap:
+                err = wrap_angle(err)
+            elif wrap is None:
+                err = np.where(self._angular, wrap_angle(err), err)
+            sdd = sdd_ref + self.kp * err + self.kd * (sd_ref - sd)
         if idx is not None:
             qdd = np.empty(sys.n)
             qdd[idx] = sdd
