@@ -150,10 +150,11 @@ class System:
         general path's, so the same bits; ~7 µs less on the four-bar's torque commands,
         issue 24), Φ from the general path (the lean one sums in another order)."""
         if not self.lean.K:
-            t = self.lean.terms(q, qd)
+            phi_q, phi_q_dot = self.lean.rates(q, qd)
         else:
             t = self.constraints.terms(q, qd)
-        return self.constraints.phi(q), t.phi_q, t.phi_q_dot @ qd
+            phi_q, phi_q_dot = t.phi_q, t.phi_q_dot
+        return self.constraints.phi(q), phi_q, phi_q_dot @ qd
 
     def generalized_forces(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray
                            ) -> np.ndarray:
@@ -402,10 +403,15 @@ def _accel(sys: System, q: np.ndarray, qd: np.ndarray, tau: np.ndarray | None,
     second-order terms are one product of the solution [q̈; λ]."""
     n, rows = sys._n, sys._rsel
     lean = sys.lean
-    t = lean.terms(q, qd) if terms is None else terms
+    if terms is None and not jacobians:     # q̈ alone: Φq and Φ̇q, no Φ
+        t = None
+        phi_q, phi_q_dot = lean.rates(q, qd)
+    else:
+        t = lean.terms(q, qd) if terms is None else terms
+        phi_q, phi_q_dot = t.phi_q, t.phi_q_dot
     ft = sys.forces.evaluate(q, qd, tau, jacobians=jacobians)
     Q = ft.Q if Q_extra is None else ft.Q + Q_extra
-    Jq = t.phi_q[rows]
+    Jq = phi_q[rows]
     A = sys._A0.copy(order='F')
     A[:n, n:] = Jq.T
     A[n:, :n] = Jq
@@ -414,7 +420,7 @@ def _accel(sys: System, q: np.ndarray, qd: np.ndarray, tau: np.ndarray | None,
     Ainv, info = lapack.dgesv(A, sys._I, overwrite_a=True)[2:]
     if info != 0:
         raise np.linalg.LinAlgError('Singular matrix: the augmented matrix [M Φqᵀ; Φq 0]')
-    Jd = t.phi_q_dot[rows]
+    Jd = phi_q_dot[rows]
     # [Q; c], c = −Φ̇q q̇ (np.dot: @'s BLAS product without matmul's dispatch)
     sol = np.dot(Ainv, np.concatenate((Q, -np.dot(Jd, qd))))
     qdd, lam = sol[:n], sol[n:]

@@ -99,6 +99,16 @@ class LeanKinematics:
         J[mq:] = np.einsum('kj,kjn->kn', g, self.P3)
         return J
 
+    def rates(self, q: np.ndarray, qd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(Φq, Φ̇q) at (q, q̇): :meth:`terms`' two arrays (the same bits), without Φ when
+        every row is quadratic (q̈ alone, seed 000 Eq. 5: ~2 µs less, issue 24)."""
+        if self.K:
+            t = self.terms(q, qd)
+            return t.phi_q, t.phi_q_dot
+        n, mq = self.n, self.mq
+        return (np.dot(self.Tm, q).reshape(mq, n) + self.J0,
+                np.dot(self.Tm, qd).reshape(mq, n))
+
     def terms(self, q: np.ndarray, qd: np.ndarray, v: np.ndarray | None = None) -> KinTerms:
         """Φ, Φq, Φ̇q, (Φ̇q q̇)_q and, given v, (Φq v)_q at (q, q̇)."""
         n, m, mq, K = self.n, self.m, self.mq, self.K

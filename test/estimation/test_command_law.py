@@ -80,3 +80,38 @@ def test_the_square_acceleration_problem_is_solved_as_least_squares_would():
     b = np.array([1.0, 2.0])
     np.testing.assert_allclose(solve_acceleration(singular, b),
                                np.linalg.lstsq(singular, b, rcond=None)[0])
+
+
+@pytest.mark.parametrize('name', ['fourbar.yaml', 'slider_crank.yaml'])
+def test_the_one_actuator_command_is_the_array_arithmetic_bit_for_bit(name):
+    """A planar mechanism with one actuator (issue 24: its command in floats, the square
+    problem by LAPACK's gesv): :meth:`CommandLaw.track` and ``hold_at`` equal, bit for bit,
+    the class docstring's computed torque written in numpy arrays (wrap_angle, the general
+    constraint terms, np.linalg.solve) at random states, references and gains."""
+    from mbfg_ros.core.angles import wrap_angle
+    from mbfg_ros.planar.dynamics import load_system
+
+    sys_ = load_system(CONFIG / name)
+    rng = np.random.default_rng(11)
+    cons = sys_.constraints
+    for _ in range(20):
+        kp, kd = rng.uniform(0, 1e3), rng.uniform(0, 100)
+        law = CommandLaw(sys_, [], kp=kp, kd=kd)
+        assert law.n_act == 1 and law._direct is None
+        q, qd = sys_.q0 + 0.05 * rng.normal(size=sys_.n), rng.normal(size=sys_.n)
+        s, sd, J, Jdqd = law.actuated(q, qd)
+        s_ref, sd_ref, sdd_ref = s + rng.uniform(-4, 4, 1), rng.normal(size=1), \
+            rng.normal(size=1)
+        t = cons.terms(q, qd)
+        A = np.concatenate((t.phi_q, J))
+        for ref, want_sd, want_sdd in ((s_ref, sd_ref, sdd_ref),
+                                       (s_ref, np.zeros(1), np.zeros(1))):
+            err = ref - s
+            if law._wrap:
+                err = wrap_angle(err)
+            sdd = want_sdd + kp * err + kd * (want_sd - sd)
+            b = np.concatenate((-(t.phi_q_dot @ qd), sdd - Jdqd))
+            want = sys_.torques(q, qd, np.linalg.solve(A, b))[law.order]
+            got = (law.track(q, qd, ref, want_sd, want_sdd) if want_sd is sd_ref
+                   else law.hold_at(q, qd, ref))
+            assert got.tobytes() == want.tobytes()

@@ -111,3 +111,36 @@ def test_predict_before_the_first_estimate_and_at_the_newest_tick(ur5_case):
     p = est.predict(tr.t[0] + 2e-3)
     assert p.predicted and p.t == pytest.approx(tr.t[0] + 2e-3)
     assert est.counters == e.counters                # counted nothing
+
+
+@pytest.mark.parametrize('in_force', ['all', 'none', 'some'])
+def test_predict_takes_the_efforts_in_force_and_the_held_estimate_elsewhere(ur5_case, in_force):
+    """The module docstring's step (seed 000 Eqs. 23, 26) restated at one prediction, bit for
+    bit: τ the newest efforts where in force (younger than ``sensor_timeout``), the smoothed
+    τ̂ where not; every, no and some efforts in force (issue 24's float check of them)."""
+    ur5, tr, _, recs = ur5_case
+    est = Estimator(ur5, _config())
+    i = 0
+    for t in tr.t[:200]:
+        while i < len(recs) and recs[i].t <= t + 1e-12:
+            est.add(recs[i])
+            i += 1
+        last = est.tick(t)
+    t = float(tr.t[199]) + 2e-3
+    k = est._tau_t.size
+    live = {'all': np.ones(k, bool), 'none': np.zeros(k, bool),
+            'some': np.arange(k) % 2 == 0}[in_force]
+    est._tau_t = np.where(live, t, t - 2.0 * est.config.sensor_timeout)
+    assert not np.array_equal(est._tau, last.tau)     # the two sources differ
+    tau = np.where(live, est._tau, last.tau)
+    n, dt = ur5.n, t - last.t
+    q, qd, qdd = last.q, last.qd, last.qdd
+    qdd1 = ur5.accelerations(q + dt * qd + 0.5 * dt * dt * qdd, qd + dt * qdd, tau)
+    qd1 = qd + 0.5 * dt * (qdd + qdd1)
+    q1 = q + 0.5 * dt * (qd + qd1)
+    p = est.predict(t)
+    assert p.predicted and n == q1.size
+    for got, want in ((p.qdd, qdd1), (p.qd, qd1), (p.q, q1),
+                      (p.tau, ur5.torques(q1, qd1, qdd1))):
+        assert got.tobytes() == want.tobytes()
+    assert p.q_std is last.q_std and p.counters is last.counters   # the smoothed key's

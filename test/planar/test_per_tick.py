@@ -288,3 +288,35 @@ def test_forces_without_effort_are_the_mean_of_opposite_efforts(name):
         np.testing.assert_allclose(zero.Q_q, 0.5 * (plus.Q_q + minus.Q_q), rtol=0, atol=1e-12)
         np.testing.assert_allclose(zero.Q_qd, 0.5 * (plus.Q_qd + minus.Q_qd), rtol=0,
                                    atol=1e-12)
+
+
+@pytest.mark.parametrize('name', ['fourbar.yaml', 'slider_crank.yaml', 'pendulum3.yaml',
+                                  'five_bar.yaml'])
+def test_constraint_terms_are_the_general_paths_bits(name):
+    """``System.constraint_terms`` (Φ, Φq, γ = Φ̇q q̇; the lean Φq and Φ̇q when every row is
+    quadratic, issue 24) equals the general :class:`Constraints` path bit for bit, at states
+    far from the assembled pose too (start-up and the torque command read it)."""
+    sys_ = load_system(CONFIG / name)
+    cons = sys_.constraints
+    rng = np.random.default_rng(5)
+    for scale in (0.01, 0.3, 3.0):
+        for _ in range(50):
+            q, qd = sys_.q0 + scale * rng.normal(size=sys_.n), rng.normal(size=sys_.n)
+            t = cons.terms(q, qd)
+            got = sys_.constraint_terms(q, qd)
+            for a, b in zip(got, (cons.phi(q), t.phi_q, t.phi_q_dot @ qd)):
+                assert a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
+@pytest.mark.parametrize('name', NAMES)
+def test_accelerations_alone_are_the_full_terms_bits(name):
+    """q̈ alone (``System.accelerations`` without Jacobians: :meth:`LeanKinematics.rates`,
+    no Φ, issue 24) equals :func:`forward_accel` given the full ``lean.terms`` bit for bit,
+    and ``rates`` equals ``terms``' Φq and Φ̇q."""
+    sys_ = load_system(CONFIG / name)
+    for q, qd, _, tau in _states(sys_, 30, 9):
+        t = sys_.lean.terms(q, qd)
+        for a, b in zip(sys_.lean.rates(q, qd), (t.phi_q, t.phi_q_dot)):
+            assert a.tobytes() == b.tobytes()
+        want = forward_accel(sys_, q, qd, tau, terms=t).qdd
+        assert sys_.accelerations(q, qd, tau).tobytes() == want.tobytes()
