@@ -202,8 +202,8 @@ def main(argv=None) -> int:
         enc, fd = raw_encoder(sm, tt, tq, tqd, r.meas)
         rows.append([name] + [f'{v:.3f}' for v in m.values()] +
                     [f'{1e3 * enc:.3f}', f'{fd:.3f}'])
-        trows.append([name, f'{np.median(r.wall_ms):.2f}', f'{np.percentile(r.wall_ms, 99):.2f}',
-                      f'{np.median(r.cpu_ms):.2f}', f'{np.percentile(r.cpu_ms, 99):.2f}',
+        trows.append([name, f'{np.median(r.wall_ms):.3f}', f'{np.percentile(r.wall_ms, 99):.2f}',
+                      f'{np.median(r.cpu_ms):.3f}', f'{np.percentile(r.cpu_ms, 99):.2f}',
                       f'{r.wall_ms.max():.1f}', str(len(r.t)), str(r.counters['resets']),
                       str(r.counters['dropped_too_old']), str(r.factors)])
         if window is not None:

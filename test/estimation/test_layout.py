@@ -71,16 +71,23 @@ def test_layout_rows_are_the_generic_residuals(ur5, order):
             assert layout.wrap_any and np.abs(e[layout.wrap_rows]).max() <= math.pi
 
 
+def _two_estimators(ur5) -> list:
+    """Two like estimators at a known last state (x = 0, σ² = 1e-6), for the gate's A/B."""
+    n = ur5.n
+    ests = [Estimator(ur5, EstimatorConfig(joint_rejection_threshold=3.0)) for _ in '01']
+    for est in ests:
+        est._x_last = np.zeros(3 * n)
+        est._var_last = np.full(3 * n, 1e-6)
+    return ests
+
+
 def test_the_gate_with_the_layout_decides_and_learns_as_without(ur5):
     """The gate on readings at one stamp with their layout (τ one float, the residuals'
     angles wrapped already) keeps the same readings and moves each sensor's model error
     as the per-reading gate does, rejections included."""
     rng = np.random.default_rng(3)
     n = ur5.n
-    ests = [Estimator(ur5, EstimatorConfig(joint_rejection_threshold=3.0)) for _ in '01']
-    for est in ests:
-        est._x_last = np.zeros(3 * n)
-        est._var_last = np.full(3 * n, 1e-6)
+    ests = _two_estimators(ur5)
     t_prev = 1.0
     for k in range(1, 40):
         t = t_prev + 1e-3 * k
@@ -205,10 +212,7 @@ def test_the_gate_with_the_layout_between_ticks_decides_and_learns_as_without(ur
     per-reading gate does, rejections included."""
     rng = np.random.default_rng(5)
     n = ur5.n
-    ests = [Estimator(ur5, EstimatorConfig(joint_rejection_threshold=3.0)) for _ in '01']
-    for est in ests:
-        est._x_last = np.zeros(3 * n)
-        est._var_last = np.full(3 * n, 1e-6)
+    ests = _two_estimators(ur5)
     t_prev = 1.0
     for k in range(1, 40):
         t = t_prev + 1e-3 * k
