@@ -25,6 +25,7 @@ one inverse dynamics (``bench/predicted_estimates.py`` prints it).
 from __future__ import annotations
 
 import time
+
 import numpy as np
 
 from ..core.measurements import Estimate
