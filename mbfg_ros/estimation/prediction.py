@@ -74,12 +74,7 @@ class PredictionMixin:
         q1 = q + 0.5 * dt * (qd + qd1)
         jp, jv = self._joint_readings(q1, qd1)
         status = 'stale' if t - self._last_reading > self.config.sensor_timeout else 'ok'
-        # dataclasses.replace's fields, set as Estimate.of_tick sets them (no __init__ with
-        # a frozen dataclass's object.__setattr__ per field: ~2 µs, issue 24)
-        est = object.__new__(Estimate)
-        est.__dict__.update(last.__dict__)
-        est.__dict__.update(t=t, q=q1, qd=qd1, qdd=qdd1.copy() if qdd1 is qdd else qdd1,
-                            tau=self.sys.torques(q1, qd1, qdd1), joint_position=jp,
-                            joint_velocity=jv, tick_seconds=time.perf_counter() - start,
-                            status=status, predicted=True)
-        return est
+        return last.replaced(t=t, q=q1, qd=qd1, qdd=qdd1.copy() if qdd1 is qdd else qdd1,
+                             tau=self.sys.torques(q1, qd1, qdd1), joint_position=jp,
+                             joint_velocity=jv, tick_seconds=time.perf_counter() - start,
+                             status=status, predicted=True)

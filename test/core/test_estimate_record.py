@@ -26,3 +26,17 @@ def test_of_tick_is_the_record_init_builds():
         fast.t = 1.0
     moved = dataclasses.replace(fast, t=0.5, predicted=True)
     assert moved.t == 0.5 and moved.predicted and moved.q is fast.q
+
+
+def test_replaced_is_dataclasses_replace():
+    rng = np.random.default_rng(2)
+    arrays = [rng.normal(size=3) for _ in range(8)]
+    last = Estimate.of_tick(0.25, *arrays, 1e-4, 'ok', {'ticks': 3}, None)
+    changes = dict(t=0.3, q=rng.normal(size=3), status='stale', predicted=True)
+    fast, slow = last.replaced(**changes), dataclasses.replace(last, **changes)
+    assert set(vars(fast)) == set(vars(slow))
+    for name, value in vars(slow).items():
+        assert getattr(fast, name) is value, name
+    assert last.t == 0.25 and last.predicted is False        # the original unchanged
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        fast.t = 1.0
