@@ -106,6 +106,7 @@ class LeanKinematics:
             t = self.terms(q, qd)
             return t.phi_q, t.phi_q_dot
         n, mq = self.n, self.mq
+        # (np.dot: the same BLAS product as @ without matmul's ufunc dispatch)
         return (np.dot(self.Tm, q).reshape(mq, n) + self.J0,
                 np.dot(self.Tm, qd).reshape(mq, n))
 
@@ -113,10 +114,9 @@ class LeanKinematics:
         """Φ, Φq, Φ̇q, (Φ̇q q̇)_q and, given v, (Φq v)_q at (q, q̇)."""
         n, m, mq, K = self.n, self.m, self.mq, self.K
         if not K and v is None:            # distance and slider rows only: no buffers
-            # (np.dot: the same BLAS product as @ without matmul's ufunc dispatch)
-            J = np.dot(self.Tm, q).reshape(mq, n) + self.J0
-            return KinTerms(0.5 * np.dot(J + self.J0, q) + self.phi0, J,
-                            np.dot(self.Tm, qd).reshape(mq, n), self._zero_mn, None, None)
+            J, Jd = self.rates(q, qd)      # Φq and Φ̇q, affine in q and q̇
+            return KinTerms(0.5 * np.dot(J + self.J0, q) + self.phi0, J, Jd, self._zero_mn,
+                            None, None)
         phi = np.empty(m)
         J = np.empty((m, n))
         Jd = np.empty((m, n))
