@@ -51,11 +51,6 @@ class OutputMixin:
                 self._std_last = np.full(3 * self.n, np.nan)
                 self._var_last = np.zeros(3 * self.n)
 
-    def _joint_readings(self, q: np.ndarray, qd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The joint angles and rates (per YAML joint) the state (q, q̇) implies: one
-        ``SensorModel.joint_values`` call for every encoder."""
-        return self.sm.joint_values(q, qd)
-
     def _finish(self, t: float, key: int, x: np.ndarray, start: float) -> Estimate:
         n = self.n
         self._counters['ticks'] += 1
@@ -71,7 +66,7 @@ class OutputMixin:
         if t - self._last_reading > cfg.sensor_timeout:
             status = 'stale'
             self._counters['stale_ticks'] += 1
-        jp, jv = self._joint_readings(q, qd)
+        jp, jv = self.sm.joint_values(q, qd)     # every encoder's reading of (q, q̇)
         # the Estimate's own arrays: one copy of x and of the σ's, split (views of them)
         xc, sc = x.copy(), self._std_last[:2 * n].copy()
         est = Estimate.of_tick(t, xc[:n], xc[n:2 * n], xc[2 * n:], sc[:n], sc[n:],

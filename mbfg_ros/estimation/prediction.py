@@ -72,7 +72,7 @@ class PredictionMixin:
             qdd1 = qdd
         qd1 = qd + 0.5 * dt * (qdd + qdd1)
         q1 = q + 0.5 * dt * (qd + qd1)
-        jp, jv = self._joint_readings(q1, qd1)
+        jp, jv = self.sm.joint_values(q1, qd1)
         status = 'stale' if t - self._last_reading > self.config.sensor_timeout else 'ok'
         return last.replaced(t=t, q=q1, qd=qd1, qdd=qdd1.copy() if qdd1 is qdd else qdd1,
                              tau=self.sys.torques(q1, qd1, qdd1), joint_position=jp,
