@@ -334,7 +334,7 @@ class GraphMixin:
         t_prev = self._t_last
         stamps = [p.t for p in items]
         t0 = stamps[0]
-        if stamps.count(t0) == len(stamps) and min((t0 - t_prev) / dt, 1.0) > 1.0 - 1e-9:
+        if stamps.count(t0) == len(stamps) and (t0 - t_prev) / dt > 1.0 - 1e-9:
             # one stamp, at the tick (sensors on the tick grid, the common case): the
             # readings' layout gives their rows' constants (:mod:`.layout`)
             obs = [p.ob for p in items]
