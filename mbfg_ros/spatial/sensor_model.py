@@ -83,6 +83,9 @@ class SpatialSensorModel:
         else:      # the Pinocchio backend: its frame kinematics derivatives (~10x cheaper)
             from .pin_backend import PinocchioImu
             self._imus = tuple(PinocchioImu(model, s.link, s.T_mount) for s in model.imus)
+        # each IMU's stacked rows (measure_rows, the Pinocchio backend's; None: numpy's
+        # ImuModel has none), looked up once rather than per call of imu_errors
+        self._imu_rows_of = tuple(getattr(m, 'measure_rows', None) for m in self._imus)
         eye = np.eye(n)
         zero = np.zeros((1, n))
         self._pos_H = [(eye[j:j + 1], zero, zero) for j in range(n)]
@@ -168,7 +171,7 @@ class SpatialSensorModel:
         their Jacobians (rows, 3, n): 3 rows per reading (module docstring)."""
         n = self.n
         one = X.shape[0] == 1 or X.strides[0] == 0          # every reading at one state
-        rows_of = getattr(self._imus[k], 'measure_rows', None)
+        rows_of = self._imu_rows_of[k]
         if one and rows_of is not None and len(obs) == 2 and obs[0].kind == 'gyro' \
                 and obs[1].kind == 'accel':
             # a gyroscope and an accelerometer reading at one state (the common record):
