@@ -136,9 +136,9 @@ class Estimator(IntakeMixin, GateMixin, GraphMixin, LifecycleMixin, OutputMixin,
                                    dtype=bool)
         self._slot_joint = np.array([kk[0] in ('joint_pos', 'joint_vel')
                                      for kk in self._slot_key], dtype=bool)
+        self._reading_layouts: dict[tuple, ReadingLayout] = {}    # per (kind, index) sequence
         # per sensor: model-error variance s_m and the stamp of its last update (NaN:
         # none yet); a property of model and plant, so it outlives a 'diverged' reset
-        self._reading_layouts: dict[tuple, ReadingLayout] = {}    # per (kind, index) sequence
         self._model_var = np.zeros(len(self._slot_key))
         self._model_t = np.full(len(self._slot_key), math.nan)
         self._clear()
