@@ -87,8 +87,9 @@ class CommandLaw:
                            for a in desc.actuators]
         self._angular = np.array([j is not None and self.sm.joint_is_angular(j)
                                   for j in self._act_joint], dtype=bool)
-        # every / no actuated quantity an angle: the error wrapped whole / not at all
-        self._wrap = bool(self._angular.all()) or (False if not self._angular.any() else None)
+        # the error wrapped whole (every actuated quantity an angle: True), not at all (none:
+        # False) or where it is an angle (None)
+        self._wrap = True if self._angular.all() else (None if self._angular.any() else False)
         self._zeros = np.zeros(sys.n)
         self._zeros_act = np.zeros(self.n_act)
         # a fully actuated tree whose encoders read their own coordinates: s = q[idx],
