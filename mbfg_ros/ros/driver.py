@@ -284,18 +284,16 @@ class EstimatorDriver:
         try:
             return read(buf)
         except cdr.Unsupported:
-            pass
+            try:
+                from rclpy.serialization import deserialize_message
+                return deserialize_message(buf, cv.message_class(type_name))
+            except Exception as exc:  # noqa: BLE001 - rclpy's RMWError: bytes it cannot read
+                reason = exc
         except cdr.Malformed as exc:
-            self.counters['dropped.malformed'] += 1
-            self.note(f'{what}:malformed', f'{what}: message dropped (malformed: {exc})')
-            return None
-        try:
-            from rclpy.serialization import deserialize_message
-            return deserialize_message(buf, cv.message_class(type_name))
-        except Exception as exc:  # noqa: BLE001 - rclpy's RMWError: bytes it cannot read
-            self.counters['dropped.malformed'] += 1
-            self.note(f'{what}:malformed', f'{what}: message dropped (malformed: {exc})')
-            return None
+            reason = exc
+        self.counters['dropped.malformed'] += 1
+        self.note(f'{what}:malformed', f'{what}: message dropped (malformed: {reason})')
+        return None
 
     def joint_state(self, msg: Any, now_ns: int | None = None) -> JointMeasurement | None:
         """A JointState message (rclpy or rosbags, or its serialised bytes as
