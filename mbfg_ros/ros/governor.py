@@ -24,8 +24,8 @@ that falls due, :meth:`TickGovernor.decide` chooses, in this order of priority:
 
 A debt deeper than ``max_spacing`` periods' budget is forgiven (one slow tick: a GC
 pause, GTSAM's batch relinearisation, does not hold the smoother back for long). Pure
-Python, no rclpy: the node calls :meth:`charge` once per loop pass with the wall and thread
-clocks, :meth:`spent` after each smoother tick and prediction.
+Python, no rclpy: the node calls :meth:`charge` once per loop pass with the wall and process
+clocks, :meth:`spent` after each smoother tick and prediction (their loop-thread CPU).
 """
 from __future__ import annotations
 
