@@ -52,6 +52,7 @@ for p in (str(REPO), str(BENCH)):
         sys.path.insert(0, p)
 
 from common import truth  # noqa: E402
+from estimator_ab import load_package  # noqa: E402
 
 from mbfg_ros.estimation.estimator import Estimator, EstimatorConfig  # noqa: E402
 from mbfg_ros.planar.dynamics import load_system  # noqa: E402
@@ -161,11 +162,7 @@ def run_ab(yaml: str, joints: tuple[str, ...] | None, extra: str, rate: float,
 
 def main_ab(base: Path, rate: float, duration: float) -> int:
     """``--base``: both packages per mechanism, one table."""
-    spec = importlib.util.spec_from_file_location(base.name, base / '__init__.py',
-                                                  submodule_search_locations=[str(base)])
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[base.name] = mod
-    spec.loader.exec_module(mod)
+    load_package(base, base.name)
     print(f'Planar estimator tick, this tree against {base} in one process, ticked '
           f'alternately (thread CPU µs; sensors and ticks at {rate:g} Hz, lag 0.05 s, '
           f'{duration:g} s)\n')

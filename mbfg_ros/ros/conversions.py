@@ -119,20 +119,15 @@ def _checked_stamp(t: int, now_ns: int | None) -> int:
 # ------------------------------------------------------------------ reading
 
 def _column(values: Sequence[float], n: int, field: str) -> np.ndarray:
-    """A JointState array: empty -> all NaN (not given); wrong length -> rejected."""
+    """A trajectory point's array: empty -> all NaN (not given); wrong length -> rejected;
+    non-finite values NaN (a new array, never a view of the message)."""
     arr = np.asarray(values, dtype=float).reshape(-1)
-    return _column_of(arr, np.isfinite(arr), n, field)
-
-
-def _column_of(arr: np.ndarray, finite: np.ndarray, n: int, field: str) -> np.ndarray:
-    """:func:`_column` of a float array ``arr`` whose finite mask is ``finite`` (a new
-    array, never a view of the message)."""
     if arr.size == 0:
         return np.full(n, np.nan)
     if arr.size != n:
         raise InputRejected('length_mismatch',
                             f'{field} has {arr.size} values for {n} names')
-    return np.where(finite, arr, np.nan)
+    return np.where(np.isfinite(arr), arr, np.nan)
 
 
 _JOINT_FIELDS = ('position', 'velocity', 'effort')
@@ -244,10 +239,6 @@ def joint_state_to_record(msg: Any, known: Iterable[str] | None = None,
     :raises InputRejected: wrong array lengths, repeated names, no usable value.
     """
     return JointStateReader(known)(msg, now_ns)
-
-
-def _provided(cov: Sequence[float]) -> bool:
-    return not (len(cov) > 0 and cov[0] == -1.0)
 
 
 _IMU_PARTS = (('orientation_covariance', 4), ('angular_velocity_covariance', 16),

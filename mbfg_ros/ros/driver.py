@@ -284,18 +284,16 @@ class EstimatorDriver:
         try:
             return read(buf)
         except cdr.Unsupported:
-            pass
+            try:
+                from rclpy.serialization import deserialize_message
+                return deserialize_message(buf, cv.message_class(type_name))
+            except Exception as exc:  # noqa: BLE001 - rclpy's RMWError: bytes it cannot read
+                reason = exc
         except cdr.Malformed as exc:
-            self.counters['dropped.malformed'] += 1
-            self.note(f'{what}:malformed', f'{what}: message dropped (malformed: {exc})')
-            return None
-        try:
-            from rclpy.serialization import deserialize_message
-            return deserialize_message(buf, cv.message_class(type_name))
-        except Exception as exc:  # noqa: BLE001 - rclpy's RMWError: bytes it cannot read
-            self.counters['dropped.malformed'] += 1
-            self.note(f'{what}:malformed', f'{what}: message dropped (malformed: {exc})')
-            return None
+            reason = exc
+        self.counters['dropped.malformed'] += 1
+        self.note(f'{what}:malformed', f'{what}: message dropped (malformed: {reason})')
+        return None
 
     def joint_state(self, msg: Any, now_ns: int | None = None) -> JointMeasurement | None:
         """A JointState message (rclpy or rosbags, or its serialised bytes as
@@ -563,10 +561,7 @@ class EstimatorDriver:
                 break
             self._predicted_ns = g
             self.ticks['predicted'] += 1
-            tau = np.asarray(est.tau, dtype=float).reshape(-1)
-            effort = np.where(self._effort_src >= 0,
-                              tau[np.maximum(self._effort_src, 0)] if tau.size else np.nan,
-                              np.nan)
+            effort = self._joint_effort(est)
             level = 0 if est.status == 'ok' else 1
             status = f'{est.status} (predicted)'
             command, withheld = None, ''
@@ -577,6 +572,13 @@ class EstimatorDriver:
                     status = f'{status}; no torque command: {_WITHHELD_TEXT[withheld]}'
             outs.append(TickOutput(g, est, effort, command, level, status, None, withheld))
         return outs
+
+    def _joint_effort(self, est: Estimate) -> np.ndarray:
+        """Each joint's effort in the estimate: its actuator's τ̂, NaN for a joint without
+        one (a tick's and a prediction's ``~/joint_states`` alike)."""
+        tau = np.asarray(est.tau, dtype=float).reshape(-1)
+        return np.where(self._effort_src >= 0,
+                        tau[np.maximum(self._effort_src, 0)] if tau.size else np.nan, np.nan)
 
     @property
     def predicted_ns(self) -> int:
@@ -731,10 +733,7 @@ class EstimatorDriver:
         effort = command = ext = None
         level, withheld = 1, ''
         if est is not None:
-            tau = np.asarray(est.tau, dtype=float).reshape(-1)
-            effort = np.where(self._effort_src >= 0,
-                              tau[np.maximum(self._effort_src, 0)] if tau.size else np.nan,
-                              np.nan)
+            effort = self._joint_effort(est)
             level = 0 if status == 'ok' else 1
             try:
                 ext = self.external.update(est, self.estimator.known_torque(

@@ -572,21 +572,18 @@ class EstimatorNode(Node):
         raw = self._raw_msgs
         if raw is not None and raw.fill(out.t_ns, out.estimate, out.joint_effort, out.command):
             # the serialised bytes, patched in place: no message converted or serialised
-            _publish_wanted(self.pub_joints, raw.joints.buf)
-            _publish_wanted(self.pub_state, raw.state.buf)
-            if sigma:
-                _publish_wanted(self.pub_stddev, raw.stddev.buf)
-            if out.command is not None:
-                _publish_wanted(self.pub_command, raw.command.buf)
+            joints, state, stddev, command = (raw.joints.buf, raw.state.buf, raw.stddev.buf,
+                                              raw.command.buf)
         else:
             m = self._msgs
             m.fill(out.t_ns, out.estimate, out.joint_effort, out.command)
-            _publish_wanted(self.pub_joints, m.joints)
-            _publish_wanted(self.pub_state, m.state)
-            if sigma:
-                _publish_wanted(self.pub_stddev, m.stddev)
-            if out.command is not None:
-                _publish_wanted(self.pub_command, m.command)
+            joints, state, stddev, command = m.joints, m.state, m.stddev, m.command
+        _publish_wanted(self.pub_joints, joints)
+        _publish_wanted(self.pub_state, state)
+        if sigma:
+            _publish_wanted(self.pub_stddev, stddev)
+        if out.command is not None:
+            _publish_wanted(self.pub_command, command)
         if out.external is not None and out.external.valid:
             wanted = [(self.pub_external[key], msg)
                       for key, msg in self._ext_msgs.by_topic.items()

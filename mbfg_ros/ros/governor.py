@@ -24,8 +24,8 @@ that falls due, :meth:`TickGovernor.decide` chooses, in this order of priority:
 
 A debt deeper than ``max_spacing`` periods' budget is forgiven (one slow tick: a GC
 pause, GTSAM's batch relinearisation, does not hold the smoother back for long). Pure
-Python, no rclpy: the node calls :meth:`charge` once per loop pass with the wall and thread
-clocks, :meth:`spent` after each smoother tick and prediction.
+Python, no rclpy: the node calls :meth:`charge` once per loop pass with the wall and process
+clocks, :meth:`spent` after each smoother tick and prediction (their loop-thread CPU).
 """
 from __future__ import annotations
 
@@ -102,14 +102,20 @@ class TickGovernor:
         self._used = self._span = 0.0
         return out
 
+    def _earn(self, spacing: int) -> float:
+        """The credit the budget still earns, past the loop's other work at its running
+        rate, from ``spacing`` periods after the smoother's last tick to its
+        ``max_spacing``-th."""
+        left = max(self.max_spacing - spacing, 0)
+        return left * self.period * max(self.load - self.other_rate, 0.0)
+
     def affordable(self, spacing: int, wanted: int, smoothing: bool = False) -> int:
         """How many of ``wanted`` predictions the budget affords for grid ticks due
         ``spacing`` periods after the smoother's last tick (the loop came late for the older
         ones): after :meth:`decide` said ``PREDICT``, at least 1 (the newest ones get them);
         ``smoothing`` (it said ``SMOOTH``): for the grid ticks before the one the smoother
         takes, paid with its tick and the next ``max_spacing`` periods' budget, maybe 0."""
-        left = self.max_spacing if smoothing else max(self.max_spacing - spacing, 0)
-        earn = left * self.period * max(self.load - self.other_rate, 0.0)
+        earn = self._earn(0 if smoothing else spacing)   # smoothing: a whole spacing again
         have = self.credit + earn - (self.smoother_cost if smoothing else 0.0)
         n = 0 if smoothing else 1
         while n < wanted and have - (n + 1) * self.prediction_cost >= 0.0:
@@ -125,8 +131,7 @@ class TickGovernor:
             kind = SMOOTH
             self.counts['forced'] += 1
         else:
-            left = max(self.max_spacing - spacing, 0)
-            earn = left * self.period * max(self.load - self.other_rate, 0.0)
-            kind = PREDICT if self.credit - self.prediction_cost + earn >= 0.0 else THIN
+            kind = (PREDICT if self.credit - self.prediction_cost + self._earn(spacing) >= 0.0
+                    else THIN)
         self.counts[kind] += 1
         return kind

@@ -107,9 +107,10 @@ def take(sub: Any) -> Any:
     return None if info is None else info[0]
 
 
-def newest(sub: Any) -> Any:
+def newest(sub: Any, take: Any = take) -> Any:
     """The newest message waiting on ``sub`` (the older ones taken and dropped), or None
-    (deserialised: the floating-base node's ``/clock``)."""
+    (deserialised: the floating-base node's ``/clock``). ``take``: how one message is
+    taken (:func:`take`, or :func:`take_raw`: its bytes)."""
     last = None
     while (msg := take(sub)) is not None:
         last = msg
@@ -131,10 +132,7 @@ def newest_raw(sub: Any) -> bytes | None:
     qos = sub.qos_profile
     if qos.history == HistoryPolicy.KEEP_LAST and qos.depth == 1:
         return take_raw(sub)
-    last = None
-    while (buf := take_raw(sub)) is not None:
-        last = buf
-    return last
+    return newest(sub, take_raw)
 
 
 def drain(inputs: list, limit: int, take: Any = take):

@@ -13,7 +13,8 @@ import threading
 import time
 
 import pytest
-from support.ros_data import publish_record, fourbar_data, fourbar_path, stamp_of, unique_domain
+from support.ros_data import (fourbar_data, fourbar_path, fourbar_publishers, publish_record,
+                              stamp_of, unique_domain)
 
 pytestmark = pytest.mark.ros
 
@@ -65,11 +66,7 @@ class Running:
         self.executor.spin_once = counted_spin
         self.peer = rclpy.create_node('mbfg_test_loop_peer', context=self.ctx)
         self.kit = cv.rclpy_kit()
-        self.pub_clock = self.peer.create_publisher(cv.message_class('Clock'), '/clock', 10)
-        self.pub_js = self.peer.create_publisher(cv.message_class('JointState'),
-                                                 '/joint_states', 1000)
-        self.pub_imu = self.peer.create_publisher(cv.message_class('Imu'),
-                                                  '/imu/coupler_imu', 1000)
+        self.pub_clock, self.pub_js, self.pub_imu = fourbar_publishers(self.peer, cv)
         self.thread = threading.Thread(target=N.run_loop, args=(self.node, self.executor),
                                        daemon=True)
         self.thread.start()

@@ -62,6 +62,14 @@ def publish_record(cv, kit, pub_clock, pub_js, pub_imu, rec) -> None:
                                           rec.effort))
 
 
+def fourbar_publishers(peer, cv) -> tuple:
+    """(``/clock``, ``/joint_states``, ``/imu/coupler_imu``) publishers of ``peer`` for
+    :func:`publish_record`: a four-bar simulator's outputs (a deep queue for the readings)."""
+    return (peer.create_publisher(cv.message_class('Clock'), '/clock', 10),
+            peer.create_publisher(cv.message_class('JointState'), '/joint_states', 1000),
+            peer.create_publisher(cv.message_class('Imu'), '/imu/coupler_imu', 1000))
+
+
 def ros_env(domain: int) -> dict:
     """Environment of a node subprocess: the Makefile's ROS exports, a private domain."""
     env = dict(os.environ)

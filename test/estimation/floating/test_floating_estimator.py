@@ -14,28 +14,20 @@ import math
 
 import numpy as np
 import pytest
-from conftest import DATA
 
-from bench.floating_base import (floating_config, floating_system, metrics, quat_to_rot,
+from bench.floating_base import (floating_config, metrics, quat_to_rot,
                                  run_floating, run_peers)
 from bench.quadruped.bag import FOOT_LINKS, read_bag
 from mbfg_ros.estimation.floating import (COUNTERS, FloatingEstimate, FloatingEstimator,
                                           FloatingEstimatorConfig)
+from support.floating_data import TROT_BAG, solo_system, trot_bag
 
-BAG = DATA / 'solo12' / 'trot_3s'
 EKF = 'LeggedInvariantEKF'
 ODOMETRY = 'leg odometry + IMU'
 
 
-@pytest.fixture(scope='module')
-def bag() -> dict:
-    return read_bag(BAG)
-
-
-@pytest.fixture(scope='module')
-def system():
-    return floating_system()
-
+_bag = pytest.fixture(scope='module', name='bag')(trot_bag)
+_system = pytest.fixture(scope='module', name='system')(solo_system)
 
 @pytest.fixture(scope='module')
 def ours(bag, system) -> dict:
@@ -183,7 +175,7 @@ def test_without_efforts_the_torques_are_estimated(bag, system):
 # -- robustness -------------------------------------------------------------------------------
 def _fed(system, n: int = 450) -> FloatingEstimator:
     """An estimator started on a still robot (the bag's first samples)."""
-    bag = read_bag(BAG)
+    bag = read_bag(TROT_BAG)
     est = FloatingEstimator(system, floating_config())
     order = [list(bag['joint_names']).index(nm) for nm in est.joint_names]
     for k in range(n):

@@ -15,12 +15,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import DATA
 
-from bench.floating_base import floating_config, floating_system, metrics, run_floating
-from bench.quadruped.bag import read_bag
+from bench.floating_base import floating_config, metrics, run_floating
+from support.floating_data import solo_system, trot_bag
 
-BAG = DATA / 'solo12' / 'trot_3s'
 SETTLE = 0.5
 """s of the bag left out of the scores (the start-up while standing)."""
 START = 1500
@@ -28,15 +26,8 @@ START = 1500
 RECOVERY = 0.5
 """s after the hole's end from which the error must be back near the no-gap run's."""
 
-
-@pytest.fixture(scope='module')
-def bag() -> dict:
-    return read_bag(BAG)
-
-
-@pytest.fixture(scope='module')
-def system():
-    return floating_system()
+_bag = pytest.fixture(scope='module', name='bag')(trot_bag)
+_system = pytest.fixture(scope='module', name='system')(solo_system)
 
 
 def _without(d: dict, a: int, b: int) -> dict:
@@ -51,6 +42,7 @@ def _base_error(d: dict, tr) -> np.ndarray:
     """‖v̂_b − v_b‖ per sample: the base-frame velocity (the published twist)."""
     v_b = np.einsum('kji,kj->ki', tr.R, tr.v)
     return np.linalg.norm(v_b - d['v'], axis=1)
+
 
 
 @pytest.fixture(scope='module')
