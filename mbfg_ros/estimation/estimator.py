@@ -137,6 +137,7 @@ class Estimator(IntakeMixin, GateMixin, GraphMixin, LifecycleMixin, OutputMixin,
         self._slot_joint = np.array([kk[0] in ('joint_pos', 'joint_vel')
                                      for kk in self._slot_key], dtype=bool)
         self._reading_layouts: dict[tuple, ReadingLayout] = {}    # per (kind, index) sequence
+        self._interval_plans: dict[tuple, tuple] = {}   # per (sequence, stamp cuts): layouts
         # per sensor: model-error variance s_m and the stamp of its last update (NaN:
         # none yet); a property of model and plant, so it outlives a 'diverged' reset
         self._model_var = np.zeros(len(self._slot_key))

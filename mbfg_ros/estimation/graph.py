@@ -91,6 +91,21 @@ INTERVAL_STAMPS = 4
 (:meth:`GraphMixin._interval_layout_rows`); more go reading by reading."""
 
 
+def _interval_weights(span: list[float], dt: float) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`~.observations.interpolation_weights` of a few fractions ``span`` (Python
+    floats), element by element: the same operations in the same order on the same doubles
+    (s², s³ = s·s·s, the Hermite weights, dt·h, 1 − s), without a dozen array calls on two
+    to four elements; (a, b) each (len(span), 3, 3)."""
+    A, B = [], []
+    for s in span:
+        s2, s3 = s * s, s * s * s
+        h00, h10, h01, h11 = 2 * s3 - 3 * s2 + 1, s3 - 2 * s2 + s, 3 * s2 - 2 * s3, s3 - s2
+        d10, d11 = dt * h10, dt * h11
+        A.append(((h00, d10, 0.0), (0.0, h00, d10), (0.0, 0.0, 1.0 - s)))
+        B.append(((h01, d11, 0.0), (0.0, h01, d11), (0.0, 0.0, s)))
+    return np.array(A), np.array(B)
+
+
 class _Current:
     """The new interval's readings evaluated once (:meth:`GraphMixin._current_rows`):
     pending ``items`` and their observations ``obs`` (factor order), the factor's key
@@ -101,20 +116,29 @@ class _Current:
     each row (the factor's and the gate's); ``layout`` the readings'
     :class:`~.layout.ReadingLayout` when they were evaluated with layouts (one stamp:
     ``tau`` one float; or a few stamps between the ticks:
-    :meth:`GraphMixin._interval_layout_rows`), else None."""
+    :meth:`GraphMixin._interval_layout_rows`), else None; ``span`` the fraction of the
+    interval of each reading on two keys (on the layouts' path their observations keep the
+    intake's ``s``: the factor is built from ``e`` and ``J``, the gate from ``tau``), or
+    None."""
 
     __slots__ = ('items', 'obs', 'keys', 'xs', 'e', 'H', 'J', 'gate_e', 'tau', 'row_of', 'sig',
-                 'layout')
+                 'layout', 'span')
 
     def __init__(self, items: list[_Pending], obs: list[Observation], keys: tuple[int, ...],
                  xs: tuple[np.ndarray, ...], e: np.ndarray, H: np.ndarray | None,
                  J: tuple[np.ndarray, ...], gate_e: np.ndarray | None,
                  tau: np.ndarray | float | None, row_of: np.ndarray, sig: np.ndarray,
-                 layout: ReadingLayout | None = None) -> None:
+                 layout: ReadingLayout | None = None, span: list[float] | None = None) -> None:
         self.items, self.obs, self.keys, self.xs = items, obs, keys, xs
         self.e, self.H, self.J = e, H, J
         self.gate_e, self.tau, self.row_of, self.sig = gate_e, tau, row_of, sig
-        self.layout = layout
+        self.layout, self.span = layout, span
+
+    def at_tick(self) -> bool:
+        """Every reading at the new tick (s = 1 to within 1e-9)."""
+        if self.span is None:
+            return all(o.s > 1.0 - 1e-9 for o in self.obs)
+        return all(s > 1.0 - 1e-9 for s in self.span)
 
     def gate_tau(self) -> np.ndarray:
         """``tau`` per row (an array even when it is one float)."""
@@ -130,7 +154,8 @@ class _Current:
         return _Current([self.items[i] for i in ids], [self.obs[i] for i in ids], self.keys,
                         self.xs, self.e[rows], None, tuple(Ji[rows] for Ji in self.J), None,
                         None, np.repeat(np.arange(len(ids)), np.bincount(
-                            self.row_of, minlength=len(keep))[keep]), self.sig[rows])
+                            self.row_of, minlength=len(keep))[keep]), self.sig[rows], None,
+                        None if self.span is None else [self.span[i] for i in ids])
 
 
 class GraphMixin:
@@ -313,7 +338,7 @@ class GraphMixin:
             # s = 1 is x_k, so a one-key factor is the same equation at half the Jacobian
             single.setdefault(key[0], []).extend(pairs.pop(key))
         if current is not None and current.keys == (k - 1, k) and current.items \
-                and all(o.s > 1.0 - 1e-9 for o in current.obs):
+                and current.at_tick():
             # the readings between the ticks were rejected, those at the tick remain: the
             # one-key factor at the tick, as above
             single.setdefault(k, []).extend(current.obs)
@@ -351,21 +376,26 @@ class GraphMixin:
             e, H = residuals(self.sm, obs, guess.reshape(3, n), True)
             H = H.reshape(len(e), 3 * n)
             keys, xs, J, gate_e = (k,), (guess,), (H,), e
+            fractions = None
         else:
-            order = np.argsort(span, kind='stable')
-            span, after = span[order], after[order]
-            items = [items[i] for i in order.tolist()]
-            obs = [Observation(ob.kind, ob.index, ob.z, ob.sigma, s)    # not _replace: µs each
-                   for ob, s in zip([p.ob for p in items], span.tolist())]
+            if any(t1 < t0 for t0, t1 in zip(stamps, stamps[1:])):
+                # (in stamp order already, the usual case, the stable order is the same)
+                order = np.argsort(span, kind='stable')
+                span, after = span[order], after[order]
+                items = [items[i] for i in order.tolist()]
+            fractions = span.tolist()
             x0 = self._theta[self._k]
+            obs = [p.ob for p in items]
             sig = observation_sigmas(obs)
-            rows = self._interval_layout_rows(obs, span.tolist(), dt, x0, guess, sig.size)
+            rows = self._interval_layout_rows(obs, fractions, dt, x0, guess, sig.size)
             if rows is not None:        # a few stamps: each one's readings by its layout
                 e, H, J0, J1, layout = rows
                 keys, xs, J = (k - 1, k), (x0, guess), (J0, J1)
                 gate_e = e + J0 @ (self._x_last - x0)
                 return _Current(items, obs, keys, xs, e, H, J, gate_e, after[layout.row_of],
-                                layout.row_of, sig, layout)
+                                layout.row_of, sig, layout, fractions)
+            obs = [Observation(ob.kind, ob.index, ob.z, ob.sigma, s)    # not _replace: µs each
+                   for ob, s in zip(obs, fractions)]
             a, b = interpolation_weights(span, dt)
             e, H, J0, J1 = interval_rows(self.sm, obs, a, b, [x0, guess])
             keys, xs, J = (k - 1, k), (x0, guess), (J0, J1)
@@ -373,7 +403,7 @@ class GraphMixin:
         row_of = np.repeat(np.arange(len(obs)), [ob.sigma.size for ob in obs])
         tau = after[row_of]
         return _Current(items, obs, keys, xs, e, H, J, gate_e, tau, row_of,
-                        observation_sigmas(obs))
+                        observation_sigmas(obs), None, fractions)
 
     def _interval_layout_rows(self, obs: list[Observation], span: list[float], dt: float,
                               x0: np.ndarray, x1: np.ndarray, rows: int
@@ -391,35 +421,55 @@ class GraphMixin:
         cuts = [i for i in range(1, len(span)) if span[i] != span[i - 1]]
         if len(cuts) >= INTERVAL_STAMPS:
             return None
-        full = self._layout_of(obs)
+        seq = tuple([(ob.kind, ob.index) for ob in obs])
+        plan = self._interval_plans.get((seq, *cuts))
+        if plan is None:
+            plan = self._interval_plan(obs, seq, cuts)
+        full, runs, at = plan
         if full.rows != rows:
             return None
-        bounds = [0] + cuts + [len(span)]
-        a, b = interpolation_weights([span[i] for i in bounds[:-1]], dt)   # (R, 3, 3)
+        a, b = _interval_weights([span[i] for i in [0] + cuts], dt)     # (R, 3, 3)
         n = self.n
         Xm = a @ x0.reshape(3, n) + b @ x1.reshape(3, n)    # (R, 3, n): each stamp's state
-        es, Hs, size = [], [], []
-        for j, (i0, i1) in enumerate(zip(bounds[:-1], bounds[1:])):
-            run = obs[i0:i1]
-            layout = self._layout_of(run)
-            e, H = layout_rows(self.sm, run, Xm[j], layout)
-            es.append(e)
-            Hs.append(H)
-            size.append(e.size)
-        e = np.concatenate(es) if len(es) > 1 else es[0]
+        if len(runs) == 1:
+            e, H = layout_rows(self.sm, obs, Xm[0], runs[0][2])
+        else:
+            es, Hs = [], []
+            for j, (i0, i1, layout) in enumerate(runs):
+                e, H = layout_rows(self.sm, obs[i0:i1], Xm[j], layout)
+                es.append(e)
+                Hs.append(H)
+            e = np.concatenate(es)
+            H = np.concatenate(Hs)
         if e.size != rows:
             return None
-        H = np.concatenate(Hs) if len(Hs) > 1 else Hs[0]
-        at = np.repeat(np.arange(len(size)), size)              # the stamp of each row
         H3 = H.reshape(rows, 3, n)
         J0 = np.einsum('rin,rij->rjn', H3, a[at]).reshape(rows, 3 * n)
         J1 = np.einsum('rin,rij->rjn', H3, b[at]).reshape(rows, 3 * n)
         return e, H, J0, J1, full
 
-    def _layout_of(self, obs: list[Observation]) -> ReadingLayout:
+    def _interval_plan(self, obs: list[Observation], seq: tuple, cuts: list[int]
+                       ) -> tuple[ReadingLayout, list[tuple[int, int, ReadingLayout]],
+                                  np.ndarray]:
+        """What :meth:`_interval_layout_rows` takes from the readings' sequence ``seq`` of
+        (kind, index) and where its stamps change (``cuts``) alone: the layout of all of
+        ``obs``, each stamp's readings (first, end, layout) and the stamp of each row; kept
+        per (sequence, cuts), at most 64 (a tick loop repeats a few)."""
+        full = self._layout_of(obs, seq)
+        bounds = [0] + cuts + [len(obs)]
+        runs = [(i0, i1, self._layout_of(obs[i0:i1])) for i0, i1 in zip(bounds[:-1], bounds[1:])]
+        at = np.repeat(np.arange(len(runs)), [layout.rows for _, _, layout in runs])
+        if len(self._interval_plans) >= 64:
+            self._interval_plans.clear()
+        plan = self._interval_plans[(seq, *cuts)] = (full, runs, at)
+        return plan
+
+    def _layout_of(self, obs: list[Observation], key: tuple | None = None) -> ReadingLayout:
         """The :class:`~.layout.ReadingLayout` of readings ``obs`` (kept per sequence of
-        (kind, index); at most 64, so a changing sequence stays bounded)."""
-        key = tuple([(ob.kind, ob.index) for ob in obs])
+        (kind, index), ``key`` if the caller has it; at most 64, so a changing sequence
+        stays bounded)."""
+        if key is None:
+            key = tuple([(ob.kind, ob.index) for ob in obs])
         layout = self._reading_layouts.get(key)
         if layout is None:
             if len(self._reading_layouts) >= 64:
