@@ -217,8 +217,14 @@ class GateMixin:
             sd2 = dyn ** 2 + shown
             a2 = tau * tau
             a4 = a2 * a2
-            Cd = np.stack((0.25 * a4, a2, np.ones_like(a2)), axis=1)   # (R, 3): q, q̇, q̈
-            Cj = np.stack((a4 * a2 / 36.0, 0.25 * a4, a2), axis=1)
+            Cd = np.empty((a2.size, 3))                 # (R, 3): q, q̇, q̈
+            Cd[:, 0] = 0.25 * a4
+            Cd[:, 1] = a2
+            Cd[:, 2] = 1.0
+            Cj = np.empty((a2.size, 3))
+            Cj[:, 0] = a4 * a2 / 36.0
+            Cj[:, 1] = 0.25 * a4
+            Cj[:, 2] = a2
             Q = (Cd[:, :, None] * sd2 + Cj[:, :, None] * sj2).reshape(len(E), 3 * n)
             var_p = np.einsum('ij,ij->i', HH, Q)        # H Q(τ) Hᵀ, Q(τ) per row
         if unseen is not None and enc_any:
@@ -234,7 +240,10 @@ class GateMixin:
                 var_c = np.dot(HH, Qc)
             else:
                 a2 = tau * tau
-                C = np.stack((0.25 * a2 * a2, a2, np.ones_like(a2)), axis=1)  # q, q̇, q̈
+                C = np.empty((a2.size, 3))              # q, q̇, q̈
+                C[:, 0] = 0.25 * a2 * a2
+                C[:, 1] = a2
+                C[:, 2] = 1.0
                 var_c = np.einsum('rk,rk->r', HH.reshape(len(E), 3, n) @ unseen, C)
             var_p = var_p + np.where(enc, var_c, 0.0)
         s0 = sig * sig + var_x + var_p                  # the smoother's prediction
@@ -330,34 +339,49 @@ class GateMixin:
                          d2: np.ndarray, power: np.ndarray, base_var: np.ndarray
                          ) -> np.ndarray:
         """:meth:`_gate_decide` reading by reading: a sensor with several readings in one
-        call moves its ``s_m`` by each in turn."""
+        call (readings at several stamps between two ticks) moves its ``s_m`` by each in
+        turn. The sensors' state is read into Python lists once and written back once: the
+        same float operations in the same order as :meth:`_gate_decide` on one reading
+        (α = min(1, max(t − t_m, 0)/τ_m), t_m NaN read as t, ``s_m ← (1 − α) s_m + α max(0,
+        min(p, 4 S) − S₀)``, t_m ← max(t_m, t)), without a NumPy scalar per look-up."""
         cfg = self.config
         mv, mt, rs = self._model_var, self._model_t, self._reject_since
         tau_m = 0.5 * cfg.outlier_reset_time
-        keep = np.ones(slots.size, dtype=bool)
+        reset = cfg.outlier_reset_time
+        V, T, since = mv.tolist(), mt.tolist(), rs.tolist()
+        keep = [True] * slots.size
+        rejected = 0
         diverged = ''
-        for i, (k, ti, th) in enumerate(zip(slots.tolist(), t.tolist(), thr.tolist())):
+        for i, (k, ti, th, d, pw, ba) in enumerate(zip(
+                slots.tolist(), t.tolist(), thr.tolist(), d2.tolist(), power.tolist(),
+                base_var.tolist())):
             if th <= 0:
                 continue
-            ent_t = ti if math.isnan(mt[k]) else float(mt[k])
-            ent_v = float(mv[k])
+            ent_t = T[k]
+            if ent_t != ent_t:                  # NaN: the sensor's first reading
+                ent_t = ti
+            ent_v = V[k]
             alpha = min(1.0, max(ti - ent_t, 0.0) / tau_m)
-            S = base_var[i] + ent_v
-            mv[k] = (1.0 - alpha) * ent_v + alpha * max(
-                0.0, min(power[i], 4.0 * S) - base_var[i])
-            mt[k] = max(ent_t, ti)
-            if d2[i] <= th * th:
-                rs[k] = math.nan
+            S = ba + ent_v
+            V[k] = (1.0 - alpha) * ent_v + alpha * max(0.0, min(pw, 4.0 * S) - ba)
+            T[k] = max(ent_t, ti)
+            if d <= th * th:
+                since[k] = math.nan
                 continue
             keep[i] = False
-            self._counters['rejected_outlier'] += 1
-            if math.isnan(rs[k]):
-                rs[k] = ti
-            if ti - rs[k] >= cfg.outlier_reset_time:
-                diverged = self._diverged_detail(k, ti - float(rs[k]), float(d2[i]))
+            rejected += 1
+            if since[k] != since[k]:
+                since[k] = ti
+            if ti - since[k] >= reset:
+                diverged = self._diverged_detail(k, ti - since[k], d)
+        mv[:] = V
+        mt[:] = T
+        rs[:] = since
+        if rejected:
+            self._counters['rejected_outlier'] += rejected
         if diverged:
             raise _Diverged([], diverged)
-        return keep
+        return np.array(keep)
 
     def _diverged_detail(self, slot: int, run: float, d2: float) -> str:
         kind, index = self._slot_key[slot]
