@@ -74,3 +74,67 @@ def test_the_gates_covariance_reads_nan_as_zero_and_inf_as_the_largest_double():
     assert np.array_equal(est._var_last, np.nan_to_num(var, nan=0.0))
     assert not np.signbit(est._var_last).any()
     assert np.array_equal(np.isnan(est._std_last), np.isnan(diag))
+
+
+@pytest.mark.parametrize('array_path', [False, True])
+def test_the_sequential_gate_equals_the_gate_reading_by_reading(monkeypatch, array_path):
+    """Readings of one sensor at several stamps between two ticks (issue 24, branch tick7):
+    :meth:`_gate_sequential` on Python lists moves each sensor's model variance, stamp and
+    rejected run as :meth:`_gate_decide` called on one reading at a time in the same order
+    (its float path, or its array path), bit for bit: the same readings kept, the same
+    rejections counted, the same 'diverged' detail (the last sensor over
+    ``outlier_reset_time``), with readings rejected, ungated (threshold 0) and first seen."""
+    system = fourbar_system()
+    gated, ungated = (Estimator(system, EstimatorConfig(
+        frequency=500.0, joint_rejection_threshold=4.0, imu_rejection_threshold=imu,
+        outlier_reset_time=0.5)) for imu in (5.0, 0.0))     # (IMU readings ungated: thr 0)
+    rng = np.random.default_rng(11)
+    size = gated._model_var.size
+    if array_path:
+        monkeypatch.setattr(innovation_gate, '_FLOAT_READINGS', 0)
+    diverged_seen = rejected_seen = 0
+    for trial in range(60):
+        est = ungated if trial % 3 == 0 else gated
+        stamps = int(rng.integers(2, 5))
+        per = int(rng.integers(1, size + 1))
+        sensors = rng.permutation(size)[:per]
+        t0 = 1.0 + trial
+        slots = np.tile(sensors, stamps)            # each sensor once per stamp, in time order
+        t = np.repeat(t0 - 1e-3 * np.arange(stamps)[::-1], per)
+        n = slots.size
+        thr = rng.choice([4.0, 5.0, 0.0] if trial % 3 == 0 else [4.0, 5.0], n)
+        d2 = rng.uniform(0.0, 40.0, n)              # some beyond their threshold
+        power = rng.uniform(0.0, 3.0, n)
+        base_var = rng.uniform(0.0, 1.0, n)
+        gate_state(est, rng, t0)
+        est._reject_since[:] = rng.choice([np.nan, t0 - 0.2, t0 - 0.6], size)
+        start = (est._model_var.copy(), est._model_t.copy(), est._reject_since.copy())
+        count0 = est._counters['rejected_outlier']
+        detail_seq = ''
+        try:
+            keep_seq = est._gate_sequential(slots, t, thr, d2, power, base_var)
+        except innovation_gate._Diverged as exc:
+            detail_seq, keep_seq = str(exc), None
+        seq = (est._model_var.copy(), est._model_t.copy(), est._reject_since.copy())
+        count_seq = est._counters['rejected_outlier'] - count0
+        est._model_var[:], est._model_t[:], est._reject_since[:] = start
+        keep_one, detail_one = [], ''
+        for i in range(n):
+            one = slice(i, i + 1)
+            try:
+                keep_one.append(bool(est._gate_decide(slots[one], t[one], thr[one], d2[one],
+                                                      power[one], base_var[one])[0]))
+            except innovation_gate._Diverged as exc:
+                detail_one = str(exc)
+                keep_one.append(False)
+        count_one = est._counters['rejected_outlier'] - count0 - count_seq
+        assert detail_seq == detail_one
+        if keep_seq is not None:
+            assert keep_seq.tolist() == keep_one
+        assert count_seq == count_one == keep_one.count(False) - int(
+            ((thr <= 0) & ~np.array(keep_one)).sum())
+        for s, o in zip(seq, (est._model_var, est._model_t, est._reject_since)):
+            assert np.array_equal(s.view(np.int64), o.view(np.int64))      # bit for bit
+        diverged_seen += bool(detail_seq)
+        rejected_seen += count_seq
+    assert diverged_seen and rejected_seen          # both cases were exercised
