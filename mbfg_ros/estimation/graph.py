@@ -69,6 +69,8 @@ import bisect
 import functools
 import math
 
+from typing import Sequence
+
 import gtsam
 import numpy as np
 
@@ -91,7 +93,7 @@ INTERVAL_STAMPS = 4
 (:meth:`GraphMixin._interval_layout_rows`); more go reading by reading."""
 
 
-def _interval_weights(span: list[float], dt: float) -> tuple[np.ndarray, np.ndarray]:
+def _interval_weights(span: Sequence[float], dt: float) -> tuple[np.ndarray, np.ndarray]:
     """:func:`~.observations.interpolation_weights` of a few fractions ``span`` (Python
     floats), element by element: the same operations in the same order on the same doubles
     (s², s³ = s·s·s, the Hermite weights, dt·h, 1 − s), without a dozen array calls on two
@@ -425,10 +427,17 @@ class GraphMixin:
         plan = self._interval_plans.get((seq, *cuts))
         if plan is None:
             plan = self._interval_plan(obs, seq, cuts)
-        full, runs, at = plan
+        full, runs, at, weights = plan
         if full.rows != rows:
             return None
-        a, b = _interval_weights([span[i] for i in [0] + cuts], dt)     # (R, 3, 3)
+        fractions = tuple([span[i] for i in [0] + cuts])
+        w = weights.get((fractions, dt))
+        if w is None:           # (on the tick grid, a few fractions and dt's repeat)
+            if len(weights) >= 16:
+                weights.clear()
+            a, b = _interval_weights(fractions, dt)                     # (R, 3, 3)
+            w = weights[(fractions, dt)] = (a, b, a[at], b[at])
+        a, b, a_at, b_at = w
         n = self.n
         Xm = a @ x0.reshape(3, n) + b @ x1.reshape(3, n)    # (R, 3, n): each stamp's state
         if len(runs) == 1:
@@ -444,24 +453,25 @@ class GraphMixin:
         if e.size != rows:
             return None
         H3 = H.reshape(rows, 3, n)
-        J0 = np.einsum('rin,rij->rjn', H3, a[at]).reshape(rows, 3 * n)
-        J1 = np.einsum('rin,rij->rjn', H3, b[at]).reshape(rows, 3 * n)
+        J0 = np.einsum('rin,rij->rjn', H3, a_at).reshape(rows, 3 * n)
+        J1 = np.einsum('rin,rij->rjn', H3, b_at).reshape(rows, 3 * n)
         return e, H, J0, J1, full
 
     def _interval_plan(self, obs: list[Observation], seq: tuple, cuts: list[int]
                        ) -> tuple[ReadingLayout, list[tuple[int, int, ReadingLayout]],
-                                  np.ndarray]:
+                                  np.ndarray, dict]:
         """What :meth:`_interval_layout_rows` takes from the readings' sequence ``seq`` of
         (kind, index) and where its stamps change (``cuts``) alone: the layout of all of
-        ``obs``, each stamp's readings (first, end, layout) and the stamp of each row; kept
-        per (sequence, cuts), at most 64 (a tick loop repeats a few)."""
+        ``obs``, each stamp's readings (first, end, layout), the stamp of each row, and a
+        dict of the Hermite weights (a, b, and per row) per (fractions, dt) met; kept per
+        (sequence, cuts), at most 64 (a tick loop repeats a few)."""
         full = self._layout_of(obs, seq)
         bounds = [0] + cuts + [len(obs)]
         runs = [(i0, i1, self._layout_of(obs[i0:i1])) for i0, i1 in zip(bounds[:-1], bounds[1:])]
         at = np.repeat(np.arange(len(runs)), [layout.rows for _, _, layout in runs])
         if len(self._interval_plans) >= 64:
             self._interval_plans.clear()
-        plan = self._interval_plans[(seq, *cuts)] = (full, runs, at)
+        plan = self._interval_plans[(seq, *cuts)] = (full, runs, at, {})
         return plan
 
     def _layout_of(self, obs: list[Observation], key: tuple | None = None) -> ReadingLayout:

@@ -252,8 +252,8 @@ class GateMixin:
         power = np.bincount(row_of, rr, minlength=N) / cnt
         base_var = np.bincount(row_of, s0, minlength=N) / cnt
         if not distinct:
-            t = np.array([p.t for p in items])
-            return self._gate_sequential(slots, t, thr, d2, power, base_var)
+            return self._gate_sequential(slots, [p.t for p in items], thr, d2, power,
+                                         base_var)
         # one stamp (τ one float): the readings' time as one float
         t = items[0].t if stamp else np.array([p.t for p in items])
         return self._gate_decide(slots, t, thr, d2, power, base_var)
@@ -335,8 +335,8 @@ class GateMixin:
             mt[k] = ti if ent_t != ent_t or ti > ent_t else ent_t
             rs[k] = math.nan
 
-    def _gate_sequential(self, slots: np.ndarray, t: np.ndarray, thr: np.ndarray,
-                         d2: np.ndarray, power: np.ndarray, base_var: np.ndarray
+    def _gate_sequential(self, slots: np.ndarray, t: np.ndarray | list[float],
+                         thr: np.ndarray, d2: np.ndarray, power: np.ndarray, base_var: np.ndarray
                          ) -> np.ndarray:
         """:meth:`_gate_decide` reading by reading: a sensor with several readings in one
         call (readings at several stamps between two ticks) moves its ``s_m`` by each in
@@ -352,8 +352,9 @@ class GateMixin:
         keep = [True] * slots.size
         rejected = 0
         diverged = ''
+        stamps = t if isinstance(t, list) else t.tolist()
         for i, (k, ti, th, d, pw, ba) in enumerate(zip(
-                slots.tolist(), t.tolist(), thr.tolist(), d2.tolist(), power.tolist(),
+                slots.tolist(), stamps, thr.tolist(), d2.tolist(), power.tolist(),
                 base_var.tolist())):
             if th <= 0:
                 continue
