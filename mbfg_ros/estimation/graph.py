@@ -174,12 +174,27 @@ class GraphMixin:
         """
         return np.tile(self.config.integrator_sigma + self._jerk * dt ** 3 / 12.0, 2)
 
+    def _step_sigmas(self, dt: float) -> tuple[np.ndarray, np.ndarray]:
+        """(:meth:`_integrator_sigma` of ``dt``, with the jerk rows' σ ``integrator_jerk``·dt
+        after it), kept per dt (merged ticks and stamps off the grid repeat a few; at most
+        64; cleared when the σ's change); read-only."""
+        sig = self._step_sigma.get(dt)
+        if sig is None:
+            if len(self._step_sigma) >= 64:
+                self._step_sigma.clear()
+            integ = self._integrator_sigma(dt)
+            sig = self._step_sigma[dt] = (integ, np.concatenate((integ, self._jerk * dt)))
+            for s in sig:
+                s.flags.writeable = False
+        return sig
+
     def _set_dynamics_noise(self, cfg: EstimatorConfig) -> None:
         self._dyn_sigma, self._jerk = coordinate_sigmas(self.sys, cfg)
         self._jerk2 = self._jerk ** 2
         self._gate_jerk: dict[float, tuple] = {}      # the gate's jerk terms of Q(τ) per τ²
         self._gate_q: tuple | None = None             # (σ_d, {τ²: Q(τ)}) of the gates
         self._integ_rows: dict[tuple, tuple] = {}     # the integrator's whitened rows per dt
+        self._step_sigma: dict[float, tuple] = {}     # the integrator's σ's per dt
         self._factor_bases: dict[tuple, tuple] = {}   # the tick factor's A with them in place
         self._tick_dyn_sigma = self._dyn_sigma
         self._state_sigma = np.concatenate((np.full(2 * self.sys.m, cfg.constraint_sigma),
@@ -557,20 +572,20 @@ class GraphMixin:
         graph = gtsam.NonlinearFactorGraph()
         theta_prev = self._theta[self._k]
         state = functools.partial(F.stacked_state_error, self.sys, tau)
-        sigma = self._integ_sigma if dt <= self._dt * (1 + 1e-6) else \
-            self._integrator_sigma(dt)
         cfg = self.config
         unknown = cfg.unknown_effort_sigma > 0 and not self._tau_all
         if cfg.disturbance_process and not unknown:
             # known efforts: bound the change of q̈ − q̈(q, q̇, τ), not of q̈ (issue 27 item 4)
-            sigma = np.concatenate((self._integrator_sigma(dt), self._jerk * dt))
+            sigma = self._step_sigmas(dt)[1]
             integ = functools.partial(stacked_trapezoidal_disturbance_error, self.sys, dt,
                                       self._tau_prev, tau)
         elif cfg.jerk_process or cfg.disturbance_process or unknown:
             # torques unknown: the dynamics barely fix q̈; bound its change by the jerk
-            sigma = np.concatenate((self._integrator_sigma(dt), self._jerk * dt))
+            sigma = self._step_sigmas(dt)[1]
             integ = functools.partial(F.stacked_trapezoidal_jerk_error, n, dt)
         else:
+            sigma = self._integ_sigma if dt <= self._dt * (1 + 1e-6) else \
+                self._step_sigmas(dt)[0]
             integ = functools.partial(F.stacked_trapezoidal_error, n, dt)
         self._tau_prev = tau
         used = []
