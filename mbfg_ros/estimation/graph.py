@@ -195,6 +195,7 @@ class GraphMixin:
         self._gate_q: tuple | None = None             # (σ_d, {τ²: Q(τ)}) of the gates
         self._integ_rows: dict[tuple, tuple] = {}     # the integrator's whitened rows per dt
         self._step_sigma: dict[float, tuple] = {}     # the integrator's σ's per dt
+        self._gate_rows: dict[bytes, tuple] = {}      # the gate's Q(τ) constants per τ rows
         self._factor_bases: dict[tuple, tuple] = {}   # the tick factor's A with them in place
         self._tick_dyn_sigma = self._dyn_sigma
         self._state_sigma = np.concatenate((np.full(2 * self.sys.m, cfg.constraint_sigma),

@@ -215,17 +215,8 @@ class GateMixin:
             var_p = np.dot(HH, Q)                       # H Q(τ) Hᵀ
         else:
             sd2 = dyn ** 2 + shown
-            a2 = tau * tau
-            a4 = a2 * a2
-            Cd = np.empty((a2.size, 3))                 # (R, 3): q, q̇, q̈
-            Cd[:, 0] = 0.25 * a4
-            Cd[:, 1] = a2
-            Cd[:, 2] = 1.0
-            Cj = np.empty((a2.size, 3))
-            Cj[:, 0] = a4 * a2 / 36.0
-            Cj[:, 1] = 0.25 * a4
-            Cj[:, 2] = a2
-            Q = (Cd[:, :, None] * sd2 + Cj[:, :, None] * sj2).reshape(len(E), 3 * n)
+            Cd, Cj, C = self._gate_rows_of(tau)
+            Q = (Cd * sd2 + Cj).reshape(len(E), 3 * n)
             var_p = np.einsum('ij,ij->i', HH, Q)        # H Q(τ) Hᵀ, Q(τ) per row
         if unseen is not None and enc_any:
             # a contact not yet seen (module docstring): the encoders' rows only
@@ -239,11 +230,6 @@ class GateMixin:
                                                        unseen))
                 var_c = np.dot(HH, Qc)
             else:
-                a2 = tau * tau
-                C = np.empty((a2.size, 3))              # q, q̇, q̈
-                C[:, 0] = 0.25 * a2 * a2
-                C[:, 1] = a2
-                C[:, 2] = 1.0
                 var_c = np.einsum('rk,rk->r', HH.reshape(len(E), 3, n) @ unseen, C)
             var_p = var_p + np.where(enc, var_c, 0.0)
         s0 = sig * sig + var_x + var_p                  # the smoother's prediction
@@ -257,6 +243,35 @@ class GateMixin:
         # one stamp (τ one float): the readings' time as one float
         t = items[0].t if stamp else np.array([p.t for p in items])
         return self._gate_decide(slots, t, thr, d2, power, base_var)
+
+    def _gate_rows_of(self, tau: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The per-row constants of Q(τ) for τ per row (readings at several stamps):
+        (σ_d²'s coefficients for q, q̇, q̈ (R, 3, 1), the jerk's share (R, 3, n), Q_c(τ)'s
+        coefficients (R, 3)), kept per τ (its bytes: merged ticks and stamps off the grid
+        repeat a few patterns; at most 64, cleared when the σ's change); read-only."""
+        key = tau.tobytes()
+        held = self._gate_rows.get(key)
+        if held is None:
+            if len(self._gate_rows) >= 64:
+                self._gate_rows.clear()
+            a2 = tau * tau
+            a4 = a2 * a2
+            Cd = np.empty((a2.size, 3))                 # (R, 3): q, q̇, q̈
+            Cd[:, 0] = 0.25 * a4
+            Cd[:, 1] = a2
+            Cd[:, 2] = 1.0
+            Cj = np.empty((a2.size, 3))
+            Cj[:, 0] = a4 * a2 / 36.0
+            Cj[:, 1] = 0.25 * a4
+            Cj[:, 2] = a2
+            C = np.empty((a2.size, 3))                  # the contact's: q, q̇, q̈
+            C[:, 0] = 0.25 * a2 * a2
+            C[:, 1] = a2
+            C[:, 2] = 1.0
+            held = self._gate_rows[key] = (Cd[:, :, None], Cj[:, :, None] * self._jerk2, C)
+            for c in held:
+                c.flags.writeable = False
+        return held
 
     def _gate_decide(self, slots: np.ndarray, t: np.ndarray | float, thr: np.ndarray,
                      d2: np.ndarray,
