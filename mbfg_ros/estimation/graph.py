@@ -327,7 +327,7 @@ class GraphMixin:
         elif isinstance(current.tau, float):            # one stamp
             newest = current.items[0].t
         else:
-            newest = max(p.t for p in current.items)
+            newest = max([p.t for p in current.items])
         horizon = t - self.config.lag_duration          # keys at or before: marginalised now
         for p in late:
             if p.t > t_prev + eps:                      # the current interval (t_{k-1}, t_k]
@@ -396,7 +396,7 @@ class GraphMixin:
             keys, xs, J, gate_e = (k,), (guess,), (H,), e
             fractions = None
         else:
-            if any(t1 < t0 for t0, t1 in zip(stamps, stamps[1:])):
+            if sorted(stamps) != stamps:
                 # (in stamp order already, the usual case, the stable order is the same)
                 order = np.argsort(span, kind='stable')
                 span, after = span[order], after[order]
