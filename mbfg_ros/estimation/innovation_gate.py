@@ -377,10 +377,17 @@ class GateMixin:
             if ent_t != ent_t:                  # NaN: the sensor's first reading
                 ent_t = ti
             ent_v = V[k]
-            alpha = min(1.0, max(ti - ent_t, 0.0) / tau_m)
+            # min/max written out as Python's builtins evaluate them (the first argument
+            # unless the other is strictly beyond it): the same values, no call each
+            gap = ti - ent_t
+            alpha = (0.0 if 0.0 > gap else gap) / tau_m
+            if not alpha < 1.0:
+                alpha = 1.0
             S = ba + ent_v
-            V[k] = (1.0 - alpha) * ent_v + alpha * max(0.0, min(pw, 4.0 * S) - ba)
-            T[k] = max(ent_t, ti)
+            cap = 4.0 * S
+            excess = (cap if cap < pw else pw) - ba
+            V[k] = (1.0 - alpha) * ent_v + alpha * (excess if excess > 0.0 else 0.0)
+            T[k] = ti if ti > ent_t else ent_t
             if d <= th * th:
                 since[k] = math.nan
                 continue
