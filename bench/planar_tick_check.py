@@ -24,7 +24,9 @@ after the first 50 ticks). ``--base PKG`` runs a baseline's package too (another
 ``mbfg_ros`` exported under another name, as for ``bench/estimator_ab.py``) in the same
 process, both estimators fed the same readings and ticked alternately so that both see the
 same load, and prints both costs with the largest difference of the estimates' fields
-(relative to the field's largest magnitude, or to 1 where smaller).
+(relative to the field's largest magnitude, or to 1 where smaller); with ``--every N`` a
+tick at every N-th sensor instant only (merged ticks: readings at N stamps between two
+ticks) and ``--offset S`` every reading stamped S seconds later (off the tick grid).
 
     .venv/bin/python bench/planar_tick_check.py --save /tmp/planar_ref.npz
     .venv/bin/python bench/planar_tick_check.py --compare /tmp/planar_ref.npz
@@ -41,6 +43,7 @@ import math
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -116,9 +119,12 @@ def _mechanism_path(yaml: str, extra: str) -> Path:
 
 
 def run_ab(yaml: str, joints: tuple[str, ...] | None, extra: str, rate: float,
-           duration: float, base: str) -> tuple[np.ndarray, np.ndarray, float, str]:
+           duration: float, base: str, every: int = 1, offset: float = 0.0
+           ) -> tuple[np.ndarray, np.ndarray, float, str]:
     """(this tree's ticks µs, the baseline's, largest relative difference, its field) of one
-    mechanism: both packages' estimators on the same readings, ticked alternately."""
+    mechanism: both packages' estimators on the same readings, ticked alternately; at every
+    ``every``-th sensor instant only (merged ticks), the readings stamped ``offset`` s later
+    (off the grid: each tick then one period after its readings' instant)."""
     path = _mechanism_path(yaml, extra)
     t, q, qd, qdd = truth(load_system(path), duration, rate)
     runs = []
@@ -133,16 +139,20 @@ def run_ab(yaml: str, joints: tuple[str, ...] | None, extra: str, rate: float,
             frequency=rate, lag_duration=0.05, encoder_sigma=ENC_SIGMA))
         by_t: dict[float, list] = {}
         for r in recs:
-            by_t.setdefault(r.t, []).append(r)
+            by_t.setdefault(r.t, []).append(replace(r, t=r.t + offset) if offset else r)
         runs.append((est, by_t, [], {f: [] for f in FIELDS}))
     if sorted(runs[0][1]) != sorted(runs[1][1]):
         raise SystemExit(f'{yaml}: the two packages simulated different reading stamps')
-    for tk in sorted(runs[0][1]):
+    late = 1.0 / rate if offset > 0 else 0.0
+    for i, tk in enumerate(sorted(runs[0][1])):
         for est, by_t, ticks, fields in runs:
             for r in by_t[tk]:
                 est.add(r)
+        if i % every != every - 1:
+            continue
+        for est, by_t, ticks, fields in runs:
             c0 = time.thread_time_ns()
-            e = est.tick(tk)
+            e = est.tick(tk + late)
             spent = (time.thread_time_ns() - c0) / 1e3
             if e is not None:
                 ticks.append(spent)
@@ -160,16 +170,19 @@ def run_ab(yaml: str, joints: tuple[str, ...] | None, extra: str, rate: float,
     return np.array(runs[0][2][50:]), np.array(runs[1][2][50:]), worst, where
 
 
-def main_ab(base: Path, rate: float, duration: float) -> int:
+def main_ab(base: Path, rate: float, duration: float, every: int = 1,
+            offset: float = 0.0) -> int:
     """``--base``: both packages per mechanism, one table."""
     load_package(base, base.name)
     print(f'Planar estimator tick, this tree against {base} in one process, ticked '
           f'alternately (thread CPU µs; sensors and ticks at {rate:g} Hz, lag 0.05 s, '
-          f'{duration:g} s)\n')
+          f'{duration:g} s; a tick every {every} sensor instant(s), readings '
+          f'{1e3 * offset:g} ms off the grid)\n')
     print('| mechanism | estimates | this tree median / p99 | baseline median / p99 | change '
           '| largest difference / scale (field) |\n|---|---|---|---|---|---|')
     for name, yaml, joints, extra in ROWS:
-        new, old, worst, where = run_ab(yaml, joints, extra, rate, duration, base.name)
+        new, old, worst, where = run_ab(yaml, joints, extra, rate, duration, base.name,
+                                        every, offset)
         print(f'| {name} | {len(new) + 50} | {np.median(new):.0f} / '
               f'{np.percentile(new, 99):.0f} | {np.median(old):.0f} / '
               f'{np.percentile(old, 99):.0f} | '
@@ -189,9 +202,14 @@ def main(argv: list[str] | None = None) -> int:
                        help='a baseline package (another tree\'s mbfg_ros under another '
                        'name) run alongside, ticked alternately')
     ap.add_argument('--tol', type=float, default=1e-9, help='largest relative difference')
+    ap.add_argument('--every', type=int, default=1,
+                    help='with --base: a tick at every N-th sensor instant only (merged ticks)')
+    ap.add_argument('--offset', type=float, default=0.0,
+                    help='with --base: every reading stamped this many seconds later (off '
+                    'the tick grid)')
     a = ap.parse_args(argv)
     if a.base:
-        return main_ab(a.base.resolve(), a.rate, a.duration)
+        return main_ab(a.base.resolve(), a.rate, a.duration, a.every, a.offset)
     res = {}
     cost = {}
     ref = np.load(a.compare) if a.compare else None
