@@ -231,3 +231,46 @@ def test_the_gate_with_the_layout_between_ticks_decides_and_learns_as_without(ur
         np.testing.assert_array_equal(ests[0]._model_var, ests[1]._model_var)
         np.testing.assert_array_equal(ests[0]._model_t, ests[1]._model_t)
     assert ests[0].counters['rejected_outlier'] == ests[1].counters['rejected_outlier'] > 0
+
+
+def test_the_interval_weights_as_floats_are_interpolation_weights_bit_for_bit():
+    """The Hermite weights of a few stamps computed element by element
+    (``graph._interval_weights``, issue 24 branch tick7) are
+    :func:`~mbfg_ros.estimation.observations.interpolation_weights`'s, bit for bit, for
+    fractions on and off a grid, at 0 and at 1, and several dt's."""
+    from mbfg_ros.estimation.graph import _interval_weights
+    from mbfg_ros.estimation.observations import interpolation_weights
+    rng = np.random.default_rng(7)
+    cases = [[0.5, 1.0], [1.0 / 3.0, 2.0 / 3.0, 1.0], [0.0], [0.7], [1e-9, 0.25, 0.999999999]]
+    cases += [sorted(rng.uniform(0, 1, int(rng.integers(1, 5))).tolist()) for _ in range(20)]
+    for span in cases:
+        for dt in (1e-3, 2e-3 + 1e-18, 3.0000000000000001e-3, 0.01 * rng.uniform()):
+            got, want = _interval_weights(span, dt), interpolation_weights(span, dt)
+            for g, w in zip(got, want):
+                assert g.shape == w.shape == (len(span), 3, 3)
+                assert np.array_equal(g.view(np.int64), w.view(np.int64))
+
+
+def test_an_intervals_readings_kept_tell_whether_all_are_at_the_tick():
+    """``_Current.at_tick`` after the gate (``kept``): on the layouts' path the readings'
+    fractions are kept beside them (their observations keep the intake's s), so the
+    readings left at the tick when those between the ticks were rejected become the
+    one-key factor, and not while one between them is left; without fractions the
+    observations' own s decide."""
+    from mbfg_ros.estimation.graph import _Current
+    one = np.ones(1)
+    obs = [Observation('joint_pos', j, one, one) for j in range(3)]     # s = 1 (intake's)
+    items = [_Pending(t, ob) for t, ob in zip((0.5, 1.0, 1.0), obs)]
+    e = np.arange(3.0)
+    J = (np.ones((3, 6)), np.ones((3, 6)))
+    cur = _Current(items, obs, (0, 1), (None, None), e, None, J, None, None, np.arange(3),
+                   one.repeat(3), None, [0.5, 1.0 - 1e-12, 1.0])
+    assert not cur.at_tick()
+    left = cur.kept(np.array([False, True, True]))
+    assert left.at_tick() and left.span == [1.0 - 1e-12, 1.0]
+    assert [p.ob.index for p in left.items] == [1, 2] and left.e.tolist() == [1.0, 2.0]
+    assert not cur.kept(np.array([True, False, True])).at_tick()
+    plain = _Current(items, [ob._replace(s=s) for ob, s in zip(obs, (0.5, 1.0, 1.0))],
+                     (0, 1), (None, None), e, None, J, None, None, np.arange(3),
+                     one.repeat(3))
+    assert not plain.at_tick() and plain.kept(np.array([False, True, True])).at_tick()
