@@ -80,7 +80,7 @@ from .config import EstimatorConfig, coordinate_sigmas
 from .disturbance import stacked_trapezoidal_disturbance_error
 from .innovation_gate import _Diverged
 from .intake import _Pending
-from .layout import ReadingLayout, layout_rows
+from .layout import ReadingLayout, layout_rows, layout_rows_at_stamps, stamp_plan
 from .observations import (interpolation_weights, interval_factor, interval_rows,
                            observation_factor, observation_sigmas, residuals)
 
@@ -443,7 +443,7 @@ class GraphMixin:
         plan = self._interval_plans.get((seq, *cuts))
         if plan is None:
             plan = self._interval_plan(obs, seq, cuts)
-        full, runs, at, weights = plan
+        full, runs, at, weights, stamps = plan
         if full.rows != rows:
             return None
         fractions = tuple([span[i] for i in [0] + cuts])
@@ -458,6 +458,8 @@ class GraphMixin:
         Xm = a @ x0.reshape(3, n) + b @ x1.reshape(3, n)    # (R, 3, n): each stamp's state
         if len(runs) == 1:
             e, H = layout_rows(self.sm, obs, Xm[0], runs[0][2])
+        elif stamps is not None:    # direct encoders: every stamp's rows in one pass
+            e, H = layout_rows_at_stamps(self.sm, obs, Xm, full, stamps)
         else:
             es, Hs = [], []
             for j, (i0, i1, layout) in enumerate(runs):
@@ -475,11 +477,12 @@ class GraphMixin:
 
     def _interval_plan(self, obs: list[Observation], seq: tuple, cuts: list[int]
                        ) -> tuple[ReadingLayout, list[tuple[int, int, ReadingLayout]],
-                                  np.ndarray, dict]:
+                                  np.ndarray, dict, tuple | None]:
         """What :meth:`_interval_layout_rows` takes from the readings' sequence ``seq`` of
         (kind, index) and where its stamps change (``cuts``) alone: the layout of all of
-        ``obs``, each stamp's readings (first, end, layout), the stamp of each row, and a
-        dict of the Hermite weights (a, b, and [a | b] per row) per (fractions, dt) met; kept per
+        ``obs``, each stamp's readings (first, end, layout), the stamp of each row, a
+        dict of the Hermite weights (a, b, and [a | b] per row) per (fractions, dt) met, and
+        with direct encoders at several stamps :func:`~.layout.stamp_plan`'s (else None); kept per
         (sequence, cuts), at most 64 (a tick loop repeats a few)."""
         full = self._layout_of(obs, seq)
         bounds = [0] + cuts + [len(obs)]
@@ -487,7 +490,8 @@ class GraphMixin:
         at = np.repeat(np.arange(len(runs)), [layout.rows for _, _, layout in runs])
         if len(self._interval_plans) >= 64:
             self._interval_plans.clear()
-        plan = self._interval_plans[(seq, *cuts)] = (full, runs, at, {})
+        merged = stamp_plan(full, runs, self.n) if len(runs) > 1 else None
+        plan = self._interval_plans[(seq, *cuts)] = (full, runs, at, {}, merged)
         return plan
 
     def _layout_of(self, obs: list[Observation], key: tuple | None = None) -> ReadingLayout:

@@ -25,7 +25,7 @@ from ..core.interface import SensorModel
 from ..core.observation import Observation
 from .observations import residuals
 
-__all__ = ['ReadingLayout', 'layout_rows']
+__all__ = ['ReadingLayout', 'layout_rows', 'stamp_plan', 'layout_rows_at_stamps']
 
 
 def _rows(ids: list[int], start: list[int], sizes: list[int]) -> slice | np.ndarray:
@@ -156,6 +156,62 @@ def layout_rows(sm: SensorModel, obs: Sequence[Observation], X: np.ndarray,
         e[layout.enc_at] = r
     for k, ids, rows in layout.imu_groups:
         ei, Hi = sm.imu_errors(k, [obs[i] for i in ids], Xs[:len(ids)], True)
+        e[rows] = ei
+        H[rows] = Hi.reshape(len(ei), -1)
+    return e, H
+
+
+def stamp_plan(layout: ReadingLayout, runs: Sequence[tuple[int, int, ReadingLayout]], n: int
+               ) -> tuple[np.ndarray, list[tuple]] | None:
+    """What :func:`layout_rows_at_stamps` needs of readings at a few stamps: ``layout`` the
+    layout of them all, ``runs`` each stamp's (first, end, layout), in order. (Where in
+    the stamps' states (R, 3, n), flat, each encoder reads; per IMU and stamp (IMU, its
+    readings, their rows, the stamp)), or None where the encoders are not read directly
+    (their models then: :func:`layout_rows` per stamp)."""
+    if not layout.plan or layout.enc_groups is not None:
+        return None
+    run_of = np.repeat(np.arange(len(runs)), [i1 - i0 for i0, i1, _ in runs])
+    enc = layout.enc_ids
+    take = (run_of[enc] * 3 * n + layout.enc_lvl * n + layout.enc_idx) if enc else \
+        np.zeros(0, int)
+    calls = []
+    row = 0
+    for j, (i0, _, run) in enumerate(runs):
+        for k, ids, rows in run.imu_groups:
+            at = slice(rows.start + row, rows.stop + row) if isinstance(rows, slice) \
+                else rows + row
+            calls.append((k, [i0 + i for i in ids], at, j))
+        row += run.rows
+    return take, calls
+
+
+def layout_rows_at_stamps(sm: SensorModel, obs: Sequence[Observation], Xm: np.ndarray,
+                          layout: ReadingLayout, plan: tuple[np.ndarray, list[tuple]]
+                          ) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`layout_rows` of readings ``obs`` at a few stamps in one pass: ``Xm`` (R, 3, n)
+    each stamp's state, ``layout`` the layout of all of ``obs`` (direct encoders),
+    ``plan`` :func:`stamp_plan`'s. Every encoder's ``q_j − z`` (wrapped for angles) read at
+    its stamp's state at once, each IMU by its model at its stamp's state: the same
+    operations on the same numbers as :func:`layout_rows` stamp by stamp, concatenated."""
+    take, calls = plan
+    e = np.empty(layout.rows)
+    H = layout.H0.copy()
+    enc = layout.enc_ids
+    if enc:
+        z = np.concatenate([obs[i].z for i in enc])         # one entry each
+        r = Xm.reshape(-1)[take] - z
+        if layout.enc_wrap_all:
+            r = wrap_angle(r)
+        elif layout.enc_wrap_any:
+            w = layout.enc_wrap
+            r[w] = wrap_angle(r[w])
+        e[layout.enc_at] = r
+    for k, ids, rows, j in calls:
+        X = Xm[j]
+        # the stamp's state repeated as a read-only view, as layout_rows passes it
+        Xs = np.ndarray((len(ids),) + X.shape, X.dtype, X, 0, (0,) + X.strides)
+        Xs.flags.writeable = False
+        ei, Hi = sm.imu_errors(k, [obs[i] for i in ids], Xs, True)
         e[rows] = ei
         H[rows] = Hi.reshape(len(ei), -1)
     return e, H
