@@ -167,7 +167,8 @@ def test_readings_between_ticks_by_layouts_are_the_interval_rows(ur5, mechanism,
     tick itself): the state interpolated once per stamp and each stamp's readings by its
     layout give observations.interval_rows' residuals, model Jacobians and both keys'
     Jacobians: bit for bit where each sensor is read at one stamp (and for the URDF arm's
-    direct encoders always); to rounding where a planar sensor is read at several (the
+    direct encoders always, every stamp in one pass: layout.layout_rows_at_stamps); to
+    rounding where a planar sensor is read at several (the
     general path evaluates its readings vectorised over their states, the layouts one
     state at a time). Five stamps or more take the general path (None)."""
     from mbfg_ros.estimation.graph import INTERVAL_STAMPS
