@@ -247,6 +247,7 @@ class EstimatorDriver:
         self._effort_src = np.array([next((i for i, a in enumerate(mech.actuators)
                                            if a.joint == j.name), -1) for j in mech.joints],
                                     dtype=int)
+        self._effort_every = bool((self._effort_src >= 0).all())
         try:
             self.external = ExternalTorques(sys, ExternalConfig(
                 v['contact_threshold'], v['contact_min_duration'], v['external_effort_sigma'],
@@ -600,6 +601,8 @@ class EstimatorDriver:
         """Each joint's effort in the estimate: its actuator's τ̂, NaN for a joint without
         one (a tick's and a prediction's ``~/joint_states`` alike)."""
         tau = np.asarray(est.tau, dtype=float).reshape(-1)
+        if self._effort_every and tau.size:     # every joint actuated (an arm): one gather
+            return tau[self._effort_src]
         return np.where(self._effort_src >= 0,
                         tau[np.maximum(self._effort_src, 0)] if tau.size else np.nan, np.nan)
 

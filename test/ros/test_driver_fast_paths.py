@@ -117,3 +117,35 @@ def test_the_imu_gate_shortcut_queues_what_the_gate_would(limited):
         for f in ('gyro', 'accel', 'orientation', 'gyro_var', 'accel_var'):
             assert _same(getattr(got, f), getattr(want, f)), (f, gyro, accel)
     assert min(seen.values()) > 10, seen
+
+
+@pytest.mark.parametrize('robot', ['fourbar', 'ur5'])
+def test_each_joints_effort_is_its_actuators_torque(limited, robot):
+    """``~/joint_states`` effort: the τ̂ of the joint's actuator, NaN for a joint without one
+    (the four-bar's coupler joint); an arm whose every joint is actuated takes one gather."""
+    from pathlib import Path
+
+    from mbfg_ros.core.measurements import Estimate
+    from mbfg_ros.loader import load_mechanism
+
+    repo = Path(__file__).resolve().parents[2]
+    if robot == 'fourbar':
+        path, system = limited
+        settings = parse_estimator({'mechanism': str(path)})
+    else:
+        urdf, overlay = repo / 'config/urdf/ur5.urdf', repo / 'config/urdf/ur5_sensors.yaml'
+        settings = parse_estimator({'mechanism': str(urdf), 'overlay': str(overlay)})
+        system = load_mechanism(str(urdf), str(overlay))
+    driver = EstimatorDriver(system, settings)
+    mech = system.description
+    tau = np.arange(1.0, len(mech.actuators) + 1.0) * 1.5
+    z = np.zeros(system.n)
+    est = Estimate(0.0, z, z, z, z, z, tau, z, z, 0.0)
+    got = driver._joint_effort(est)
+    for joint, value in zip(mech.joints, got):
+        act = [k for k, a in enumerate(mech.actuators) if a.joint == joint.name]
+        if act:
+            assert value == tau[act[0]], joint.name
+        else:
+            assert np.isnan(value), joint.name
+    assert (robot == 'ur5') == driver._effort_every
