@@ -395,6 +395,7 @@ class EstimatorDriver:
             return False
         self._max_stamp = t_ns if self._max_stamp is None else max(self._max_stamp, t_ns)
         wall = time.monotonic_ns() if self.live else 0      # when it arrived (live)
+        name = record.sensor if isinstance(record, ImuMeasurement) else ''    # its stream
         if now_ns is not None and self.live:
             # the tick clock is the newest data, moving on with the clock between readings
             delay = max(0, now_ns - self._max_stamp)
@@ -404,17 +405,19 @@ class EstimatorDriver:
                           'input stamps caught up with the clock')
             self.delay_ns = delay
             self._push_wall = wall
-            key = record.sensor if isinstance(record, ImuMeasurement) else ''
-            stream = self._streams.get(key)
+            stream = self._streams.get(name)
             if stream is None:
-                self._streams[key] = [t_ns, 0, wall]
+                self._streams[name] = [t_ns, 0, wall]
             else:
                 if t_ns > stream[0]:
                     step = min(t_ns - stream[0], self.lag_ns // 2)
                     stream[1] = step if stream[1] == 0 else (3 * stream[1] + step) // 4
                     stream[0] = t_ns
                 stream[2] = wall
-        heapq.heappush(self._queue, (_order_key(t_ns, record, self._seq), record, wall))
+        # the canonical order (_order_key's, inline): stamp, joints before IMUs, sensor name,
+        # arrival
+        heapq.heappush(self._queue, ((t_ns, _KIND.get(type(record), 2), name, self._seq),
+                                     record, wall))
         self._seq += 1
         self.counters['queued'] += 1
         if len(self._queue) > self.max_queue:
