@@ -234,16 +234,19 @@ class JointStateReader:
                 v[i] = a
                 given += 1
         finite = np.isfinite(v)
-        nonfinite = given * n - int(np.count_nonzero(finite))
+        usable = int(np.count_nonzero(finite))      # (count_nonzero: ~0.2 µs, .any() ~0.7)
+        nonfinite = given * n - usable
         if nonfinite:
             v[~finite] = np.nan
         if plan.keep is not None:
             v, finite = v[:, plan.keep], finite[:, plan.keep]
-        if not plan.names or not finite.any():
+            usable = int(np.count_nonzero(finite))
+        if not plan.names or not usable:
             raise InputRejected('no_usable_values',
                                 'no finite value for a known joint' if plan.names else
                                 f'no known joint among {plan.unknown}')
-        within = plan.lower is not None and not ((v < plan.lower) | (v > plan.upper)).any()
+        within = plan.lower is not None and not (np.count_nonzero(v < plan.lower)
+                                                 or np.count_nonzero(v > plan.upper))
         return t, JointMeasurement(t / NS, plan.names, v[0], v[1], v[2]), plan.unknown, \
             nonfinite, within
 
