@@ -190,17 +190,38 @@ class IntakeMixin:
             cache[key] = s
         return s
 
+    @cached_property
+    def _sigma_row_cache(self) -> dict:
+        """:meth:`_sigma_rows` already made, by the key of :attr:`_sigma_cache`; bounded."""
+        return {}
+
+    def _sigma_rows(self, var: np.ndarray | None, k: int, default: float) -> list:
+        """The ``k`` one-element rows ``s[i:i + 1]`` of :meth:`_sigmas_kept`'s array (each
+        joint reading's σ), made once per kept array."""
+        key = (None if var is None else var.tobytes(), k, default)
+        rows = self._sigma_row_cache.get(key)
+        if rows is None:
+            s = self._sigmas_kept(var, k, default)
+            rows = [s[i:i + 1] for i in range(k)]
+            if len(self._sigma_row_cache) >= _KEPT:
+                self._sigma_row_cache.clear()
+            self._sigma_row_cache[key] = rows
+        return rows
+
     @staticmethod
     def _sigma(var, default: float) -> float:
         if var is not None and np.isfinite(var) and var > 0:
             return float(np.sqrt(var))
         return default
 
-    def _joint_layout(self, names: tuple) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    def _joint_layout(self, names: tuple
+                      ) -> tuple[list[tuple[int, int]], list[tuple[int, int]], bool]:
         """(message index, joint index) of the known names and (message index, actuator)
-        of the actuated ones, for one ``names`` tuple; unknown names counted once each
-        (``dropped_unknown_joint``). Kept per names tuple (a driver sends the same one
-        every message; at most 64 kept, so a stream of malformed ones stays bounded)."""
+        of the actuated ones, for one ``names`` tuple, and whether the latter are every
+        actuator in order (message index = actuator: the efforts copy as one array); unknown
+        names counted once each (``dropped_unknown_joint``). Kept per names tuple (a driver
+        sends the same one every message; at most 64 kept, so a stream of malformed ones
+        stays bounded)."""
         layout = self._layouts.get(names)
         if layout is not None:
             return layout
@@ -218,7 +239,8 @@ class IntakeMixin:
                 act.append((i, a))
         if len(self._layouts) >= 64:
             self._layouts.clear()
-        layout = self._layouts[names] = (known, act)
+        every = len(act) == self._n_act == len(names) and all(i == a for i, a in act)
+        layout = self._layouts[names] = (known, act, every)
         return layout
 
     def _listed(self, arr, size: int) -> tuple[np.ndarray | None, list | None]:
@@ -249,40 +271,45 @@ class IntakeMixin:
         eff, e_list = self._listed(m.effort, k)
         pvar = self._values(m.position_var, k, 'position_var')
         vvar = self._values(m.velocity_var, k, 'velocity_var')
-        known, act = self._joint_layout(names)
+        known, act, every = self._joint_layout(names)
         # finiteness of every reading (x == x: not NaN; infinite ones are NaN by now), σ's
         # kept per variances; the values copied once (a caller may reuse its arrays), each
         # reading a view of the copy
         p_ok = [x == x for x in p_list] if p_list is not None else None
         v_ok = [x == x for x in v_list] if v_list is not None else None
-        sp = self._sigmas_kept(pvar, k, cfg.encoder_sigma) \
+        sp = self._sigma_rows(pvar, k, cfg.encoder_sigma) \
             if p_ok is not None and any(p_ok) else None
         if v_ok is None or not any(v_ok):               # angles only (the common case)
             if sp is None:
                 out = []
             else:
                 z = pos.copy()
-                out = [Observation('joint_pos', j, z[i:i + 1], sp[i:i + 1])
+                out = [Observation('joint_pos', j, z[i:i + 1], sp[i])
                        for i, j in known if p_ok[i]]
         else:
-            sv = self._sigmas_kept(vvar, k, cfg.encoder_rate_sigma)
+            sv = self._sigma_rows(vvar, k, cfg.encoder_rate_sigma)
             zp = pos.copy() if sp is not None else None
             zv = vel.copy()
             out = []
             for i, j in known:
                 if sp is not None and p_ok[i]:
-                    out.append(Observation('joint_pos', j, zp[i:i + 1], sp[i:i + 1]))
+                    out.append(Observation('joint_pos', j, zp[i:i + 1], sp[i]))
                 if v_ok[i]:
-                    out.append(Observation('joint_vel', j, zv[i:i + 1], sv[i:i + 1]))
+                    out.append(Observation('joint_vel', j, zv[i:i + 1], sv[i]))
         if e_list is not None and act:
             t, tau, tau_t = m.t, self._tau, self._tau_t
-            used = 0
-            for i, a in act:
-                x = e_list[i]
-                if x == x:
-                    tau[a] = x
-                    tau_t[a] = t
-                    used += 1
+            e_ok = [x == x for x in e_list]
+            if every and all(e_ok):          # an arm's every effort (the common case)
+                tau[:] = eff
+                tau_t[:] = t
+                used = len(e_ok)
+            else:
+                used = 0
+                for i, a in act:
+                    if e_ok[i]:
+                        tau[a] = e_list[i]
+                        tau_t[a] = t
+                        used += 1
             if used:
                 self._tau_given = True
                 self._counters['used_effort'] += used

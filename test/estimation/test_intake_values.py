@@ -125,3 +125,36 @@ def test_add_validated_imu_sigmas_are_kept_read_only(limited):
         assert not s.flags.writeable                        # shared between readings
         with pytest.raises(ValueError):
             s[...] = 0.0
+
+
+def test_an_arms_efforts_are_its_applied_torques():
+    """Every joint actuated (the UR5): each finite effort is its actuator's applied torque
+    from the record's stamp on; a NaN leaves that actuator's torque and stamp as they were;
+    a record in another joint order maps by name."""
+    from pathlib import Path
+
+    from mbfg_ros.loader import load_mechanism
+
+    urdf = Path(__file__).resolve().parents[2] / 'config' / 'urdf'
+    system = load_mechanism(str(urdf / 'ur5.urdf'), str(urdf / 'ur5_sensors.yaml'))
+    est = Estimator(system, EstimatorConfig())
+    names = tuple(est.sm.joint_names)
+    act = {j: k for k, j in enumerate(system.actuator_joints)}
+    assert set(act) == set(names)
+    eff = np.arange(1.0, len(names) + 1.0)
+    est.add_validated(JointMeasurement(0.5, names, np.zeros(len(names)),
+                                       np.full(len(names), np.nan), eff))
+    for k, name in enumerate(names):
+        assert est._tau[act[name]] == eff[k] and est._tau_t[act[name]] == 0.5
+    used = est.counters['used_effort']
+    eff2 = -eff
+    eff2[2] = np.nan
+    est.add_validated(JointMeasurement(0.6, names[::-1], np.zeros(len(names)),
+                                       np.full(len(names), np.nan), eff2))
+    for k, name in enumerate(names[::-1]):
+        a = act[name]
+        if k == 2:
+            assert est._tau[a] == eff[names.index(name)] and est._tau_t[a] == 0.5
+        else:
+            assert est._tau[a] == eff2[k] and est._tau_t[a] == 0.6
+    assert est.counters['used_effort'] == used + len(names) - 1
