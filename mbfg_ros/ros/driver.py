@@ -178,11 +178,6 @@ def _within(v: np.ndarray | None, limit: float) -> bool:
     return not (abs(x) > limit or abs(y) > limit or abs(z) > limit)
 
 
-def _order_key(t_ns: int, rec: Any, seq: int) -> tuple:
-    name = rec.sensor if isinstance(rec, ImuMeasurement) else ''
-    return (t_ns, _KIND.get(type(rec), 2), name, seq)
-
-
 class EstimatorDriver:
     """Input gate + queue + tick grid + estimator + command law (one per node or replay)."""
 
@@ -414,7 +409,7 @@ class EstimatorDriver:
                     stream[1] = step if stream[1] == 0 else (3 * stream[1] + step) // 4
                     stream[0] = t_ns
                 stream[2] = wall
-        # the canonical order (_order_key's, inline): stamp, joints before IMUs, sensor name,
+        # the canonical order (module docstring): stamp, joints before IMUs, sensor name,
         # arrival
         heapq.heappush(self._queue, ((t_ns, _KIND.get(type(record), 2), name, self._seq),
                                      record, wall))
