@@ -17,7 +17,11 @@ joints with positions and efforts, the wrist IMU):
   (``EstimateMessages``, rclpy converts and serialises each) or bytes patched in place
   (``SerialisedEstimateMessages``);
 * **executor turn**: the loop's ``spin_once(timeout_sec=0)`` on the real node, with rclpy's
-  QoS event handlers in its wait set (before) and without (now, one turn a second).
+  QoS event handlers in its wait set (before) and without (now, one turn a second);
+* **the loop's steps without DDS** (:func:`per_reading`): the driver's intake of the bytes
+  alone, a record into the estimator (``Estimator.add_validated``), and per estimate the joint
+  efforts, the torque command, the external torques, the bytes' fill and the node's clock
+  read.
 
     .venv/bin/python bench/node_edge.py [--count 3000]
 """
@@ -220,6 +224,96 @@ def executor_turn(count: int, domain: int) -> tuple[float, float]:
     return out[0], out[1]
 
 
+def per_reading(count: int, domain: int) -> dict[str, float]:
+    """µs per reading / estimate of the loop's steps without DDS (issue 24, fifth session):
+    a UR5 driver fed 1.5 s of 1 kHz JointState + Imu bytes (ticks run, commands flowing),
+    then the intake of ``count`` more of each, their records into the estimator
+    (``Estimator.add_validated``), and per estimate the joint efforts, the torque command, the
+    external torques, the serialised bytes' fill and the node's clock read."""
+    import numpy as np
+    import rclpy
+    from rclpy.serialization import serialize_message
+
+    from mbfg_ros.loader import load_mechanism
+    from mbfg_ros.ros import conversions as cv
+    from mbfg_ros.ros.driver import EstimatorDriver
+    from mbfg_ros.ros.params import parse_estimator
+
+    settings = parse_estimator(_params())
+    d = EstimatorDriver(load_mechanism(settings.mechanism, str(OVERLAY)), settings, live=True)
+    kit = cv.rclpy_kit()
+    rng = np.random.default_rng(0)
+    base, warm = 1_700_000_000 * 10**9, 1500
+    total = warm + 2 * count + 200
+    js = [serialize_message(cv.joint_state_msg(kit, base + k * 10**6, d.joint_names,
+                                               rng.normal(size=6) * 0.1, (),
+                                               rng.normal(size=6))) for k in range(total)]
+    imus = [serialize_message(cv.imu_msg(kit, base + k * 10**6, 'wrist',
+                                         rng.normal(size=3) * 0.1,
+                                         rng.normal(size=3) + [0.0, 0.0, 9.8]))
+            for k in range(total)]
+    sensor = d.imu_names[0]
+    for k in range(warm):
+        now = base + k * 10**6
+        d.joint_state(js[k], now)
+        d.imu(imus[k], sensor, now)
+        d.advance(now)
+    out = d.last_output
+    est = d.estimator
+
+    def intake(msgs: list, call, first: int) -> None:
+        for k in range(first, first + count):
+            call(msgs[k], base + k * 10**6)
+            if len(d._queue) > 200:      # the ticks would drain it
+                d._queue.clear()
+
+    rows = {'JointState bytes -> queued (driver.joint_state, no take)': _cpu_us(
+        lambda: intake(js, d.joint_state, warm), count),
+        'Imu bytes -> queued (driver.imu, no take)': _cpu_us(
+        lambda: intake(imus, lambda m, now: d.imu(m, sensor, now), warm + count), count)}
+    last = warm + 2 * count
+    for label, recs in (
+            ('a JointState record into the estimator (Estimator.add_validated)',
+             [d.joint_state(js[k], base + k * 10**6) for k in range(last, last + 200)]),
+            ('an Imu record into the estimator (Estimator.add_validated)',
+             [d.imu(imus[k], sensor, base + k * 10**6) for k in range(last, last + 200)])):
+        d._queue.clear()
+        rounds = max(1, count // 200)
+
+        def add(recs: list = recs) -> None:
+            for _ in range(rounds):
+                for r in recs:
+                    est.add_validated(r)
+                est._pending = []
+        rows[label] = _cpu_us(add, rounds * len(recs))
+    e, t_ns = out.estimate, out.t_ns
+    d._newest_used, d._newest_wall = t_ns, time.monotonic_ns() + 10**12   # commands go out
+    raw = cv.SerialisedEstimateMessages(d.joint_names, d.coordinate_names, len(d.law.names))
+    rows['per estimate: joint efforts (driver._joint_effort)'] = _cpu_us(
+        lambda: [d._joint_effort(e) for _ in range(count)], count)
+    rows['per estimate: torque command (driver._command)'] = _cpu_us(
+        lambda: [d._command(e, t_ns) for _ in range(count)], count)
+    rows['per estimate: external torques (ExternalTorques.update)'] = _cpu_us(
+        lambda: [d.external.update(e, est.known_torque(e.t, d._tau_motor))
+                 for _ in range(count)], count)
+    rows['per estimate: serialised bytes filled (4 messages)'] = _cpu_us(
+        lambda: [raw.fill(t_ns, e, out.joint_effort, out.command) for _ in range(count)], count)
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx, domain_id=domain)
+    try:
+        from mbfg_ros.ros import estimator_node as N
+        from rclpy.parameter import Parameter
+
+        node = N.EstimatorNode(context=ctx, parameter_overrides=[
+            Parameter(k, value=v) for k, v in _params().items()])
+        rows['the node clock read (EstimatorNode._now_ns)'] = _cpu_us(
+            lambda: [node._now_ns() for _ in range(count)], count)
+        node.destroy_node()
+    finally:
+        rclpy.shutdown(context=ctx)
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--count', type=int, default=3000, help='messages / estimates each')
@@ -237,6 +331,11 @@ def main(argv: list[str] | None = None) -> int:
     print('|---|---|---|')
     for label, (old, new) in rows.items():
         print(f'| {label} | {old:.1f} | {new:.1f} |')
+    print('\nthe loop\'s steps without DDS, thread CPU µs per reading / estimate '
+          '(per_reading)\n')
+    print('| step | µs |\n|---|---|')
+    for label, us in per_reading(a.count, domain).items():
+        print(f'| {label} | {us:.2f} |')
     return 0
 
 

@@ -152,23 +152,26 @@ class JointStateParser:
         names, o = self._names_at(buf, _aligned(o, 4))
         size = len(buf)
         arrays = []
-        for field in ('position', 'velocity', 'effort'):
-            o = _aligned(o, 4)
+        unpack, frombuffer = _U32.unpack_from, np.frombuffer
+        for field in _JS_ARRAYS:
+            o += -(o - _HEADER) % 4                             # _aligned(o, 4), inline
             if o + 4 > size:
                 raise Malformed(f'{size} bytes: truncated before {field}')
-            (count,) = _U32.unpack_from(buf, o)
+            (count,) = unpack(buf, o)
             o += 4
             if count:
-                o = _aligned(o, 8)
+                o += -(o - _HEADER) % 8
                 if count > (size - o) // 8:
                     raise Malformed(f'{field}: {count} values beyond the end ({size} bytes)')
-                arrays.append(np.frombuffer(buf, '<f8', count, o).astype(np.float64))
+                arrays.append(frombuffer(buf, _F8LE, count, o).astype(np.float64))
                 o += 8 * count
             else:
                 arrays.append(_EMPTY)
         return JointStateFields((sec, nanosec), names, *arrays)
 
 
+_JS_ARRAYS = ('position', 'velocity', 'effort')
+_F8LE = np.dtype('<f8')
 _EMPTY = np.zeros(0)
 _EMPTY.setflags(write=False)
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import array
 import functools
 import importlib
+import math
 import struct
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
@@ -136,12 +137,16 @@ _JOINT_FIELDS = ('position', 'velocity', 'effort')
 @dataclass(frozen=True)
 class _NamePlan:
     """What a JointState's name tuple means, worked out once per distinct tuple: the
-    rejection (None: usable), the columns kept (None: all), the kept and unknown names."""
+    rejection (None: usable), the columns kept (None: all), the kept and unknown names, and
+    the kept joints' limits as (3, kept) bounds of position, velocity and effort (None: the
+    reader has no limits)."""
 
     rejected: InputRejected | None
     keep: np.ndarray | None
     names: tuple[str, ...]
     unknown: tuple[str, ...]
+    lower: np.ndarray | None = None
+    upper: np.ndarray | None = None
 
 
 class JointStateReader:
@@ -156,10 +161,13 @@ class JointStateReader:
 
     PLANS = 64
 
-    def __init__(self, known: Iterable[str] | None = None) -> None:
+    def __init__(self, known: Iterable[str] | None = None,
+                 limits: Callable[[tuple[str, ...]], tuple[np.ndarray, ...]] | None = None
+                 ) -> None:
         if known is not None and not isinstance(known, (set, frozenset)):
             known = frozenset(known)
         self.known = known
+        self._limits = limits
         self._plans: dict[tuple[str, ...], _NamePlan] = {}
 
     def _plan(self, names: tuple[str, ...]) -> _NamePlan:
@@ -177,7 +185,12 @@ class JointStateReader:
             keep = np.array(cols, dtype=np.intp)
             kept = tuple(names[i] for i in cols)
             unknown = tuple(name for name in names if name not in known)
-        plan = _NamePlan(rejected, keep, kept, unknown)
+        lower = upper = None
+        if rejected is None and self._limits is not None:
+            # |v| > vmax is v > vmax or v < -vmax (IEEE: the same for NaN, never out)
+            lo, hi, vmax, emax = self._limits(kept)
+            lower, upper = np.stack((lo, -vmax, -emax)), np.stack((hi, vmax, emax))
+        plan = _NamePlan(rejected, keep, kept, unknown, lower, upper)
         if len(self._plans) >= self.PLANS:
             self._plans.clear()
         self._plans[names] = plan
@@ -187,6 +200,15 @@ class JointStateReader:
                  ) -> tuple[int, JointMeasurement, tuple[str, ...], int]:
         """JointState -> (stamp ns, record, unknown names, number of non-finite values);
         see :func:`joint_state_to_record`."""
+        return self.checked(msg, now_ns)[:4]
+
+    def checked(self, msg: Any, now_ns: int | None = None
+                ) -> tuple[int, JointMeasurement, tuple[str, ...], int, bool]:
+        """:meth:`__call__` and whether every value lies within the limits the reader was
+        given (``limits``: the (lower, upper, |velocity|, |effort|) arrays of
+        :func:`~mbfg_ros.estimation.gate.limit_arrays` for a name tuple), so that the
+        limit gate has nothing to do (issue 24: one comparison of the (3, n) values
+        instead of the gate's); False without limits."""
         if isinstance(msg, JointStateFields):
             names = msg.name
             t = _checked_stamp(msg.stamp[0] * NS + msg.stamp[1], now_ns)
@@ -212,17 +234,21 @@ class JointStateReader:
                 v[i] = a
                 given += 1
         finite = np.isfinite(v)
-        nonfinite = given * n - int(np.count_nonzero(finite))
+        usable = int(np.count_nonzero(finite))      # (count_nonzero: ~0.2 µs, .any() ~0.7)
+        nonfinite = given * n - usable
         if nonfinite:
             v[~finite] = np.nan
         if plan.keep is not None:
             v, finite = v[:, plan.keep], finite[:, plan.keep]
-        if not plan.names or not finite.any():
+            usable = int(np.count_nonzero(finite))
+        if not plan.names or not usable:
             raise InputRejected('no_usable_values',
                                 'no finite value for a known joint' if plan.names else
                                 f'no known joint among {plan.unknown}')
+        within = plan.lower is not None and not (np.count_nonzero(v < plan.lower)
+                                                 or np.count_nonzero(v > plan.upper))
         return t, JointMeasurement(t / NS, plan.names, v[0], v[1], v[2]), plan.unknown, \
-            nonfinite
+            nonfinite, within
 
 
 def joint_state_to_record(msg: Any, known: Iterable[str] | None = None,
@@ -263,13 +289,15 @@ def _imu_values(msg: Any) -> np.ndarray:
     return a
 
 
-def _variances(c: np.ndarray, finite: bool) -> np.ndarray | None:
-    """The diagonal (3,) of a 3x3 row-major covariance ``c`` (9,), or None: not all
-    ``finite``, all zero ("unknown"), or a diagonal element that is not positive."""
-    if not finite or not c.any():
+def _variances(a: np.ndarray, values: list, lo: int, finite: bool) -> np.ndarray | None:
+    """The diagonal (3,) of the 3x3 row-major covariance at ``a[lo:lo + 9]`` (``values``:
+    ``a`` as a list), or None: not all ``finite``, all zero ("unknown"), or a diagonal
+    element that is not positive."""
+    if not finite or not any(values[lo:lo + 9]):
         return None
-    d = c[::4]
-    return d if (d > 0.0).all() else None
+    if values[lo] > 0.0 and values[lo + 4] > 0.0 and values[lo + 8] > 0.0:
+        return a[lo:lo + 9:4]
+    return None
 
 
 def imu_to_record(msg: Any, sensor: str, now_ns: int | None = None
@@ -282,6 +310,8 @@ def imu_to_record(msg: Any, sensor: str, now_ns: int | None = None
     whose values are not all finite is left out; variances are the covariance
     diagonals (None when not all positive). ``msg``: an rclpy or rosbags message or
     the :class:`~mbfg_ros.ros.cdr.ImuFields` read from its bytes (one path for both).
+    The checks run on the values as Python floats (issue 24: 37 numbers, cheaper than
+    numpy calls of ~0.5 µs each); the record's arrays are views of ``a``, as before.
 
     :raises InputRejected: nothing usable in the message.
     """
@@ -291,16 +321,18 @@ def imu_to_record(msg: Any, sensor: str, now_ns: int | None = None
     else:
         t = _message_stamp(msg, now_ns)
         a = _imu_values(msg)
-    fin = np.isfinite(a)
-    every = bool(fin.all())
+    values = a.tolist()
+    # a NaN or infinity makes the sum non-finite (an overflow too: then each part is
+    # looked at)
+    every = math.isfinite(sum(values))
 
     def part(lo: int, hi: int) -> bool:
-        return every or bool(fin[lo:hi].all())
+        return every or all(map(math.isfinite, values[lo:hi]))
 
-    gyro = a[13:16] if a[16] != -1.0 and part(13, 16) else None
-    accel = a[25:28] if a[28] != -1.0 and part(25, 28) else None
+    gyro = a[13:16] if values[16] != -1.0 and part(13, 16) else None
+    accel = a[25:28] if values[28] != -1.0 and part(25, 28) else None
     quat = None
-    if a[4] != -1.0:
+    if values[4] != -1.0:
         q = a[0:4]
         norm = float(np.linalg.norm(q)) if part(0, 4) else 0.0
         if norm > 1e-6:
@@ -309,9 +341,9 @@ def imu_to_record(msg: Any, sensor: str, now_ns: int | None = None
         raise InputRejected('no_usable_values', f'Imu for {sensor!r} has no finite field')
     rec = ImuMeasurement(
         t / NS, sensor, gyro, accel, quat,
-        gyro_var=_variances(a[16:25], part(16, 25)) if gyro is not None else None,
-        accel_var=_variances(a[28:37], part(28, 37)) if accel is not None else None,
-        orientation_var=_variances(a[4:13], part(4, 13)) if quat is not None else None)
+        gyro_var=_variances(a, values, 16, part(16, 25)) if gyro is not None else None,
+        accel_var=_variances(a, values, 28, part(28, 37)) if accel is not None else None,
+        orientation_var=_variances(a, values, 4, part(4, 13)) if quat is not None else None)
     return t, rec
 
 

@@ -80,7 +80,7 @@ import numpy as np
 from ..estimation.control import CommandLaw, actuator_index
 from ..estimation.estimator import LIVE_FIELDS, Estimator
 from ..estimation.external import ExternalConfig, ExternalOutput, ExternalTorques
-from ..estimation.gate import LimitGate
+from ..estimation.gate import LimitGate, limit_arrays
 from ..core.measurements import Estimate, ImuMeasurement, JointMeasurement
 from . import cdr
 from . import conversions as cv
@@ -166,9 +166,16 @@ class TickOutput:
 _KIND = {JointMeasurement: 0, ImuMeasurement: 1}
 
 
-def _order_key(t_ns: int, rec: Any, seq: int) -> tuple:
-    name = rec.sensor if isinstance(rec, ImuMeasurement) else ''
-    return (t_ns, _KIND.get(type(rec), 2), name, seq)
+def _within(v: np.ndarray | None, limit: float) -> bool:
+    """No component of the 3-vector ``v`` (None: not given) beyond ±``limit``: the
+    :class:`~mbfg_ros.estimation.gate.LimitGate`'s IMU test ``any(|v| > limit)`` negated
+    (NaN never beyond), on three floats; False for another length (the gate decides)."""
+    if v is None:
+        return True
+    if v.shape != (3,):
+        return False
+    x, y, z = v.tolist()
+    return not (abs(x) > limit or abs(y) > limit or abs(z) > limit)
 
 
 class EstimatorDriver:
@@ -204,7 +211,12 @@ class EstimatorDriver:
         self.gate = LimitGate(mech)
         self.joint_names = tuple(j.name for j in mech.joints)
         self._known_joints = frozenset(self.joint_names)
-        self._joint_reader = cv.JointStateReader(self._known_joints)
+        limits = {j.name: j.limits for j in mech.joints}        # the gate's, by name
+        self._joint_reader = cv.JointStateReader(
+            self._known_joints, lambda names: limit_arrays([limits.get(n) for n in names]))
+        # each IMU's (gyro, accel) range: a reading within them needs no gate (issue 24)
+        self._imu_ranges = {s.name: (float(s.gyro_range), float(s.accel_range))
+                            for s in mech.sensors}
         self._joint_parser = cdr.JointStateParser()
         self.coordinate_names = tuple(mech.coordinate_names)
         self.imu_names = tuple(s.name for s in mech.sensors)
@@ -230,6 +242,7 @@ class EstimatorDriver:
         self._effort_src = np.array([next((i for i, a in enumerate(mech.actuators)
                                            if a.joint == j.name), -1) for j in mech.joints],
                                     dtype=int)
+        self._effort_every = bool((self._effort_src >= 0).all())
         try:
             self.external = ExternalTorques(sys, ExternalConfig(
                 v['contact_threshold'], v['contact_min_duration'], v['external_effort_sigma'],
@@ -305,7 +318,7 @@ class EstimatorDriver:
             if msg is None:
                 return None
         try:
-            t, rec, unknown, nonfinite = self._joint_reader(msg, now_ns)
+            t, rec, unknown, nonfinite, within = self._joint_reader.checked(msg, now_ns)
         except cv.InputRejected as exc:
             self.count(f'dropped.{exc.reason}')
             self.note(f'joint_states:{exc.reason}', f'joint_states: message dropped ({exc})')
@@ -317,6 +330,8 @@ class EstimatorDriver:
             self.note('joint_states:unknown', f'joint_states: unknown joints '
                       f'{cv.capped(list(unknown))} ignored (mechanism joints: '
                       f'{list(self.joint_names)})')
+        if within:          # every value within the joint limits: the gate has no work
+            return rec if self.push(t, rec, now_ns) else None
         rec, bad = self.gate.joint(rec)
         return self._gated(t, rec, bad, 'joint_states', now_ns)
 
@@ -334,6 +349,10 @@ class EstimatorDriver:
             self.count(f'dropped.{exc.reason}')
             self.note(f'imu:{exc.reason}', f'imu {sensor}: message dropped ({exc})')
             return None
+        ranges = self._imu_ranges.get(sensor)
+        if ranges is not None and _within(rec.gyro, ranges[0]) \
+                and _within(rec.accel, ranges[1]):
+            return rec if self.push(t, rec, now_ns) else None      # the gate has no work
         rec, bad = self.gate.imu(rec)
         return self._gated(t, rec, bad, f'imu {sensor}', now_ns)
 
@@ -371,6 +390,7 @@ class EstimatorDriver:
             return False
         self._max_stamp = t_ns if self._max_stamp is None else max(self._max_stamp, t_ns)
         wall = time.monotonic_ns() if self.live else 0      # when it arrived (live)
+        name = record.sensor if isinstance(record, ImuMeasurement) else ''    # its stream
         if now_ns is not None and self.live:
             # the tick clock is the newest data, moving on with the clock between readings
             delay = max(0, now_ns - self._max_stamp)
@@ -380,17 +400,19 @@ class EstimatorDriver:
                           'input stamps caught up with the clock')
             self.delay_ns = delay
             self._push_wall = wall
-            key = record.sensor if isinstance(record, ImuMeasurement) else ''
-            stream = self._streams.get(key)
+            stream = self._streams.get(name)
             if stream is None:
-                self._streams[key] = [t_ns, 0, wall]
+                self._streams[name] = [t_ns, 0, wall]
             else:
                 if t_ns > stream[0]:
                     step = min(t_ns - stream[0], self.lag_ns // 2)
                     stream[1] = step if stream[1] == 0 else (3 * stream[1] + step) // 4
                     stream[0] = t_ns
                 stream[2] = wall
-        heapq.heappush(self._queue, (_order_key(t_ns, record, self._seq), record, wall))
+        # the canonical order (module docstring): stamp, joints before IMUs, sensor name,
+        # arrival
+        heapq.heappush(self._queue, ((t_ns, _KIND.get(type(record), 2), name, self._seq),
+                                     record, wall))
         self._seq += 1
         self.counters['queued'] += 1
         if len(self._queue) > self.max_queue:
@@ -577,6 +599,8 @@ class EstimatorDriver:
         """Each joint's effort in the estimate: its actuator's τ̂, NaN for a joint without
         one (a tick's and a prediction's ``~/joint_states`` alike)."""
         tau = np.asarray(est.tau, dtype=float).reshape(-1)
+        if self._effort_every and tau.size:     # every joint actuated (an arm): one gather
+            return tau[self._effort_src]
         return np.where(self._effort_src >= 0,
                         tau[np.maximum(self._effort_src, 0)] if tau.size else np.nan, np.nan)
 

@@ -168,6 +168,7 @@ class EstimatorNode(Node):
             self.get_logger().warning(mechanism_warning(system))
         v = settings.values
         self.driver = EstimatorDriver(system, settings, live=True)
+        self._clock_handle = self.get_clock().handle       # read by _now_ns
         self.executor_kind = v['executor']
         if self.executor_kind == 'events':
             events_executor_class()      # at start-up: one error line, exit 2, not a traceback
@@ -361,7 +362,13 @@ class EstimatorNode(Node):
         clock_sub.callback(msg)
 
     def _now_ns(self) -> int:
-        return self.get_clock().now().nanoseconds
+        """The node clock in integer nanoseconds (``use_sim_time``: the ``/clock`` time):
+        what ``get_clock().now().nanoseconds`` gives, read from the clock's handle as
+        ``Clock.now`` does but without building a ``Time`` (issue 24: ~1.5 µs of the ~2.3
+        per read, and the loop reads it several times per estimate)."""
+        handle = self._clock_handle
+        with handle:
+            return handle.get_now().nanoseconds
 
     def _wake(self) -> None:
         if self.timer.is_canceled():

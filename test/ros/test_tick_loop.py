@@ -130,6 +130,10 @@ def test_the_loop_takes_every_sensor_message_without_a_callback_each():
         assert run.event_turns >= 1
         # the ticks follow the polled /clock: none beyond the newest stamp published
         assert d.last_tick <= stamp_of(recs[-1])
+        # the node's clock read (its handle, no Time built) is rclpy's Clock.now: the
+        # newest /clock, which stands still after the stream
+        run.wait_for(lambda: run.node._now_ns() == stamp_of(recs[-1]), 'the last /clock')
+        assert run.node.get_clock().now().nanoseconds == run.node._now_ns()
     finally:
         run.close()
     assert not run.thread.is_alive(), 'stop_requested did not end the loop'
