@@ -427,7 +427,10 @@ if TRACE:                             # per loop pass and per published estimate
         'publish', w0, a[0].t_ns, bool(a[0].estimate is not None and a[0].estimate.predicted)))
     traced('_governed', lambda self, a, r, w0, c0: (
         'pass', w0, time.time_ns() - w0, time.thread_time_ns() - c0,
-        self.driver.ticks['run']))
+        self.driver.ticks['run'], self._governor.credit, dict(self._governor.counts),
+        self.driver.ticks['thinned'], self.driver.ticks['predicted'], self.driver.last_tick,
+        a[0], self._governor.other_rate, self._governor.smoother_cost,
+        self._governor.prediction_cost, time.process_time_ns()))
     traced('poll', lambda self, a, r, w0, c0: ('poll', w0, time.time_ns() - w0, r))
 try:
     N.main()
@@ -627,6 +630,10 @@ def drive(params: dict, data: Path, busy: bool, domain: int, log: Path, tmp: Pat
         effort[m.stamp[0] * NS + m.stamp[1]] = m.effort
     states = [s + (effort.get(s[1]),) for s in states]
     if opts.trace and prof is not None and prof.exists():
+        import shutil, os as _os
+        _d = _os.environ.get('TRACE_KEEP')
+        if _d:
+            shutil.copy(prof, Path(_d) / f'{log.stem}_{time.time_ns()}.json')
         for line in latency_trace(prof, states):
             print('    ' + line)
     elif prof is not None and prof.exists():
