@@ -57,6 +57,7 @@ import platform
 import signal
 import subprocess
 import sys
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -427,7 +428,10 @@ if TRACE:                             # per loop pass and per published estimate
         'publish', w0, a[0].t_ns, bool(a[0].estimate is not None and a[0].estimate.predicted)))
     traced('_governed', lambda self, a, r, w0, c0: (
         'pass', w0, time.time_ns() - w0, time.thread_time_ns() - c0,
-        self.driver.ticks['run']))
+        self.driver.ticks['run'], self._governor.credit, dict(self._governor.counts),
+        self.driver.ticks['thinned'], self.driver.ticks['predicted'], self.driver.last_tick,
+        a[0], self._governor.other_rate, self._governor.smoother_cost,
+        self._governor.prediction_cost, time.process_time_ns()))
     traced('poll', lambda self, a, r, w0, c0: ('poll', w0, time.time_ns() - w0, r))
 try:
     N.main()
@@ -567,14 +571,17 @@ class Options(argparse.Namespace):
     """Per-run choices: ``ticks`` (Hz, 0: the default of the row), ``sim_time``
     (``/clock`` from the generator, node on ``use_sim_time``), ``profile`` (a directory:
     the node runs with timers on its callbacks; ``trace``: instead a trace of its loop,
-    :func:`latency_trace`), ``grid_stamps`` (the generator's stamps on the tick grid)."""
+    :func:`latency_trace`), ``grid_stamps`` (the generator's stamps on the tick grid),
+    ``unaligned`` (the node with ``align_ticks`` false: its grid at whole periods)."""
 
     ticks: float = 0.0
     sim_time: bool = False
     profile: Path | None = None
     predict: bool = False
     trace: bool = False
+    keep_trace: Path | None = None
     grid_stamps: bool = False
+    unaligned: bool = False
 
 
 def node_params(params: dict, opts: Options, default_ticks: float) -> dict:
@@ -584,6 +591,8 @@ def node_params(params: dict, opts: Options, default_ticks: float) -> dict:
         out['use_sim_time'] = 'true'
     if opts.predict:
         out['predict_between_ticks'] = 'true'
+    if opts.unaligned:
+        out['align_ticks'] = 'false'
     return out
 
 
@@ -627,6 +636,9 @@ def drive(params: dict, data: Path, busy: bool, domain: int, log: Path, tmp: Pat
         effort[m.stamp[0] * NS + m.stamp[1]] = m.effort
     states = [s + (effort.get(s[1]),) for s in states]
     if opts.trace and prof is not None and prof.exists():
+        if opts.keep_trace is not None:      # the raw trace, for a look of one's own
+            opts.keep_trace.mkdir(parents=True, exist_ok=True)
+            shutil.copy(prof, opts.keep_trace / f'{log.stem}_{time.time_ns()}.json')
         for line in latency_trace(prof, states):
             print('    ' + line)
     elif prof is not None and prof.exists():
@@ -798,6 +810,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument('--profile', action='store_true',
                     help='time the node\'s callbacks and estimator phases (thread CPU) and '
                          'print where each estimate\'s CPU time goes')
+    ap.add_argument('--unaligned', action='store_true',
+                    help='the node with align_ticks false: its tick grid at whole multiples '
+                         'of the period, not on the encoders\' stamps (the default before '
+                         'issue 24\'s fifth session; with the generator\'s stamps 0-1 ms off it '
+                         'every reading sits between two ticks)')
+    ap.add_argument('--keep-trace', type=Path, default=None, metavar='DIR',
+                    help='with --trace: also keep each row\'s raw trace (JSON: per loop pass '
+                         'the governor\'s credit, counts and running costs) in DIR')
     ap.add_argument('--trace', action='store_true',
                     help='instead of --profile: trace the node\'s loop and print where the '
                          'latency goes (its part, the monitor\'s, the smoother passes, what '
@@ -807,9 +827,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument('--clock', action='store_true', help=argparse.SUPPRESS)
     ap.add_argument('--grid-ns', type=int, default=0, help=argparse.SUPPRESS)
     ap.add_argument('--grid-stamps', action='store_true',
-                    help='the generator\'s stamps on the node\'s tick grid (a simulator\'s '
-                         'clock stepping from 0 by its period; by default they sit a random '
-                         '0-1 ms off it)')
+                    help='the generator\'s stamps at whole multiples of the tick period (a '
+                         'simulator\'s clock stepping from 0 by its period; by default they sit '
+                         'a random 0-1 ms off them; the node\'s grid follows them either way '
+                         'unless --unaligned)')
     args = ap.parse_args(argv)
     if args.generator:
         return generator(Path(args.generator[0]), Path(args.generator[1]), args.clock,
@@ -821,7 +842,8 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         opts = Options(ticks=args.ticks, sim_time=args.sim_time,
                        profile=Path(tmp) if args.profile or args.trace else None,
-                       predict=args.predict, trace=args.trace, grid_stamps=args.grid_stamps)
+                       predict=args.predict, trace=args.trace, grid_stamps=args.grid_stamps,
+                       keep_trace=args.keep_trace, unaligned=args.unaligned)
         domain = 60 + os.getpid() % 40
         loads = (False,) if args.quiet_only else (False, True)
         jobs = ([('fourbar', r) for r in args.rates] if 'fourbar' in args.robots else []) \

@@ -22,9 +22,15 @@ check their stamps again (its ``add`` does, for direct Python callers), so each 
 counted once, under ``input.*``, and a late reading the driver keeps is not a bag loop to
 an estimator with a ``backwards_tolerance`` shorter than the window.
 
-Why replay equals live: ticks sit on a fixed grid ``t_k = k * period`` in
+Why replay equals live: ticks sit on a fixed grid ``t_k = k * period + phase`` in
 integer nanoseconds of the stamp clock (:func:`tick_times`), whatever rate the
-caller polls at. Tick ``t_k`` drains exactly the queued records stamped
+caller polls at. ``phase`` is 0, or with ``align_ticks`` (issue 24) the first
+JointState's stamp modulo the period, taken once per start or reset before any reading
+reached the estimator: ticks then fall on the encoders' own stamps (a simulator's or
+ros2_control's update grid), so their estimates go out as soon as the readings are in
+(up to a period sooner) and the readings sit at the ticks (a one-key factor, cheaper than
+readings between two keys, seed 000 Eq. 23). Replay takes the same phase from the same
+first JointState. Tick ``t_k`` drains exactly the queued records stamped
 ``<= t_k`` in a canonical order (stamp, then joints before IMUs, then sensor
 name, then arrival) and calls ``Estimator.tick(t_k)``.
 
@@ -129,23 +135,24 @@ def period_ns(frequency: float) -> int:
 
 
 def tick_times(last_ns: int | None, now_ns: int, period: int, inclusive: bool = True,
-               max_ticks: int = 1_000_000) -> tuple[list[int], int]:
-    """Grid ticks ``k * period`` in ``(last_ns, now_ns]`` (``< now_ns`` if not inclusive).
+               max_ticks: int = 1_000_000, phase: int = 0) -> tuple[list[int], int]:
+    """Grid ticks ``k * period + phase`` in ``(last_ns, now_ns]`` (``< now_ns`` if not
+    inclusive; ``0 <= phase < period``).
 
     With ``last_ns`` None only the latest grid point is due (no catch-up from
     the epoch). Returns ``(ticks, skipped)``: at most ``max_ticks`` latest
     ticks, ``skipped`` counts the older ones left out.
     """
-    hi = now_ns if inclusive else now_ns - 1
+    hi = (now_ns if inclusive else now_ns - 1) - phase
     last_k = hi // period
     if last_ns is None:
-        return ([last_k * period] if last_k * period >= 0 else []), 0
-    first_k = last_ns // period + 1
+        return ([last_k * period + phase] if last_k * period >= 0 else []), 0
+    first_k = (last_ns - phase) // period + 1
     count = last_k - first_k + 1
     if count <= 0:
         return [], 0
     skipped = max(0, count - max_ticks)
-    return [k * period for k in range(first_k + skipped, last_k + 1)], skipped
+    return [k * period + phase for k in range(first_k + skipped, last_k + 1)], skipped
 
 
 @dataclass
@@ -195,6 +202,9 @@ class EstimatorDriver:
         v = settings.values
         self.frequency = float(v['frequency'])
         self.period = period_ns(self.frequency)
+        self.align = bool(v['align_ticks'])
+        self.phase = 0                # ns: the tick grid's offset (module docstring)
+        self._phased = False          # align_ticks: the phase taken since the start/reset
         self.lag_ns = int(round(float(v['lag_duration']) * NS))
         self.max_queue = int(v['max_queue'])
         self.backwards_ns = int(NS * max(2 * float(v['lag_duration']),
@@ -388,6 +398,8 @@ class EstimatorDriver:
         if self.last_tick is not None and t_ns < self.last_tick - self.lag_ns:
             self.counters['dropped.too_old'] += 1
             return False
+        if self.align and not self._phased and isinstance(record, JointMeasurement):
+            self._take_phase(t_ns)
         self._max_stamp = t_ns if self._max_stamp is None else max(self._max_stamp, t_ns)
         wall = time.monotonic_ns() if self.live else 0      # when it arrived (live)
         name = record.sensor if isinstance(record, ImuMeasurement) else ''    # its stream
@@ -419,6 +431,25 @@ class EstimatorDriver:
             heapq.heappop(self._queue)
             self.counters['dropped.queue_full'] += 1
         return True
+
+    def _take_phase(self, t_ns: int) -> None:
+        """``align_ticks``: the grid's phase from the first JointState stamp ``t_ns``
+        since the start or a reset (module docstring), kept while no reading has reached
+        the estimator (a tick run on the old phase before it, on IMU readings alone,
+        moves to the new grid at the next one)."""
+        if self._fed:
+            self._phased = True
+            return
+        self.phase = t_ns % self.period
+        self._phased = True
+
+    def grid_index(self, t_ns: int) -> int:
+        """The index k of the newest grid tick ``k * period + phase`` at or before ``t_ns``."""
+        return (t_ns - self.phase) // self.period
+
+    def grid_time(self, k: int) -> int:
+        """The stamp of grid tick ``k``."""
+        return k * self.period + self.phase
 
     def reference_message(self, msg: Any, now_ns: int | None = None) -> bool:
         """A JointTrajectory for the torque commands; False (counted, noted) if unusable."""
@@ -456,6 +487,7 @@ class EstimatorDriver:
         (:data:`~mbfg_ros.estimation.estimator.RESET_REASONS`), noted with ``detail``."""
         self._queue.clear()
         self.last_tick = None
+        self._phased = False
         self._predicted_ns = -1
         self._thinned_ns = -1
         self._max_stamp = None
@@ -533,7 +565,8 @@ class EstimatorDriver:
         self.behind = False
         if self.live and self.last_tick is not None:
             return self._advance_live(T, inclusive)
-        ticks, skipped = tick_times(self.last_tick, T, self.period, inclusive, self.max_catchup)
+        ticks, skipped = tick_times(self.last_tick, T, self.period, inclusive, self.max_catchup,
+                                    self.phase)
         if skipped:
             self.ticks['skipped'] += skipped
         return [self._tick(t) for t in ticks]
@@ -563,17 +596,16 @@ class EstimatorDriver:
         it. Empty before the first estimate. Counted in ``ticks.predicted``."""
         if self.last_tick is None:
             return []
-        p = self.period
-        due = self._due(now_ns) // p
-        if due > self.last_tick // p + self.max_merge:
+        due = self.grid_index(self._due(now_ns))
+        if due > self.grid_index(self.last_tick) + self.max_merge:
             # the smoother is behind a backlog: predictions from its old state would be
             # late and worse than none, and their budget is the catch-up's
             return []
         last = due - before_tick
-        first = self.handled_ns // p + 1
+        first = self.grid_index(self.handled_ns) + 1
         outs: list[TickOutput] = []
         for k in range(first, last + 1):
-            g = k * p
+            g = self.grid_time(k)
             try:
                 est = self.estimator.predict(g / NS)
             except Exception as exc:  # noqa: BLE001 - the node must survive it
@@ -622,9 +654,9 @@ class EstimatorDriver:
         before the first tick."""
         if self.last_tick is None:
             return 0, 0
-        p = self.period
-        due = self._due(now_ns) // p
-        return due - self.last_tick // p, max(due - self.handled_ns // p, 0)
+        due = self.grid_index(self._due(now_ns))
+        return (due - self.grid_index(self.last_tick),
+                max(due - self.grid_index(self.handled_ns), 0))
 
     def _thin_until(self, g: int) -> None:
         """The grid ticks after the newest handled one up to ``g`` (inclusive) get no
@@ -638,7 +670,7 @@ class EstimatorDriver:
         """Live (the governor's ``thin``): every grid tick due at clock ``now_ns`` without
         its turn gets no estimate (``ticks.thinned``)."""
         if self.last_tick is not None:
-            self._thin_until(self._due(now_ns) // self.period * self.period)
+            self._thin_until(self.grid_time(self.grid_index(self._due(now_ns))))
 
     def smooth(self, now_ns: int) -> list[TickOutput]:
         """Live (the governor's ``smooth``): :meth:`advance`, the grid ticks it merges
@@ -661,7 +693,7 @@ class EstimatorDriver:
         if self.last_tick is None:
             return []
         p = self.period
-        g = (self._due(now_ns) // p - before_tick) * p
+        g = self.grid_time(self.grid_index(self._due(now_ns)) - before_tick)
         self._thin_until(g - max(n, 1) * p)
         outs = self.predict(now_ns, before_tick)
         if not outs:
@@ -674,8 +706,8 @@ class EstimatorDriver:
         than the estimator's ``max_tick_gap`` (no reading queued in it: the estimator
         re-initialises anyway) straight to the newest."""
         p = self.period
-        first = self.last_tick // p + 1
-        last = (T if inclusive else T - 1) // p
+        first = self.grid_index(self.last_tick) + 1
+        last = self.grid_index(T if inclusive else T - 1)
         n = last - first + 1
         if n <= 0:
             return []
@@ -691,7 +723,7 @@ class EstimatorDriver:
                 k = first + min(n, self.max_merge) - 1
                 self.ticks['merged'] += k - first
             self.behind = k < last
-        return [self._tick(k * p)]
+        return [self._tick(self.grid_time(k))]
 
     def data_horizon(self, wall: int | None = None) -> int:
         """Live: the stamp up to which every flowing sensor stream has delivered, plus

@@ -70,6 +70,11 @@ def _estimator_params() -> tuple[ParamSpec, ...]:
                   'Tick rate in Hz: measurements are fused and outputs published at this '
                   'rate, on the node clock (use_sim_time respected).', lo=0.1, hi=10000.0,
                   config=True),
+        ParamSpec('align_ticks', True, 'Put the tick grid on the encoders\' stamps: its '
+                  'phase is the first JointState\'s stamp modulo the period (taken again after '
+                  'a reset), so estimates go out as soon as their readings are in and the '
+                  'readings sit at the ticks; false: ticks at whole multiples of the period.',
+                  'bool'),
         ParamSpec('lag_duration', _cfg('lag_duration'),
                   'Fixed-lag smoother window in seconds; older measurements are dropped.',
                   lo=1e-3, hi=60.0, config=True),

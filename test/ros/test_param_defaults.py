@@ -23,6 +23,7 @@ NODE_ONLY = {
     'joint_states_topic', 'reference_topic', 'command_topic',      # ROS wiring
     'future_tolerance', 'diagnostics_period', 'max_tick_load',     # the node's clock / load
     'max_merge_ticks', 'executor', 'predict_between_ticks', 'predict_max_spacing',
+    'align_ticks',                                                  # the tick grid's phase
     'command_timeout',                  # the torque commands' guard (driver), 0 = sensor_timeout
     'markers_rate', 'frame_id', 'marker_ellipses', 'ellipse_scale',  # RViz markers
     'contact_threshold', 'contact_min_duration', 'external_effort_sigma',  # the external-
