@@ -116,6 +116,20 @@ class ReadingLayout:
         self.H0 = H0.reshape(self.rows, 3 * n)
 
 
+def _encoder_residuals(obs: Sequence[Observation], layout: ReadingLayout,
+                       q_read: np.ndarray) -> np.ndarray:
+    """The direct encoders' residuals ``q_j − z`` (wrapped where an angle): ``q_read`` the
+    state's coordinate each one reads, in the layout's encoder order."""
+    z = np.concatenate([obs[i].z for i in layout.enc_ids])   # one entry each
+    r = q_read - z
+    if layout.enc_wrap_all:
+        r = wrap_angle(r)
+    elif layout.enc_wrap_any:
+        w = layout.enc_wrap
+        r[w] = wrap_angle(r[w])
+    return r
+
+
 def layout_rows(sm: SensorModel, obs: Sequence[Observation], X: np.ndarray,
                 layout: ReadingLayout) -> tuple[np.ndarray, np.ndarray]:
     """(e (rows,), H (rows, 3n)): the residuals ``h(x) ⊖ z`` and Jacobians of readings
@@ -146,14 +160,7 @@ def layout_rows(sm: SensorModel, obs: Sequence[Observation], X: np.ndarray,
                     e[row] = hv[r] - obs[i].z[0]
                     H[row] = Hv[r].reshape(-1)
     elif enc:
-        z = np.concatenate([obs[i].z for i in enc])         # one entry each
-        r = X.reshape(-1)[layout.enc_take] - z
-        if layout.enc_wrap_all:
-            r = wrap_angle(r)
-        elif layout.enc_wrap_any:
-            w = layout.enc_wrap
-            r[w] = wrap_angle(r[w])
-        e[layout.enc_at] = r
+        e[layout.enc_at] = _encoder_residuals(obs, layout, X.reshape(-1)[layout.enc_take])
     for k, ids, rows in layout.imu_groups:
         ei, Hi = sm.imu_errors(k, [obs[i] for i in ids], Xs[:len(ids)], True)
         e[rows] = ei
@@ -198,14 +205,7 @@ def layout_rows_at_stamps(sm: SensorModel, obs: Sequence[Observation], Xm: np.nd
     H = layout.H0.copy()
     enc = layout.enc_ids
     if enc:
-        z = np.concatenate([obs[i].z for i in enc])         # one entry each
-        r = Xm.reshape(-1)[take] - z
-        if layout.enc_wrap_all:
-            r = wrap_angle(r)
-        elif layout.enc_wrap_any:
-            w = layout.enc_wrap
-            r[w] = wrap_angle(r[w])
-        e[layout.enc_at] = r
+        e[layout.enc_at] = _encoder_residuals(obs, layout, Xm.reshape(-1)[take])
     for k, ids, rows, j in calls:
         X = Xm[j]
         # the stamp's state repeated as a read-only view, as layout_rows passes it

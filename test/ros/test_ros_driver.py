@@ -5,7 +5,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from support.ros_data import fourbar_data, fourbar_path, fourbar_system, stamp_of
+from support.ros_data import fourbar_data, fourbar_path, fourbar_system, replay_driver, stamp_of
 
 from mbfg_ros.estimation.control import CommandLaw
 from mbfg_ros.estimation.estimator import Estimator
@@ -44,15 +44,8 @@ def test_a_long_clock_jump_runs_only_the_latest_ticks_and_counts_the_rest():
 
 
 def run(driver, recs, order=None):
-    """Replay-style feeding: ticks before each stamp, then queue; returns estimates by stamp."""
-    outs = []
-    clock = None
-    for r in (recs if order is None else [recs[i] for i in order]):
-        t = stamp_of(r)
-        clock = t if clock is None else max(clock, t)
-        outs += driver.advance(clock, inclusive=False)
-        driver.push(t, r)
-    outs += driver.advance(clock)
+    """Replay-style feeding (in ``order``): the estimates by stamp."""
+    outs = replay_driver(driver, recs if order is None else [recs[i] for i in order])
     return {o.t_ns: o for o in outs if o.estimate is not None}
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
-from support.ros_data import fourbar_data, fourbar_path, stamp_of
+from support.ros_data import fourbar_data, fourbar_path, replay_driver, stamp_of
 
 from mbfg_ros.core.measurements import JointMeasurement
 from mbfg_ros.ros.driver import EstimatorDriver, period_ns, tick_times
@@ -24,16 +24,8 @@ def shifted(recs, ns: int = SHIFT):
 
 
 def run(driver, recs):
-    """Replay-style feeding (as the replay tool): the ticks due before each stamp, then
-    the record; every tick's output by its stamp."""
-    outs, clock = [], None
-    for r in recs:
-        t = stamp_of(r)
-        clock = t if clock is None else max(clock, t)
-        outs += driver.advance(clock, inclusive=False)
-        driver.push(t, r)
-    outs += driver.advance(clock)
-    return {o.t_ns: o for o in outs if o.estimate is not None}
+    """Replay-style feeding: the estimates by stamp."""
+    return {o.t_ns: o for o in replay_driver(driver, recs) if o.estimate is not None}
 
 
 def test_tick_times_with_a_phase_are_the_shifted_grid_points():

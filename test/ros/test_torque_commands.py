@@ -9,7 +9,7 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 import pytest
-from support.ros_data import REPO, fourbar_data, fourbar_path, stamp_of
+from support.ros_data import REPO, fourbar_data, fourbar_path, replay_driver, stamp_of
 from support.ur5 import readings, simulate_ur5
 
 from mbfg_ros.ros.conversions import LOG_CHARS, Reference
@@ -20,16 +20,7 @@ NS = 1_000_000_000
 URDF = REPO / 'config' / 'urdf'
 
 
-def run(driver, recs):
-    """Replay-style feeding: ticks before each stamp, then queue; every tick output."""
-    outs, clock = [], None
-    for r in recs:
-        t = stamp_of(r)
-        clock = t if clock is None else max(clock, t)
-        outs += driver.advance(clock, inclusive=False)
-        driver.push(t, r)
-    outs += driver.advance(clock)
-    return outs
+run = replay_driver     # replay-style feeding: every tick's output
 
 
 def urdf_efforts() -> dict[str, float]:

@@ -50,6 +50,20 @@ def stamp_of(rec) -> int:
     return int(round(rec.t * 1e9))
 
 
+def replay_driver(driver, recs) -> list:
+    """Feed an ``EstimatorDriver`` as the replay tool does: the ticks due before each
+    record's stamp, then the record; the ticks due at the last stamp. Every tick's output,
+    in order."""
+    outs, clock = [], None
+    for r in recs:
+        t = stamp_of(r)
+        clock = t if clock is None else max(clock, t)
+        outs += driver.advance(clock, inclusive=False)
+        driver.push(t, r)
+    outs += driver.advance(clock)
+    return outs
+
+
 def publish_record(cv, kit, pub_clock, pub_js, pub_imu, rec) -> None:
     """One four-bar record (:func:`fourbar_data`) over DDS as a simulator on sim time sends
     it: ``/clock`` at its stamp first, then its Imu (``coupler_imu``) or JointState."""
