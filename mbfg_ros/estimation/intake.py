@@ -208,12 +208,6 @@ class IntakeMixin:
             self._sigma_row_cache[key] = rows
         return rows
 
-    @staticmethod
-    def _sigma(var, default: float) -> float:
-        if var is not None and np.isfinite(var) and var > 0:
-            return float(np.sqrt(var))
-        return default
-
     def _joint_layout(self, names: tuple
                       ) -> tuple[list[tuple[int, int]], list[tuple[int, int]], bool]:
         """(message index, joint index) of the known names and (message index, actuator)
