@@ -434,9 +434,9 @@ class EstimatorDriver:
 
     def _take_phase(self, t_ns: int) -> None:
         """``align_ticks``: the grid's phase from the first JointState stamp ``t_ns``
-        since the start or a reset (module docstring), kept while no reading has reached
-        the estimator (a tick run on the old phase before it, on IMU readings alone,
-        moves to the new grid at the next one)."""
+        since the start or a reset (module docstring); once a reading has reached the
+        estimator the grid stays as it is (IMU readings fed first: the old phase). A tick
+        already run on the old phase with nothing fed moves to the new grid at the next."""
         if self._fed:
             self._phased = True
             return
