@@ -75,6 +75,7 @@ import gtsam
 import numpy as np
 
 from ..core import factors as F
+from ..core.bounded import remember
 from ..core.observation import Observation
 from .config import EstimatorConfig, coordinate_sigmas
 from .disturbance import stacked_trapezoidal_disturbance_error
@@ -180,10 +181,8 @@ class GraphMixin:
         64; cleared when the σ's change); read-only."""
         sig = self._step_sigma.get(dt)
         if sig is None:
-            if len(self._step_sigma) >= 64:
-                self._step_sigma.clear()
             integ = self._integrator_sigma(dt)
-            sig = self._step_sigma[dt] = (integ, np.concatenate((integ, self._jerk * dt)))
+            sig = remember(self._step_sigma, dt, (integ, np.concatenate((integ, self._jerk * dt))))
             for s in sig:
                 s.flags.writeable = False
         return sig
@@ -449,10 +448,9 @@ class GraphMixin:
         fractions = tuple([span[i] for i in [0] + cuts])
         w = weights.get((fractions, dt))
         if w is None:           # (on the tick grid, a few fractions and dt's repeat)
-            if len(weights) >= 16:
-                weights.clear()
             a, b = _interval_weights(fractions, dt)                     # (R, 3, 3)
-            w = weights[(fractions, dt)] = (a, b, np.concatenate((a[at], b[at]), axis=2))
+            w = remember(weights, (fractions, dt), (a, b, np.concatenate((a[at], b[at]), axis=2)),
+                     16)
         a, b, ab = w
         n = self.n
         Xm = a @ x0.reshape(3, n) + b @ x1.reshape(3, n)    # (R, 3, n): each stamp's state
@@ -488,11 +486,8 @@ class GraphMixin:
         bounds = [0] + cuts + [len(obs)]
         runs = [(i0, i1, self._layout_of(obs[i0:i1])) for i0, i1 in zip(bounds[:-1], bounds[1:])]
         at = np.repeat(np.arange(len(runs)), [layout.rows for _, _, layout in runs])
-        if len(self._interval_plans) >= 64:
-            self._interval_plans.clear()
         merged = stamp_plan(full, runs, self.n) if len(runs) > 1 else None
-        plan = self._interval_plans[(seq, *cuts)] = (full, runs, at, {}, merged)
-        return plan
+        return remember(self._interval_plans, (seq, *cuts), (full, runs, at, {}, merged))
 
     def _layout_of(self, obs: list[Observation], key: tuple | None = None) -> ReadingLayout:
         """The :class:`~.layout.ReadingLayout` of readings ``obs`` (kept per sequence of
@@ -502,12 +497,10 @@ class GraphMixin:
             key = tuple([(ob.kind, ob.index) for ob in obs])
         layout = self._reading_layouts.get(key)
         if layout is None:
-            if len(self._reading_layouts) >= 64:
-                self._reading_layouts.clear()
             cfg = self.config
-            layout = self._reading_layouts[key] = ReadingLayout(
+            layout = remember(self._reading_layouts, key, ReadingLayout(
                 obs, self.sm, self._slot_base, self._slot_wrap, self._slot_joint,
-                cfg.joint_rejection_threshold, cfg.imu_rejection_threshold)
+                cfg.joint_rejection_threshold, cfg.imu_rejection_threshold))
         return layout
 
     def _integrator_rows(self, integ: functools.partial, sigma: np.ndarray, dt: float
@@ -521,12 +514,10 @@ class GraphMixin:
         key = (integ.func, dt)
         rows = self._integ_rows.get(key)
         if rows is None:
-            if len(self._integ_rows) >= 64:
-                self._integ_rows.clear()
             n = self.n
             J = integ.func(n, dt, [np.zeros(3 * n)] * 2, True)[1]
             inv = 1.0 / sigma
-            rows = self._integ_rows[key] = (inv, tuple((Ji.T * inv).T for Ji in J))
+            rows = remember(self._integ_rows, key, (inv, tuple((Ji.T * inv).T for Ji in J)))
         return rows
 
     def _factor_base(self, integ: functools.partial, dt: float, state_rows: int,
@@ -539,14 +530,12 @@ class GraphMixin:
         key = (integ.func, dt, state_rows, reading_rows, on)
         base = self._factor_bases.get(key)
         if base is None:
-            if len(self._factor_bases) >= 64:
-                self._factor_bases.clear()
             rows = state_rows + A[0].shape[0] + reading_rows
             base = tuple(np.zeros((rows, Ai.shape[1]), order='F') for Ai in A)
             for Ab, Ai in zip(base, A):
                 Ab[state_rows:state_rows + Ai.shape[0]] = Ai
                 Ab.flags.writeable = False
-            self._factor_bases[key] = base
+            remember(self._factor_bases, key, base)
         return base
 
     def _update(self, graph: gtsam.NonlinearFactorGraph, values: gtsam.Values, key: int,

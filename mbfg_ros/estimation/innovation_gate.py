@@ -59,6 +59,7 @@ import math
 import numpy as np
 
 from ..core.angles import wrap_angle
+from ..core.bounded import remember
 from ..core.interface import MultibodySystem
 from ..core.observation import Observation
 from .intake import _Pending
@@ -201,17 +202,15 @@ class GateMixin:
                 # (a tick loop's τ takes a few values: its stamps' differences in rounding)
                 jerk = self._gate_jerk.get(a2)     # the jerk's share: a constant of τ
                 if jerk is None:
-                    if len(self._gate_jerk) >= 64:
-                        self._gate_jerk.clear()
                     # (Q's coefficients of σ_d² for q, q̇, q̈; the jerk's share of each)
-                    jerk = self._gate_jerk[a2] = (np.array([[0.25 * a4], [a2], [1.0]]),
-                                                  np.stack((a4 * a2 / 36.0 * sj2,
-                                                            0.25 * a4 * sj2, a2 * sj2)))
+                    jerk = remember(self._gate_jerk, a2, (np.array([[0.25 * a4], [a2], [1.0]]),
+                                                      np.stack((a4 * a2 / 36.0 * sj2,
+                                                                0.25 * a4 * sj2, a2 * sj2))))
                 Q = (jerk[0] * (dyn ** 2 + shown) + jerk[1]).reshape(3 * n)
                 if unshown:
-                    if held is None or held[0] is not dyn or len(held[1]) >= 16:
+                    if held is None or held[0] is not dyn:
                         held = self._gate_q = (dyn, {})
-                    held[1][a2] = Q
+                    remember(held[1], a2, Q, 16)
             var_p = np.dot(HH, Q)                       # H Q(τ) Hᵀ
         else:
             sd2 = dyn ** 2 + shown
@@ -224,10 +223,10 @@ class GateMixin:
                 held = self._gate_qc                    # kept per τ² while σ_c's term holds
                 Qc = held[1].get(a2) if held is not None and held[0] is unseen else None
                 if Qc is None:
-                    if held is None or held[0] is not unseen or len(held[1]) >= 16:
+                    if held is None or held[0] is not unseen:
                         held = self._gate_qc = (unseen, {})
-                    Qc = held[1][a2] = np.concatenate((0.25 * a4 * unseen, a2 * unseen,
-                                                       unseen))
+                    Qc = remember(held[1], a2, np.concatenate((0.25 * a4 * unseen, a2 * unseen,
+                                                           unseen)), 16)
                 var_c = np.dot(HH, Qc)
             else:
                 var_c = np.einsum('rk,rk->r', HH.reshape(len(E), 3, n) @ unseen, C)
@@ -252,8 +251,6 @@ class GateMixin:
         key = tau.tobytes()
         held = self._gate_rows.get(key)
         if held is None:
-            if len(self._gate_rows) >= 64:
-                self._gate_rows.clear()
             a2 = tau * tau
             a4 = a2 * a2
             Cd = np.empty((a2.size, 3))                 # (R, 3): q, q̇, q̈
@@ -268,7 +265,8 @@ class GateMixin:
             C[:, 0] = 0.25 * a2 * a2
             C[:, 1] = a2
             C[:, 2] = 1.0
-            held = self._gate_rows[key] = (Cd[:, :, None], Cj[:, :, None] * self._jerk2, C)
+            held = remember(self._gate_rows, key,
+                            (Cd[:, :, None], Cj[:, :, None] * self._jerk2, C))
             for c in held:
                 c.flags.writeable = False
         return held

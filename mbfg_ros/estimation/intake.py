@@ -30,16 +30,13 @@ from typing import Sequence
 
 import numpy as np
 
+from ..core.bounded import remember
 from ..core.measurements import ImuMeasurement, JointMeasurement
 from ..core.observation import Observation
 
 
 _F8 = np.dtype(np.float64)
 _INF, _NINF = math.inf, -math.inf
-
-_KEPT = 64
-"""Most σ arrays :meth:`IntakeMixin._sigmas_kept` keeps (variances come from the wire)."""
-
 
 class _Pending:
     """A validated reading waiting for its tick: stamp and observation (s filled later)."""
@@ -178,16 +175,15 @@ class IntakeMixin:
     def _sigmas_kept(self, var: np.ndarray | None, k: int, default: float) -> np.ndarray:
         """:meth:`_sigmas`, kept per distinct (variances, count, default): a sensor sends
         the same covariance (or none) in every message, so its σ's are computed once
-        (read-only: observations share them). At most :data:`_KEPT` kept."""
+        (read-only: observations share them). At most :data:`~mbfg_ros.core.bounded.KEPT`
+        kept (variances come from the wire)."""
         key = (None if var is None else var.tobytes(), k, default)
         cache = self._sigma_cache
         s = cache.get(key)
         if s is None:
             s = self._sigmas(var, k, default)
             s.setflags(write=False)
-            if len(cache) >= _KEPT:
-                cache.clear()
-            cache[key] = s
+            remember(cache, key, s)
         return s
 
     @cached_property
@@ -202,10 +198,7 @@ class IntakeMixin:
         rows = self._sigma_row_cache.get(key)
         if rows is None:
             s = self._sigmas_kept(var, k, default)
-            rows = [s[i:i + 1] for i in range(k)]
-            if len(self._sigma_row_cache) >= _KEPT:
-                self._sigma_row_cache.clear()
-            self._sigma_row_cache[key] = rows
+            rows = remember(self._sigma_row_cache, key, [s[i:i + 1] for i in range(k)])
         return rows
 
     def _joint_layout(self, names: tuple
@@ -231,11 +224,8 @@ class IntakeMixin:
             a = self._act_of_joint.get(nm)
             if a is not None:
                 act.append((i, a))
-        if len(self._layouts) >= 64:
-            self._layouts.clear()
         every = len(act) == self._n_act == len(names) and all(i == a for i, a in act)
-        layout = self._layouts[names] = (known, act, every)
-        return layout
+        return remember(self._layouts, names, (known, act, every))
 
     def _listed(self, arr, size: int) -> tuple[np.ndarray | None, list | None]:
         """:meth:`_values` and the values as a list (None, None: not given). A few joints'

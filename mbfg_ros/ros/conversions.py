@@ -27,6 +27,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
+from ..core.bounded import remember
 from ..core.measurements import Estimate, ImuMeasurement, JointMeasurement
 from .cdr import IMU_DOUBLES, ImuFields, JointStateFields
 
@@ -191,9 +192,7 @@ class JointStateReader:
             lo, hi, vmax, emax = self._limits(kept)
             lower, upper = np.stack((lo, -vmax, -emax)), np.stack((hi, vmax, emax))
         plan = _NamePlan(rejected, keep, kept, unknown, lower, upper)
-        if len(self._plans) >= self.PLANS:
-            self._plans.clear()
-        self._plans[names] = plan
+        remember(self._plans, names, plan, self.PLANS)
         return plan
 
     def __call__(self, msg: Any, now_ns: int | None = None
