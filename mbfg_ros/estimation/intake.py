@@ -25,7 +25,6 @@ forgets them.
 from __future__ import annotations
 
 import math
-from functools import cached_property
 from typing import Sequence
 
 import numpy as np
@@ -166,12 +165,6 @@ class IntakeMixin:
         ok = np.isfinite(var) & (var > 0)
         return np.where(ok, np.sqrt(np.where(ok, var, 1.0)), default)
 
-    @cached_property
-    def _sigma_cache(self) -> dict:
-        """σ arrays already computed (:meth:`_sigmas_kept`), read-only, by (variances'
-        bytes or None, count, default); bounded."""
-        return {}
-
     def _sigmas_kept(self, var: np.ndarray | None, k: int, default: float) -> np.ndarray:
         """:meth:`_sigmas`, kept per distinct (variances, count, default): a sensor sends
         the same covariance (or none) in every message, so its σ's are computed once
@@ -185,11 +178,6 @@ class IntakeMixin:
             s.setflags(write=False)
             remember(cache, key, s)
         return s
-
-    @cached_property
-    def _sigma_row_cache(self) -> dict:
-        """:meth:`_sigma_rows` already made, by the key of :attr:`_sigma_cache`; bounded."""
-        return {}
 
     def _sigma_rows(self, var: np.ndarray | None, k: int, default: float) -> list:
         """The ``k`` one-element rows ``s[i:i + 1]`` of :meth:`_sigmas_kept`'s array (each
