@@ -23,7 +23,7 @@ import numpy as np
 from ..core.angles import wrap_angle, wrap_scalar
 from ..core.interface import SensorModel
 from ..core.observation import Observation
-from .observations import residuals
+from .observations import repeated_state, residuals
 
 __all__ = ['ReadingLayout', 'layout_rows', 'stamp_plan', 'layout_rows_at_stamps']
 
@@ -145,10 +145,9 @@ def layout_rows(sm: SensorModel, obs: Sequence[Observation], X: np.ndarray,
     H = layout.H0.copy()
     enc = layout.enc_ids
     groups = layout.enc_groups
-    # every reading at the one state X: a read-only view repeating it (no copies), as
-    # residuals passes it; each sensor's readings take its first rows
-    Xs = np.ndarray((len(obs),) + X.shape, X.dtype, X, 0, (0,) + X.strides)
-    Xs.flags.writeable = False
+    # every reading at the one state X (no copies), as residuals passes it; each
+    # sensor's readings take its first rows
+    Xs = repeated_state(X, len(obs))
     if groups is not None:
         for j, ids, rows, pos in groups:
             (hp, hv), (Hp, Hv) = sm.joint_batch(j, Xs[:len(ids)])
@@ -207,11 +206,8 @@ def layout_rows_at_stamps(sm: SensorModel, obs: Sequence[Observation], Xm: np.nd
     if enc:
         e[layout.enc_at] = _encoder_residuals(obs, layout, Xm.reshape(-1)[take])
     for k, ids, rows, j in calls:
-        X = Xm[j]
-        # the stamp's state repeated as a read-only view, as layout_rows passes it
-        Xs = np.ndarray((len(ids),) + X.shape, X.dtype, X, 0, (0,) + X.strides)
-        Xs.flags.writeable = False
-        ei, Hi = sm.imu_errors(k, [obs[i] for i in ids], Xs, True)
+        # the stamp's state repeated, as layout_rows passes it
+        ei, Hi = sm.imu_errors(k, [obs[i] for i in ids], repeated_state(Xm[j], len(ids)), True)
         e[rows] = ei
         H[rows] = Hi.reshape(len(ei), -1)
     return e, H

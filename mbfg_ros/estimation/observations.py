@@ -49,7 +49,7 @@ from ..core.observation import Observation
 
 __all__ = ['Observation', 'interpolation_weights', 'residuals', 'observation_error',
            'observation_factor', 'interval_error', 'interval_rows', 'interval_factor',
-           'observation_sigmas']
+           'observation_sigmas', 'repeated_state']
 
 
 def interpolation_weights(s: np.ndarray | float, dt: float) -> tuple[np.ndarray, np.ndarray]:
@@ -70,6 +70,15 @@ def interpolation_weights(s: np.ndarray | float, dt: float) -> tuple[np.ndarray,
     b[:, 0, 1] = b[:, 1, 2] = dt * h11
     b[:, 2, 2] = s
     return a, b
+
+
+def repeated_state(X: np.ndarray, count: int) -> np.ndarray:
+    """(count, 3, n): the one state ``X`` (3, n), C-contiguous, of ``count`` readings as a
+    read-only view repeating it (:func:`numpy.broadcast_to`'s, without its call's cost):
+    what a sensor model's batch takes when its readings share one state."""
+    view = np.ndarray((count,) + X.shape, X.dtype, X, 0, (0,) + X.strides)
+    view.flags.writeable = False
+    return view
 
 
 def residuals(sm: SensorModel, obs: Sequence[Observation], states, want: bool):
@@ -102,10 +111,8 @@ def residuals(sm: SensorModel, obs: Sequence[Observation], states, want: bool):
         return x
 
     def at(ids: list[int]) -> np.ndarray:   # (N, 3, n): the states of readings ids
-        if X1 is not None:          # a read-only view repeating X1 (np.broadcast_to's)
-            view = np.ndarray((len(ids),) + X1.shape, X1.dtype, X1, 0, (0,) + X1.strides)
-            view.flags.writeable = False
-            return view
+        if X1 is not None:
+            return repeated_state(X1, len(ids))
         if Xs is not None:
             return Xs[ids]
         return np.array([stacked(states[i]) for i in ids])
