@@ -133,7 +133,7 @@ class IntakeMixin:
             self._counters['dropped_overflow'] += over
         return True
 
-    def _values(self, arr, size: int, what: str) -> np.ndarray | None:
+    def _values(self, arr, size: int) -> np.ndarray | None:
         """Array of ``size`` or None (empty = not given; wrong length counted); infinite
         values counted (``dropped_nonfinite``) and NaN in a new array. A float64 vector
         (what the ROS edge hands) is used as it is, checked by one ``isfinite``."""
@@ -224,14 +224,14 @@ class IntakeMixin:
             return None, None
         if type(arr) is np.ndarray and arr.ndim == 1 and arr.dtype == _F8:
             if arr.size != size:
-                a = self._values(arr, size, '')
+                a = self._values(arr, size)
                 return (a, a.tolist()) if a is not None else (None, None)
             values = arr.tolist()
             if _INF in values or _NINF in values:
-                a = self._values(arr, size, '')          # counts them, NaN in their place
+                a = self._values(arr, size)          # counts them, NaN in their place
                 return a, a.tolist()
             return arr, values
-        a = self._values(arr, size, '')
+        a = self._values(arr, size)
         return (a, a.tolist()) if a is not None else (None, None)
 
     def _joint_obs(self, m: JointMeasurement) -> list[Observation]:
@@ -241,8 +241,8 @@ class IntakeMixin:
         pos, p_list = self._listed(m.position, k)
         vel, v_list = self._listed(m.velocity, k)
         eff, e_list = self._listed(m.effort, k)
-        pvar = self._values(m.position_var, k, 'position_var')
-        vvar = self._values(m.velocity_var, k, 'velocity_var')
+        pvar = self._values(m.position_var, k)
+        vvar = self._values(m.velocity_var, k)
         known, act, every = self._joint_layout(names)
         # finiteness of every reading (x == x: not NaN; infinite ones are NaN by now), σ's
         # kept per variances; the values copied once (a caller may reuse its arrays), each
