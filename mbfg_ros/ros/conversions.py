@@ -158,6 +158,9 @@ class JointStateReader:
 
     Reads an rclpy or rosbags message, or the :class:`~mbfg_ros.ros.cdr.JointStateFields`
     read from its bytes: the same doubles in, the same record out (live = replay).
+    ``limits``: a name tuple's (lower, upper, |velocity|, |effort|) arrays
+    (:func:`~mbfg_ros.estimation.gate.limit_arrays`), worked out with its plan, so that
+    :meth:`checked` tells whether the limit gate has anything to do.
     """
 
     PLANS = 64
