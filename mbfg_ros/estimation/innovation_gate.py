@@ -402,7 +402,7 @@ class GateMixin:
             self._counters['rejected_outlier'] += rejected
         if diverged:
             raise _Diverged([], diverged)
-        return np.array(keep)
+        return np.array(keep, dtype=bool)     # (bool when empty too)
 
     def _diverged_detail(self, slot: int, run: float, d2: float) -> str:
         kind, index = self._slot_key[slot]

@@ -138,3 +138,14 @@ def test_the_sequential_gate_equals_the_gate_reading_by_reading(monkeypatch, arr
         diverged_seen += bool(detail_seq)
         rejected_seen += count_seq
     assert diverged_seen and rejected_seen          # both cases were exercised
+
+
+def test_the_sequential_update_of_no_readings_is_an_empty_mask():
+    """No readings: a boolean mask (it indexes the readings' rows), nothing moved."""
+    est = Estimator(fourbar_system(), EstimatorConfig(frequency=500.0))
+    before = est._model_var.copy()
+    empty = np.zeros(0)
+    keep = est._gate_sequential(np.zeros(0, int), [], empty, empty, empty, empty)
+    assert keep.dtype == bool and keep.size == 0
+    assert np.arange(3)[keep].size == 0
+    assert np.array_equal(est._model_var, before)
