@@ -25,12 +25,12 @@ an estimator with a ``backwards_tolerance`` shorter than the window.
 Why replay equals live: ticks sit on a fixed grid ``t_k = k * period + phase`` in
 integer nanoseconds of the stamp clock (:func:`tick_times`), whatever rate the
 caller polls at. ``phase`` is 0, or with ``align_ticks`` (issue 24) the first
-JointState's stamp modulo the period, taken once per start or reset before any reading
-reached the estimator: ticks then fall on the encoders' own stamps (a simulator's or
-ros2_control's update grid), so their estimates go out as soon as the readings are in
-(up to a period sooner) and the readings sit at the ticks (a one-key factor, cheaper than
-readings between two keys, seed 000 Eq. 23). Replay takes the same phase from the same
-first JointState. Tick ``t_k`` drains exactly the queued records stamped
+JointState's stamp modulo the period, taken once per start or reset (before the first
+estimate; ticks run on IMU readings alone before it move to the new grid): ticks
+then fall on the encoders' own stamps (a simulator's or ros2_control's update grid),
+so their estimates go out as soon as the readings are in (up to a period sooner) and
+the readings sit at the ticks (a one-key factor, cheaper than readings between two
+keys, seed 000 Eq. 23). Replay takes the same phase from the same first JointState. Tick ``t_k`` drains exactly the queued records stamped
 ``<= t_k`` in a canonical order (stamp, then joints before IMUs, then sensor
 name, then arrival) and calls ``Estimator.tick(t_k)``.
 
@@ -434,12 +434,12 @@ class EstimatorDriver:
 
     def _take_phase(self, t_ns: int) -> None:
         """``align_ticks``: the grid's phase from the first JointState stamp ``t_ns``
-        since the start or a reset (module docstring); once a reading has reached the
-        estimator the grid stays as it is (IMU readings fed first: the old phase). A tick
-        already run on the old phase with nothing fed moves to the new grid at the next."""
-        if self._fed:
-            self._phased = True
-            return
+        since the start or a reset (module docstring), whatever came before it (ticks on
+        IMU readings alone while the estimator waits for its encoders move to the new grid
+        at the next tick), so live and replay take the same phase from the same first
+        JointState however their ticks fell before it; after the first estimate the grid
+        stays (:meth:`_tick` closes the choice: an estimator that started without
+        encoders keeps its grid)."""
         self.phase = t_ns % self.period
         self._phased = True
 
@@ -786,6 +786,8 @@ class EstimatorDriver:
                     self.note('reset:' + reason.split(':')[0], f'estimator reset ({reason})')
             self.ticks['run'] += 1
             status = est.status if est is not None else status
+            if est is not None:
+                self._phased = True           # the grid stays from the first estimate on
         effort = command = ext = None
         level, withheld = 1, ''
         if est is not None:

@@ -100,3 +100,27 @@ def test_an_imu_reading_first_does_not_set_the_phase():
     assert d.phase == 0
     run(d, imu_first[1:])
     assert d.phase == SHIFT % d.period
+
+
+def test_ticks_on_imu_readings_before_the_first_joint_state_do_not_fix_the_phase():
+    """The IMU's stream starts first (live: its messages came first and the loop ticked on
+    them while the estimator waited for its encoders): the first JointState still sets
+    the grid, the phase replay takes from the same first JointState whether or not its
+    ticks ran before it."""
+    system, _, recs = fourbar_data()
+    recs = shifted(recs[:200])
+    imu_lead = [replace(r, t=(stamp_of(r) - 7 * MS) / 1e9) for r in recs[:40]
+                if not isinstance(r, JointMeasurement)]     # 7 ms off the encoders' grid
+    live = EstimatorDriver(system, settings())
+    for r in imu_lead:                     # ticked as they come, IMU alone
+        live.push(stamp_of(r), r)
+        live.advance(stamp_of(r))
+    assert live.ticks['run'] > 0 and live.phase == 0
+    out = run(live, recs[20:])
+    assert live.phase == SHIFT % live.period
+    assert out and set(out) <= {stamp_of(r) for r in recs}
+    bag = EstimatorDriver(system, settings())      # replay: no tick before the JointState
+    for r in imu_lead:
+        bag.push(stamp_of(r), r)
+    run(bag, recs[20:])
+    assert bag.phase == live.phase
