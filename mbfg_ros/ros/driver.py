@@ -31,8 +31,9 @@ then fall on the encoders' own stamps (a simulator's or ros2_control's update gr
 so their estimates go out as soon as the readings are in (up to a period sooner) and
 the readings sit at the ticks (a one-key factor, cheaper than readings between two
 keys, seed 000 Eq. 23). Replay takes the same phase from the same first JointState.
-Tick ``t_k`` drains exactly the queued records stamped ``<= t_k`` in a canonical order (stamp, then joints before IMUs, then sensor
-name, then arrival) and calls ``Estimator.tick(t_k)``.
+Tick ``t_k`` drains exactly the queued records stamped ``<= t_k`` in a canonical order
+(stamp, then joints before IMUs, then sensor name, then arrival) and calls
+``Estimator.tick(t_k)``.
 
 Live only (``live=True``):
 
