@@ -23,27 +23,43 @@ def ur5():
     return build_spatial_system(URDF / 'ur5.urdf', URDF / 'ur5_sensors.yaml')
 
 
-def _readings(rng, n: int, order: str) -> list[Observation]:
-    """Encoder angles and rates, a gyroscope, an accelerometer (and an orientation), in
-    the sequence ``order`` (e = encoders, v = rates, g, a, o), far enough from the state
-    for the angles to wrap."""
+def _orientation(rng) -> Observation:
+    q = rng.standard_normal(4)
+    return Observation('orient', 0, quaternion_matrix(q / np.linalg.norm(q)), np.full(3, 0.01))
+
+
+SPATIAL_IMU = {      # a 3-axis IMU's readings (and an orientation), drawn from rng
+    'g': lambda rng: Observation('gyro', 0, rng.standard_normal(3), np.full(3, 0.05)),
+    'a': lambda rng: Observation('accel', 0, rng.standard_normal(3), np.full(3, 0.05)),
+    'o': _orientation}
+PLANAR_IMU = {       # a planar IMU's: gyroscope, in-plane specific force, yaw
+    'g': lambda rng: Observation('gyro', 0, rng.standard_normal(1), 0.05 * np.ones(1)),
+    'a': lambda rng: Observation('accel', 0, rng.standard_normal(2), np.full(2, 0.05)),
+    'o': lambda rng: Observation('orient', 0, rng.uniform(-4, 4, 1), 0.01 * np.ones(1))}
+
+
+def _sequence(rng, order: str, angles, rates, imu: dict) -> list[Observation]:
+    """Readings in the sequence ``order`` (e = the encoder angles of joints ``angles``,
+    v = the rates of joints ``rates``, g, a, o = ``imu``'s gyroscope, accelerometer,
+    orientation), far enough from the state for the angles to wrap."""
     one = np.ones(1)
     out = []
     for c in order:
         if c == 'e':
             out += [Observation('joint_pos', j, rng.uniform(-4, 4, 1), 0.01 * one)
-                    for j in range(n)]
+                    for j in angles]
         elif c == 'v':
             out += [Observation('joint_vel', j, rng.standard_normal(1), 0.1 * one)
-                    for j in (0, 3)]
-        elif c == 'o':
-            q = rng.standard_normal(4)
-            out.append(Observation('orient', 0, quaternion_matrix(q / np.linalg.norm(q)),
-                                   np.full(3, 0.01)))
+                    for j in rates]
         else:
-            out.append(Observation('gyro' if c == 'g' else 'accel', 0,
-                                   rng.standard_normal(3), np.full(3, 0.05)))
+            out.append(imu[c](rng))
     return out
+
+
+def _readings(rng, n: int, order: str) -> list[Observation]:
+    """A URDF arm's readings (:func:`_sequence`): every encoder, rates of joints 0 and 3,
+    a 3-axis IMU."""
+    return _sequence(rng, order, range(n), (0, 3), SPATIAL_IMU)
 
 
 def _layout(est: Estimator, obs: list[Observation]) -> ReadingLayout:
@@ -107,25 +123,9 @@ def test_the_gate_with_the_layout_decides_and_learns_as_without(ur5):
 
 
 def _planar_readings(rng, joints: list[int], order: str) -> list[Observation]:
-    """Planar readings in the sequence ``order`` (e = angles of ``joints``, v = their
-    rates, g = gyroscope, a = in-plane specific force, o = yaw), far enough from the state
-    for the angles to wrap."""
-    one = np.ones(1)
-    out = []
-    for c in order:
-        if c == 'e':
-            out += [Observation('joint_pos', j, rng.uniform(-4, 4, 1), 0.01 * one)
-                    for j in joints]
-        elif c == 'v':
-            out += [Observation('joint_vel', j, rng.standard_normal(1), 0.1 * one)
-                    for j in joints]
-        elif c == 'o':
-            out.append(Observation('orient', 0, rng.uniform(-4, 4, 1), 0.01 * one))
-        elif c == 'g':
-            out.append(Observation('gyro', 0, rng.standard_normal(1), 0.05 * one))
-        else:
-            out.append(Observation('accel', 0, rng.standard_normal(2), np.full(2, 0.05)))
-    return out
+    """A planar mechanism's readings (:func:`_sequence`): angles and rates of ``joints``,
+    a planar IMU."""
+    return _sequence(rng, order, joints, joints, PLANAR_IMU)
 
 
 @pytest.mark.parametrize('mechanism, joints, order, plan', [
