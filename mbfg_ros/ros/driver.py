@@ -87,7 +87,7 @@ import numpy as np
 from ..estimation.control import CommandLaw, actuator_index
 from ..estimation.estimator import LIVE_FIELDS, Estimator
 from ..estimation.external import ExternalConfig, ExternalOutput, ExternalTorques
-from ..estimation.gate import LimitGate, limit_arrays
+from ..estimation.gate import LimitGate
 from ..core.measurements import Estimate, ImuMeasurement, JointMeasurement
 from . import cdr
 from . import conversions as cv
@@ -174,18 +174,6 @@ class TickOutput:
 _KIND = {JointMeasurement: 0, ImuMeasurement: 1}
 
 
-def _within(v: np.ndarray | None, limit: float) -> bool:
-    """No component of the 3-vector ``v`` (None: not given) beyond ±``limit``: the
-    :class:`~mbfg_ros.estimation.gate.LimitGate`'s IMU test ``any(|v| > limit)`` negated
-    (NaN never beyond), on three floats; False for another length (the gate decides)."""
-    if v is None:
-        return True
-    if v.shape != (3,):
-        return False
-    x, y, z = v.tolist()
-    return not (abs(x) > limit or abs(y) > limit or abs(z) > limit)
-
-
 class EstimatorDriver:
     """Input gate + queue + tick grid + estimator + command law (one per node or replay)."""
 
@@ -222,12 +210,8 @@ class EstimatorDriver:
         self.gate = LimitGate(mech)
         self.joint_names = tuple(j.name for j in mech.joints)
         self._known_joints = frozenset(self.joint_names)
-        limits = {j.name: j.limits for j in mech.joints}        # the gate's, by name
-        self._joint_reader = cv.JointStateReader(
-            self._known_joints, lambda names: limit_arrays([limits.get(n) for n in names]))
-        # each IMU's (gyro, accel) range: a reading within them needs no gate (issue 24)
-        self._imu_ranges = {s.name: (float(s.gyro_range), float(s.accel_range))
-                            for s in mech.sensors}
+        # the reader tells when every value lies within the gate's limits (issue 24)
+        self._joint_reader = cv.JointStateReader(self._known_joints, self.gate.arrays)
         self._joint_parser = cdr.JointStateParser()
         self.coordinate_names = tuple(mech.coordinate_names)
         self.imu_names = tuple(s.name for s in mech.sensors)
@@ -360,9 +344,7 @@ class EstimatorDriver:
             self.count(f'dropped.{exc.reason}')
             self.note(f'imu:{exc.reason}', f'imu {sensor}: message dropped ({exc})')
             return None
-        ranges = self._imu_ranges.get(sensor)
-        if ranges is not None and _within(rec.gyro, ranges[0]) \
-                and _within(rec.accel, ranges[1]):
+        if self.gate.imu_within(rec):
             return rec if self.push(t, rec, now_ns) else None      # the gate has no work
         rec, bad = self.gate.imu(rec)
         return self._gated(t, rec, bad, f'imu {sensor}', now_ns)

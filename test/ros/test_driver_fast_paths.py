@@ -119,6 +119,33 @@ def test_the_imu_gate_shortcut_queues_what_the_gate_would(limited):
     assert min(seen.values()) > 10, seen
 
 
+def test_imu_within_says_exactly_when_the_gate_leaves_a_reading_as_it_is(limited):
+    """``LimitGate.imu_within`` (the driver's shortcut) is True only where ``imu`` changes
+    nothing, and for every 3-vector reading the gate passes whole; a sensor without
+    ranges is always within."""
+    from mbfg_ros.core.measurements import ImuMeasurement
+    _, system = limited
+    gate = LimitGate(system.description)
+    sensor = system.description.sensors[0].name
+    rng = np.random.default_rng(31)
+    seen = [0, 0]
+    for _ in range(400):
+        gyro = np.array([_value(rng, 20.0) for _ in range(3)])
+        accel = None if rng.random() < 0.1 else np.array([_value(rng, 100.0) for _ in range(3)])
+        if rng.random() < 0.5:                   # well inside (NaN kept: never beyond)
+            gyro = np.where(np.isinf(gyro), 1.0, 0.3 * gyro)
+            accel = accel if accel is None else np.where(np.isinf(accel), 9.8, 0.3 * accel)
+        rec = ImuMeasurement(0.0, sensor, gyro, accel, None)
+        within = gate.imu_within(rec)
+        kept, bad = gate.imu(rec)
+        assert within == (bad == 0 and kept is rec)
+        seen[within] += 1
+    assert min(seen) > 20, seen
+    assert gate.imu_within(ImuMeasurement(0.0, 'no_such_imu', np.full(3, 1e9), None, None))
+    short = ImuMeasurement(0.0, sensor, np.zeros(2), None, None)
+    assert not gate.imu_within(short)            # another length: the gate decides
+
+
 @pytest.mark.parametrize('robot', ['fourbar', 'ur5'])
 def test_each_joints_effort_is_its_actuators_torque(limited, robot):
     """``~/joint_states`` effort: the τ̂ of the joint's actuator, NaN for a joint without one
