@@ -24,7 +24,7 @@ from ..core.angles import wrap_angle, wrap_scalar
 from ..core.interface import EdgeDescription, MultibodySystem
 from .gate import limit_arrays
 
-__all__ = ['actuator_index', 'CommandLaw', 'solve_acceleration', 'KP_MAX', 'KD_MAX',
+__all__ = ['actuator_index', 'CommandLaw', 'solve_linear_system', 'KP_MAX', 'KD_MAX',
            'COORDINATE_EFFORT']
 
 KP_MAX = 1.0e5
@@ -226,11 +226,12 @@ class CommandLaw:
         _, Jq, gamma = sys.constraint_terms(q, qd)
         A = np.concatenate((Jq, J))
         b = np.concatenate((-gamma, sdd - Jdqd))
-        return sys.torques(q, qd, solve_acceleration(A, b))[self.order]
+        return sys.torques(q, qd, solve_linear_system(A, b))[self.order]
 
 
-def solve_acceleration(A: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """q̈ of the acceleration problem ``A q̈ = b`` (:meth:`CommandLaw.track`, seed 000 Eq. 3
+def solve_linear_system(A: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """x of the linear system ``A x = b`` (here q̈ of the acceleration problem of
+    :meth:`CommandLaw.track`, seed 000 Eq. 3
     with the actuated quantities as independent coordinates, Eq. 12): one LU solve when
     ``A`` is square (as many constraint rows and actuators as coordinates: the four-bar,
     slider-crank, five-bar; ~1 µs against ~7 µs of least squares, issue 24), least

@@ -49,7 +49,7 @@ def test_the_square_acceleration_problem_is_solved_as_least_squares_would():
     """The four-bar (3 loop rows + 1 actuator = 4 coordinates): ``track``'s square
     acceleration problem is one LU solve (issue 24), equal to the least-squares solution
     it replaced at random consistent states; a singular matrix falls back to least squares."""
-    from mbfg_ros.estimation.control import solve_acceleration
+    from mbfg_ros.estimation.control import solve_linear_system
     from mbfg_ros.planar.dynamics import load_system
 
     sys_ = load_system(CONFIG / 'fourbar.yaml')
@@ -66,7 +66,7 @@ def test_the_square_acceleration_problem_is_solved_as_least_squares_would():
         assert A.shape[0] == A.shape[1] == sys_.n
         b = np.concatenate((-gamma, rng.uniform(-5, 5, 1) - Jdqd))
         want = np.linalg.lstsq(A, b, rcond=None)[0]
-        np.testing.assert_allclose(solve_acceleration(A, b), want, rtol=1e-10, atol=1e-10)
+        np.testing.assert_allclose(solve_linear_system(A, b), want, rtol=1e-10, atol=1e-10)
         s_ref = s + rng.uniform(-0.2, 0.2, 1)
         tau = law.track(q0, qd, s_ref, np.zeros(1), np.zeros(1))
         err = np.angle(np.exp(1j * (s_ref - s)))
@@ -78,7 +78,7 @@ def test_the_square_acceleration_problem_is_solved_as_least_squares_would():
     assert solved == 5
     singular = np.array([[1.0, 2.0], [2.0, 4.0]])
     b = np.array([1.0, 2.0])
-    np.testing.assert_allclose(solve_acceleration(singular, b),
+    np.testing.assert_allclose(solve_linear_system(singular, b),
                                np.linalg.lstsq(singular, b, rcond=None)[0])
 
 
