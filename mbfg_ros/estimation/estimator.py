@@ -125,10 +125,9 @@ class Estimator(IntakeMixin, GateMixin, GraphMixin, LifecycleMixin, OutputMixin,
         self._used_key = {k: f'used_{k}' for k in _KINDS}    # kind -> its counter
         self._unknown: set[str] = set()
         self._layouts: dict[tuple, tuple[list, list, bool]] = {}   # JointState names -> indices
-        # σ arrays per (variances' bytes or None, count, default σ) and their one-element
-        # rows (IntakeMixin._sigmas_kept, _sigma_rows); read-only, bounded
-        self._sigma_cache: dict[tuple, np.ndarray] = {}
-        self._sigma_row_cache: dict[tuple, list] = {}
+        # (σ array, its one-element rows) per (variances' bytes or None, count, default σ)
+        # (IntakeMixin._sigmas_keep); read-only, bounded
+        self._sigma_cache: dict[tuple, tuple[np.ndarray, list]] = {}
         self._last_reset_reason = ''
         # the gate's sensors (kind, index), one slot each: the arrays of its state
         nj, ni = len(self.sm.joint_names), len(self.sm.imu_names)

@@ -171,23 +171,23 @@ class IntakeMixin:
         (read-only: observations share them). At most :data:`~mbfg_ros.core.bounded.KEPT`
         kept (variances come from the wire)."""
         key = (None if var is None else var.tobytes(), k, default)
-        cache = self._sigma_cache
-        s = cache.get(key)
-        if s is None:
-            s = self._sigmas(var, k, default)
-            s.setflags(write=False)
-            remember(cache, key, s)
-        return s
+        entry = self._sigma_cache.get(key)
+        return (entry or self._sigmas_keep(key, var, k, default))[0]
 
     def _sigma_rows(self, var: np.ndarray | None, k: int, default: float) -> list:
         """The ``k`` one-element rows ``s[i:i + 1]`` of :meth:`_sigmas_kept`'s array (each
-        joint reading's σ), made once per kept array."""
+        joint reading's σ), kept with it (the same cache and key)."""
         key = (None if var is None else var.tobytes(), k, default)
-        rows = self._sigma_row_cache.get(key)
-        if rows is None:
-            s = self._sigmas_kept(var, k, default)
-            rows = remember(self._sigma_row_cache, key, [s[i:i + 1] for i in range(k)])
-        return rows
+        entry = self._sigma_cache.get(key)
+        return (entry or self._sigmas_keep(key, var, k, default))[1]
+
+    def _sigmas_keep(self, key: tuple, var: np.ndarray | None, k: int, default: float
+                     ) -> tuple[np.ndarray, list]:
+        """(σ array, its one-element rows) of ``var`` made and kept under ``key`` (the one
+        cache of :meth:`_sigmas_kept` and :meth:`_sigma_rows`)."""
+        s = self._sigmas(var, k, default)
+        s.setflags(write=False)
+        return remember(self._sigma_cache, key, (s, [s[i:i + 1] for i in range(k)]))
 
     def _joint_layout(self, names: tuple
                       ) -> tuple[list[tuple[int, int]], list[tuple[int, int]], bool]:
