@@ -75,16 +75,15 @@ class IntakeMixin:
             # expired (every stamp −∞), zero torques
             return np.zeros(self._n_act)
         live = (t - self._tau_t) <= self.config.sensor_timeout
-        if live.all():                  # every effort known (the common case): none expired
-            self._tau_live = live
-            self._tau_all = True
-            return self._tau.copy()
-        expired = self._tau_live & ~live
-        if expired.any():
-            self._counters['effort_expired'] += int(expired.sum())
-        self._tau_live = live
-        self._tau_all = False
-        return np.where(live, self._tau, 0.0)
+        every = bool(live.all())        # every effort known (the common case): none expired
+        if not every:
+            expired = self._tau_live & ~live
+            if expired.any():
+                self._counters['effort_expired'] += int(expired.sum())
+        # the one place both are set (after a reset): _tau_all is _tau_live.all(), kept as a
+        # bool for the tick's tests
+        self._tau_live, self._tau_all = live, every
+        return self._tau.copy() if every else np.where(live, self._tau, 0.0)
 
     def known_torque(self, t: float, out: np.ndarray) -> np.ndarray:
         """The measured actuator efforts in force at ``t`` into ``out`` (order of
