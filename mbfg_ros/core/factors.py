@@ -195,40 +195,28 @@ def stacked_linear_factor(keys: Sequence[int], xs: Sequence[np.ndarray],
     passed as it is (GTSAM copies it). ``touched``: the positions those other blocks write
     (the caller's constant, e.g. per step dt), else found from ``blocks``.
     """
+    rows = sum(e.size for _, _, e, _ in blocks)
     if base is not None:
         if touched is None:
             touched = {pos for on, sigma, _, _ in blocks if sigma is not None for pos in on}
         A = [Ab.copy(order='F') if pos in touched else Ab for pos, Ab in enumerate(base)]
-        parts = []
-        r = 0
-        for on, sigma, e, J in blocks:
-            m = e.size
-            if sigma is None:
-                parts.append(e)
-            else:
-                inv = 1.0 / sigma
-                parts.append(e * -inv)
-                col = inv[:, None]
-                for pos, Ji in zip(on, J):
-                    np.multiply(Ji, col, out=A[pos][r:r + m])
-            r += m
-        return _container(keys, xs, A, np.concatenate(parts), 'stacked_linear_factor', point)
-    dims = [x.size for x in xs]
-    rows = sum(e.size for _, _, e, _ in blocks)
-    A = [np.zeros((rows, d), order='F') for d in dims]
+    else:
+        A = [np.zeros((rows, x.size), order='F') for x in xs]
     b = np.empty(rows)
     r = 0
     for on, sigma, e, J in blocks:
         m = e.size
-        if sigma is None:
+        if sigma is None:               # whitened already: b = e, A = J (in base already)
             b[r:r + m] = e
-            for pos, Ai in zip(on, J):
-                A[pos][r:r + m] = Ai
-        else:
+            if base is None:
+                for pos, Ai in zip(on, J):
+                    A[pos][r:r + m] = Ai
+        else:                           # b = −Σ^-½ e, A = Σ^-½ J
             inv = 1.0 / sigma
-            b[r:r + m] = -e * inv
+            np.multiply(e, -inv, out=b[r:r + m])
+            col = inv[:, None]
             for pos, Ji in zip(on, J):
-                A[pos][r:r + m] = (np.asarray(Ji).T * inv).T
+                np.multiply(Ji, col, out=A[pos][r:r + m])
         r += m
     return _container(keys, xs, A, b, 'stacked_linear_factor', point)
 
