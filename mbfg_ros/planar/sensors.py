@@ -71,6 +71,11 @@ def _angle_rows(dx: float, dy: float, ddx: float, ddy: float, r2: float
     return rate, (-gx, -gy, gx, gy), (-rx, -ry, rx, ry)
 
 
+def _entries(sel: np.ndarray) -> tuple[tuple[int, int, float], ...]:
+    """(row, column, value) of the nonzero entries of a scatter matrix ``sel``, row by row
+    (one per row: each local entry lands on one column of q)."""
+    return tuple((int(r), int(i), float(sel[r, i])) for r, i in zip(*np.nonzero(sel)))
+
 class SensorModel:
     """Precomputed measurement models of a system's joints and IMUs (immutable).
 
@@ -136,19 +141,17 @@ class SensorModel:
             return itemgetter(*gather.tolist()), sel
 
         self._rev = {}            # joint -> (has a, has b, gather (itemgetter), sel, offset)
-        self._rev_cols = {}       # joint -> ((local entry, column of q, sign), ...): sel's
         for j, (kind, a, b, offset) in enumerate(self._joints):
             if kind == 'rev':
                 parts = [(sign, idx) for sign, idx in ((-1.0, a), (1.0, b)) if idx is not None]
                 self._rev[j] = (a is not None, b is not None) + plan(parts, 2) + (offset,)
-                self._rev_cols[j] = tuple((4 * r + c, int(i), sign)
-                                          for r, (sign, idx) in enumerate(parts)
-                                          for c, i in enumerate(idx) if i < n)
         self._imu_plan = [plan([(1.0, idx)], 3) + (tuple(A.ravel().tolist()),)
                           for idx, A, _ in self._imus]
-        # (local coordinate, column of q) of each IMU body's coordinates on q
-        self._imu_cols = [tuple((c, int(i)) for c, i in enumerate(idx) if i < n)
-                          for idx, _, _ in self._imus]
+        # the same scatters as float loops (sel's nonzero entries): per revolute joint
+        # (local entry, column of q, sign), per IMU (local coordinate, column of q)
+        self._rev_cols = {j: _entries(plan_j[3]) for j, plan_j in self._rev.items()}
+        self._imu_cols = [tuple((r, i) for r, i, _ in _entries(sel))
+                          for _, sel, _ in self._imu_plan]
 
     # -- helpers ---------------------------------------------------------
     def _drop(self, Jw: np.ndarray) -> np.ndarray:
