@@ -158,11 +158,18 @@ def _pair(K: np.ndarray) -> np.ndarray:
     return out
 
 
+def _angle_grad(dx: float, dy: float) -> tuple[float, float, float]:
+    """∂θ/∂rj = (−dy, dx)/r² of a body angle θ = atan2(dy, dx), d = rj − ri (∂θ/∂ri is its
+    negative), and r² = dx² + dy²: (gx, gy, r²), the one place of the formula."""
+    r2 = dx * dx + dy * dy
+    return -dy / r2, dx / r2, r2
+
+
 def _angle(ext: np.ndarray, ext_d: np.ndarray, idx: np.ndarray) -> _Angle:
     """Body angle θ = atan2(dy, dx) and its derivatives (ground: θ = 0)."""
     dx, dy = ext[idx[2]] - ext[idx[0]], ext[idx[3]] - ext[idx[1]]
-    r2 = dx * dx + dy * dy
-    G = np.array([-dy, dx]) / r2
+    gx, gy, r2 = _angle_grad(dx, dy)
+    G = np.array([gx, gy])
     Hd = np.array([[2 * dx * dy, dy * dy - dx * dx], [dy * dy - dx * dx, -2 * dx * dy]]) / r2 ** 2
     dd = np.array([ext_d[idx[2]] - ext_d[idx[0]], ext_d[idx[3]] - ext_d[idx[1]]])
     grad = np.concatenate((-G, G))
@@ -177,8 +184,7 @@ def _angle_grad_hess(w: list, idx: list) -> tuple[tuple[float, ...], tuple[float
     (same formulas, no rate)."""
     xi, yi, xj, yj = w[idx[0]], w[idx[1]], w[idx[2]], w[idx[3]]
     dx, dy = xj - xi, yj - yi
-    r2 = dx * dx + dy * dy
-    gx, gy = -dy / r2, dx / r2
+    gx, gy, r2 = _angle_grad(dx, dy)
     r4 = r2 * r2
     a, b = 2 * dx * dy / r4, (dy * dy - dx * dx) / r4
     c = -2 * dx * dy / r4
@@ -295,8 +301,7 @@ class Forces:
             i0, i1, i2, i3 = ii.tolist()
             dx, dy = float(ext[i2] - ext[i0]), float(ext[i3] - ext[i1])
             d0, d1 = float(extd[i2] - extd[i0]), float(extd[i3] - extd[i1])
-            r2 = dx * dx + dy * dy
-            gx, gy = -dy / r2, dx / r2
+            gx, gy, r2 = _angle_grad(dx, dy)
             r4 = r2 * r2
             h00, h01, h11 = 2 * dx * dy / r4, (dy * dy - dx * dx) / r4, -2 * dx * dy / r4
             hd0, hd1 = h00 * d0 + h01 * d1, h01 * d0 + h11 * d1
@@ -390,8 +395,7 @@ class Forces:
         for idx, torque in self._torques:
             i0, i1, i2, i3 = idx.tolist()
             dx, dy = w[i2] - w[i0], w[i3] - w[i1]
-            r2 = dx * dx + dy * dy
-            gx, gy = -dy / r2, dx / r2
+            gx, gy, _ = _angle_grad(dx, dy)
             for i, g in ((i0, -gx), (i1, -gy), (i2, gx), (i3, gy)):
                 Q[i] += torque * g
         for idx, spring in self._springs:
@@ -438,8 +442,7 @@ class Forces:
                 continue
             i0, i1, i2, i3 = ii.tolist()
             dx, dy = w[i2] - w[i0], w[i3] - w[i1]
-            r2 = dx * dx + dy * dy
-            gx, gy = -dy / r2, dx / r2
+            gx, gy, _ = _angle_grad(dx, dy)
             idx += (i0, i1, i2, i3)
             grad += (sign * -gx, sign * -gy, sign * gx, sign * gy)
             phi += sign * math.atan2(dy, dx)
@@ -526,8 +529,7 @@ class Forces:
             for k, sign, ii, on_q, _ in self._act_plan:
                 xi, yi, xj, yj = w[ii[0]], w[ii[1]], w[ii[2]], w[ii[3]]
                 dx, dy = xj - xi, yj - yi
-                r2 = dx * dx + dy * dy
-                gx, gy = -dy / r2, dx / r2         # ∂θ/∂(ri, rj) = (−G, G) (_angle)
+                gx, gy, _ = _angle_grad(dx, dy)   # ∂θ/∂(ri, rj) = (−G, G) (_angle)
                 g = (-sign * gx, -sign * gy, sign * gx, sign * gy)
                 for c, i in on_q:
                     B[i * n_act + k] += g[c]
