@@ -425,10 +425,11 @@ class Forces:
             tl = tau.tolist()
             for k, what in self._act_coords:
                 Q[what] += tl[k]
-            for k, sign, ii, _, _ in self._act_plan:
-                grad, _ = _angle_grad_hess(w, ii)
+            for k, sign, ii, _, _ in self._act_plan:     # ∂θ/∂(ri, rj) only, no Hessian
+                i0, i1, i2, i3 = ii
+                gx, gy, _ = _angle_grad(w[i2] - w[i0], w[i3] - w[i1])
                 f = sign * tl[k]
-                for i, g in zip(ii, grad):
+                for i, g in ((i0, -gx), (i1, -gy), (i2, gx), (i3, gy)):
                     Q[i] += f * g
         return np.array(Q[:n])
 
