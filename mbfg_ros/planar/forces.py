@@ -498,8 +498,9 @@ class Forces:
         """∂φ/∂q (n,) and φ̇ of the relative angle φ = θ_b − θ_a between two bodies (either may be
         ground): a torque T between them is the generalized force T ∂φ/∂q (virtual power)."""
         ext, extd = self.ext.of(q), self.ext.rate(qd)
-        idx, grad, _, _, _, rate = self._relative(ext, extd, self._body_idx(bodies[0]),
-                                                  self._body_idx(bodies[1]))
+        idx, grad, _, rate = self._relative_values(ext.tolist(), extd.tolist(),
+                                                   self._body_idx(bodies[0]),
+                                                   self._body_idx(bodies[1]))
         full = np.zeros(self.W)
         np.add.at(full, idx, grad)
         return full[:self.n], rate
@@ -509,8 +510,9 @@ class Forces:
         """(φ, φ̇) of the relative angle φ = θ_b − θ_a between two bodies (either may be
         ground; φ not wrapped: a difference of two atan2)."""
         ext, extd = self.ext.of(q), self.ext.rate(qd)
-        _, _, _, _, phi, rate = self._relative(ext, extd, self._body_idx(bodies[0]),
-                                               self._body_idx(bodies[1]))
+        _, _, phi, rate = self._relative_values(ext.tolist(), extd.tolist(),
+                                                self._body_idx(bodies[0]),
+                                                self._body_idx(bodies[1]))
         return phi, rate
 
     def actuator_matrix(self, q: np.ndarray) -> np.ndarray:
