@@ -577,13 +577,14 @@ class EstimatorNode(Node):
         # smoother's ticks only (issue 24: one rmw publish less per prediction)
         sigma = not out.estimate.predicted
         raw = self._raw_msgs
-        if raw is not None and raw.fill(out.t_ns, out.estimate, out.joint_effort, out.command):
+        if raw is not None and raw.fill(out.t_ns, out.estimate, out.joint_effort, out.command,
+                                        sigma):
             # the serialised bytes, patched in place: no message converted or serialised
             joints, state, stddev, command = (raw.joints.buf, raw.state.buf, raw.stddev.buf,
                                               raw.command.buf)
         else:
             m = self._msgs
-            m.fill(out.t_ns, out.estimate, out.joint_effort, out.command)
+            m.fill(out.t_ns, out.estimate, out.joint_effort, out.command, sigma)
             joints, state, stddev, command = m.joints, m.state, m.stddev, m.command
         _publish_wanted(self.pub_joints, joints)
         _publish_wanted(self.pub_state, state)
