@@ -512,11 +512,11 @@ class EstimatorNode(Node):
         clock = time.thread_time                  # the costs of its own turns
         gov.charge(time.perf_counter(), time.process_time())    # the budget: the whole node
         if d.last_tick is None:                   # the first tick: no spacing yet
-            spacing, fresh = 1, 1
+            spacing, fresh, kind = 1, 1, SMOOTH
         else:
             spacing, fresh = d.due_grid(now)
+            kind = gov.decide(spacing) if fresh > 0 else THIN
         if fresh > 0:
-            kind = gov.decide(spacing) if d.last_tick is not None else SMOOTH
             c0 = clock()
             n = 0
             if kind == SMOOTH:
