@@ -568,13 +568,13 @@ class EstimatorDriver:
         return T
 
     def predict(self, now_ns: int, before_tick: bool = False) -> list[TickOutput]:
-        """Live, while the tick budget holds the due tick back (issue 24): the newest
-        smoothed estimate carried to each grid time due at clock ``now_ns`` after the last
-        tick and the last prediction (none while more than ``max_merge_ticks`` are due: the
+        """Live, for :meth:`predict_newest` (the governor's ``predict``, issue 24): the newest
+        smoothed estimate carried to each grid time due at clock ``now_ns`` after the newest
+        one that had its turn (none while more than ``max_merge_ticks`` are due: the
         smoother is behind), by
         :meth:`Estimator.predict` (no state change; the readings stay queued for the tick).
         The newest one carries the torque command (the older ones are superseded at once).
-        ``before_tick``: the caller runs the due tick next (:meth:`advance`), so the grid
+        ``before_tick``: the caller runs the due tick next (:meth:`smooth`), so the grid
         times it merges get predictions and the newest due one, and the command, are left to
         it. Empty before the first estimate. Counted in ``ticks.predicted``."""
         if self.last_tick is None:
