@@ -237,7 +237,9 @@ class EstimatorDriver:
         self._effort_src = np.array([next((i for i, a in enumerate(mech.actuators)
                                            if a.joint == j.name), -1) for j in mech.joints],
                                     dtype=int)
-        self._effort_every = bool((self._effort_src >= 0).all())
+        self._effort_has = self._effort_src >= 0          # the joints with an actuator
+        self._effort_take = np.maximum(self._effort_src, 0)     # (a valid index for the rest)
+        self._effort_every = bool(self._effort_has.all())
         try:
             self.external = ExternalTorques(sys, ExternalConfig(
                 v['contact_threshold'], v['contact_min_duration'], v['external_effort_sigma'],
@@ -616,8 +618,8 @@ class EstimatorDriver:
         tau = np.asarray(est.tau, dtype=float).reshape(-1)
         if self._effort_every and tau.size:     # every joint actuated (an arm): one gather
             return tau[self._effort_src]
-        return np.where(self._effort_src >= 0,
-                        tau[np.maximum(self._effort_src, 0)] if tau.size else np.nan, np.nan)
+        return np.where(self._effort_has, tau[self._effort_take] if tau.size else np.nan,
+                        np.nan)
 
     @property
     def predicted_ns(self) -> int:
