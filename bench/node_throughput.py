@@ -526,8 +526,13 @@ def latency_trace(path: Path, states: list) -> list[str]:
     node = np.array([(r[1] - r[2]) / 1e6 for _, r in pubs])
     kind = np.array([r[3] for _, r in pubs])
     mon = np.array([(arrival[r[2]] - r[1]) / 1e6 for _, r in pubs if r[2] in arrival])
-    passes = [r for r in trace if r[0] == 'pass']
-    smooth = [r for a, r in zip([None] + passes, passes) if a is not None and r[4] > a[4]]
+    ran = {}                             # trace index of each pass: did it run the smoother?
+    last = None
+    for i, r in enumerate(trace):
+        if r[0] == 'pass':
+            ran[i] = last is not None and r[4] > last
+            last = r[4]
+    smooth = [trace[i] for i, yes in ran.items() if yes]
     wall = np.array([r[2] / 1e6 for r in smooth])
     cpu = np.array([r[3] / 1e6 for r in smooth])
     out = [f'latency trace, ms p50 / p90 / p99: node (publish − stamp) smoothed {pct(node[~kind])}'
@@ -537,17 +542,11 @@ def latency_trace(path: Path, states: list) -> list[str]:
     tail = float(np.percentile(node, 99))
     causes = dict.fromkeys(('after a preempted smoother pass', 'after a smoother pass',
                             'after a backlog poll', 'other'), 0)
-    prev_run = {}
-    last = None
-    for i, r in enumerate(trace):        # each pass: did it run the smoother?
-        if r[0] == 'pass':
-            prev_run[i] = last is not None and r[4] > last
-            last = r[4]
     for (i, r), lat in zip(pubs, node):
         if lat < tail:
             continue
         before = [(j, trace[j]) for j in range(max(0, i - 8), i)]
-        sm = [x for j, x in before if x[0] == 'pass' and prev_run.get(j)]
+        sm = [x for j, x in before if x[0] == 'pass' and ran.get(j)]
         if any(x[2] - x[3] > 500_000 for x in sm):
             causes['after a preempted smoother pass'] += 1
         elif sm:

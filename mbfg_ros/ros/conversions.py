@@ -548,19 +548,23 @@ class EstimateMessages:
                          '~/state_stddev': self.stddev, '~/torque_commands': self.command}
 
     def fill(self, t_ns: int, est: Estimate, joint_effort: np.ndarray,
-             command: np.ndarray | None) -> None:
+             command: np.ndarray | None, stddev: bool = True) -> None:
         """Stamp ``t_ns``: joint positions, rates and ``joint_effort`` by joint; q, q̇ and
-        their standard deviations by coordinate; ``command`` (None: left as it was)."""
+        their standard deviations by coordinate; ``command`` (None: left as it was);
+        ``stddev`` False: the σ message left as it was (a predicted estimate, whose σ's
+        the live node does not publish)."""
         f = self.kit.floats
         sec, nanosec = divmod(int(t_ns), NS)
-        for msg in (self.joints, self.state, self.stddev):
+        for msg in (self.joints, self.state, self.stddev) if stddev else (self.joints,
+                                                                         self.state):
             msg.header.stamp.sec = sec
             msg.header.stamp.nanosec = nanosec
         self.joints.position = f(est.joint_position)
         self.joints.velocity = f(est.joint_velocity)
         self.joints.effort = f(joint_effort)
         self.state.position, self.state.velocity = f(est.q), f(est.qd)
-        self.stddev.position, self.stddev.velocity = f(est.q_std), f(est.qd_std)
+        if stddev:
+            self.stddev.position, self.stddev.velocity = f(est.q_std), f(est.qd_std)
         if command is not None:
             self.command.data = f(command)
 
@@ -632,13 +636,15 @@ class SerialisedEstimateMessages:
                                          serialize_message)
 
     def fill(self, t_ns: int, est: Estimate, joint_effort: np.ndarray,
-             command: np.ndarray | None) -> bool:
+             command: np.ndarray | None, stddev: bool = True) -> bool:
         """As :meth:`EstimateMessages.fill`; False (nothing usable) when a value array's
         size is not the one the bytes were made for, or the stamp is no int32 seconds (the
         caller builds messages then)."""
         sec, nanosec = divmod(int(t_ns), NS)
         rows = ((self.joints, (est.joint_position, est.joint_velocity, joint_effort)),
-                (self.state, (est.q, est.qd)), (self.stddev, (est.q_std, est.qd_std)))
+                (self.state, (est.q, est.qd)))
+        if stddev:
+            rows += ((self.stddev, (est.q_std, est.qd_std)),)
         if command is not None:
             rows += ((self.command, (command,)),)
         try:

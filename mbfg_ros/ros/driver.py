@@ -237,7 +237,9 @@ class EstimatorDriver:
         self._effort_src = np.array([next((i for i, a in enumerate(mech.actuators)
                                            if a.joint == j.name), -1) for j in mech.joints],
                                     dtype=int)
-        self._effort_every = bool((self._effort_src >= 0).all())
+        self._effort_has = self._effort_src >= 0          # the joints with an actuator
+        self._effort_take = np.maximum(self._effort_src, 0)     # (a valid index for the rest)
+        self._effort_every = bool(self._effort_has.all())
         try:
             self.external = ExternalTorques(sys, ExternalConfig(
                 v['contact_threshold'], v['contact_min_duration'], v['external_effort_sigma'],
@@ -568,13 +570,13 @@ class EstimatorDriver:
         return T
 
     def predict(self, now_ns: int, before_tick: bool = False) -> list[TickOutput]:
-        """Live, while the tick budget holds the due tick back (issue 24): the newest
-        smoothed estimate carried to each grid time due at clock ``now_ns`` after the last
-        tick and the last prediction (none while more than ``max_merge_ticks`` are due: the
+        """Live, for :meth:`predict_newest` (the governor's ``predict``, issue 24): the newest
+        smoothed estimate carried to each grid time due at clock ``now_ns`` after the newest
+        one that had its turn (none while more than ``max_merge_ticks`` are due: the
         smoother is behind), by
         :meth:`Estimator.predict` (no state change; the readings stay queued for the tick).
         The newest one carries the torque command (the older ones are superseded at once).
-        ``before_tick``: the caller runs the due tick next (:meth:`advance`), so the grid
+        ``before_tick``: the caller runs the due tick next (:meth:`smooth`), so the grid
         times it merges get predictions and the newest due one, and the command, are left to
         it. Empty before the first estimate. Counted in ``ticks.predicted``."""
         if self.last_tick is None:
@@ -616,8 +618,8 @@ class EstimatorDriver:
         tau = np.asarray(est.tau, dtype=float).reshape(-1)
         if self._effort_every and tau.size:     # every joint actuated (an arm): one gather
             return tau[self._effort_src]
-        return np.where(self._effort_src >= 0,
-                        tau[np.maximum(self._effort_src, 0)] if tau.size else np.nan, np.nan)
+        return np.where(self._effort_has, tau[self._effort_take] if tau.size else np.nan,
+                        np.nan)
 
     @property
     def predicted_ns(self) -> int:

@@ -477,14 +477,26 @@ class EstimatorNode(Node):
             return
         if self._governor is not None:
             self._governed(now)
+        elif not self._budgeted(now):
             return
+        if (d.behind or (d.pending and self._sim_time)) and self.retry_timer.is_canceled():
+            self.retry_timer.reset()      # catch up, or tick readings queued ahead, on the
+            #                               steady clock: a sim clock may have stopped (on
+            #                               the wall clock the tick timer runs on; readings
+            #                               beyond the data horizon wait there)
+        self._log_events()
+
+    def _budgeted(self, now: int) -> bool:
+        """The default mode: the due tick (merged if several are due) and its estimate, unless
+        the ``max_tick_load`` pause after the last one still runs (False: deferred, retried
+        on the retry timer)."""
         wall = time.perf_counter()
         if wall < self._next_tick_wall:           # over the tick budget: merge into a later one
             self._deferred += 1
             if self.retry_timer.is_canceled():
                 self.retry_timer.reset()
-            return
-        outs = d.advance(now)
+            return False
+        outs = self.driver.advance(now)
         if outs:
             self._publish(outs[-1], now)
             took = time.perf_counter() - wall
@@ -494,12 +506,7 @@ class EstimatorNode(Node):
             # longer merged ticks after one slow tick)
             self._next_tick_wall = wall + took + min(took * (1.0 / self._load - 1.0),
                                                      4.0 / self.driver.frequency)
-        if (d.behind or (d.pending and self._sim_time)) and self.retry_timer.is_canceled():
-            self.retry_timer.reset()      # catch up, or tick readings queued ahead, on the
-            #                               steady clock: a sim clock may have stopped (on
-            #                               the wall clock the tick timer runs on; readings
-            #                               beyond the data horizon wait there)
-        self._log_events()
+        return True
 
     def _governed(self, now: int) -> None:
         """``predict_between_ticks`` (issue 24): each grid tick due gets its turn from the
@@ -512,11 +519,11 @@ class EstimatorNode(Node):
         clock = time.thread_time                  # the costs of its own turns
         gov.charge(time.perf_counter(), time.process_time())    # the budget: the whole node
         if d.last_tick is None:                   # the first tick: no spacing yet
-            spacing, fresh = 1, 1
+            spacing, fresh, kind = 1, 1, SMOOTH
         else:
             spacing, fresh = d.due_grid(now)
+            kind = gov.decide(spacing) if fresh > 0 else THIN
         if fresh > 0:
-            kind = gov.decide(spacing) if d.last_tick is not None else SMOOTH
             c0 = clock()
             n = 0
             if kind == SMOOTH:
@@ -544,9 +551,6 @@ class EstimatorNode(Node):
             elif kind == THIN:
                 d.thin(now)
             gov.spent(kind, clock() - c0, n)
-        if (d.behind or (d.pending and self._sim_time)) and self.retry_timer.is_canceled():
-            self.retry_timer.reset()
-        self._log_events()
 
     def grid_wait(self) -> float | None:
         """``predict_between_ticks``: wall seconds until the loop should look again for the
@@ -577,13 +581,14 @@ class EstimatorNode(Node):
         # smoother's ticks only (issue 24: one rmw publish less per prediction)
         sigma = not out.estimate.predicted
         raw = self._raw_msgs
-        if raw is not None and raw.fill(out.t_ns, out.estimate, out.joint_effort, out.command):
+        if raw is not None and raw.fill(out.t_ns, out.estimate, out.joint_effort, out.command,
+                                        sigma):
             # the serialised bytes, patched in place: no message converted or serialised
             joints, state, stddev, command = (raw.joints.buf, raw.state.buf, raw.stddev.buf,
                                               raw.command.buf)
         else:
             m = self._msgs
-            m.fill(out.t_ns, out.estimate, out.joint_effort, out.command)
+            m.fill(out.t_ns, out.estimate, out.joint_effort, out.command, sigma)
             joints, state, stddev, command = m.joints, m.state, m.stddev, m.command
         _publish_wanted(self.pub_joints, joints)
         _publish_wanted(self.pub_state, state)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from support.joint_order import CASES, fourbar_case, reorder, ur5_case
-from support.ros_data import stamp_of
+from support.ros_data import replay_driver
 
 from mbfg_ros.core.bag import typestore
 from mbfg_ros.core.measurements import JointMeasurement
@@ -23,19 +23,14 @@ KIT = cv.rosbags_kit(typestore())
 def replay(driver: EstimatorDriver, recs: list) -> dict[int, object]:
     """Each record as its ROS message into the driver, ticks as the replay runs them;
     estimates by stamp (ns)."""
-    outs = []
-    clock = None
-    for r in recs:
-        t = stamp_of(r)
-        clock = t if clock is None else max(clock, t)
-        outs += driver.advance(clock, inclusive=False)
+    def feed(t: int, r) -> None:
         if isinstance(r, JointMeasurement):
             msg = cv.joint_state_msg(KIT, t, r.names, r.position, r.velocity, r.effort)
             assert driver.joint_state(msg) is not None
         else:
             msg = cv.imu_msg(KIT, t, r.sensor, r.gyro, r.accel)
             assert driver.imu(msg, r.sensor) is not None
-    outs += driver.advance(clock)
+    outs = replay_driver(driver, recs, feed)
     return {o.t_ns: o.estimate for o in outs if o.estimate is not None}
 
 

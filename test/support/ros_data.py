@@ -50,16 +50,17 @@ def stamp_of(rec) -> int:
     return int(round(rec.t * 1e9))
 
 
-def replay_driver(driver, recs) -> list:
+def replay_driver(driver, recs, feed=None) -> list:
     """Feed an ``EstimatorDriver`` as the replay tool does: the ticks due before each
-    record's stamp, then the record; the ticks due at the last stamp. Every tick's output,
-    in order."""
+    record's stamp, then the record (``feed(t_ns, record)``; default ``driver.push``); the
+    ticks due at the last stamp. Every tick's output, in order."""
+    feed = driver.push if feed is None else feed
     outs, clock = [], None
     for r in recs:
         t = stamp_of(r)
         clock = t if clock is None else max(clock, t)
         outs += driver.advance(clock, inclusive=False)
-        driver.push(t, r)
+        feed(t, r)
     outs += driver.advance(clock)
     return outs
 
