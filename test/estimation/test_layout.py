@@ -97,29 +97,41 @@ def _two_estimators(ur5) -> list:
     return ests
 
 
-def test_the_gate_with_the_layout_decides_and_learns_as_without(ur5):
-    """The gate on readings at one stamp with their layout (τ one float, the residuals'
-    angles wrapped already) keeps the same readings and moves each sensor's model error
-    as the per-reading gate does, rejections included."""
-    rng = np.random.default_rng(3)
+def _gate_ab(ur5, rng, draw, same_var) -> None:
+    """Two estimators' gates over 39 ticks of readings ``draw(rng, t, n)`` gives: (the
+    readings pending, their layout, residuals e and Jacobian H, τ for the gate with the
+    layout, τ per row for the one without); the same readings kept, the same model-error
+    stamps, the model errors compared by ``same_var``, rejections among them."""
     n = ur5.n
     ests = _two_estimators(ur5)
     t_prev = 1.0
     for k in range(1, 40):
         t = t_prev + 1e-3 * k
-        obs = _readings(rng, n, 'ega')
-        X = rng.standard_normal((3, n)) * 0.01
-        items = [_Pending(t, ob) for ob in obs]
-        layout = _layout(ests[0], obs)
-        e, H = layout_rows(ests[0].sm, obs, X, layout)
-        sig = np.concatenate([ob.sigma for ob in obs])
-        keep = ests[0]._gate(items, e, H, t - t_prev, layout.row_of, sig, layout=layout)
-        keep0 = ests[1]._gate(items, e, H, np.full(e.size, t - t_prev), layout.row_of, sig)
+        items, layout, e, H, tau, tau_rows = draw(rng, t, n)
+        sig = np.concatenate([p.ob.sigma for p in items])
+        keep = ests[0]._gate(items, e, H, tau, layout.row_of, sig, layout=layout)
+        keep0 = ests[1]._gate(items, e, H, tau_rows, layout.row_of, sig)
         np.testing.assert_array_equal(keep, keep0)
-        np.testing.assert_allclose(ests[0]._model_var, ests[1]._model_var, rtol=1e-12,
-                                   atol=0)
+        same_var(ests[0]._model_var, ests[1]._model_var)
         np.testing.assert_array_equal(ests[0]._model_t, ests[1]._model_t)
     assert ests[0].counters['rejected_outlier'] == ests[1].counters['rejected_outlier'] > 0
+
+
+def test_the_gate_with_the_layout_decides_and_learns_as_without(ur5):
+    """The gate on readings at one stamp with their layout (τ one float, the residuals'
+    angles wrapped already) keeps the same readings and moves each sensor's model error
+    as the per-reading gate does, rejections included."""
+    est = _two_estimators(ur5)[0]
+
+    def draw(rng, t, n):
+        obs = _readings(rng, n, 'ega')
+        X = rng.standard_normal((3, n)) * 0.01
+        layout = _layout(est, obs)
+        e, H = layout_rows(est.sm, obs, X, layout)
+        return ([_Pending(t, ob) for ob in obs], layout, e, H, t - 1.0,
+                np.full(e.size, t - 1.0))
+    _gate_ab(ur5, np.random.default_rng(3), draw, lambda a, b: np.testing.assert_allclose(
+        a, b, rtol=1e-12, atol=0))
 
 
 def _planar_readings(rng, joints: list[int], order: str) -> list[Observation]:
@@ -211,27 +223,19 @@ def test_the_gate_with_the_layout_between_ticks_decides_and_learns_as_without(ur
     last estimate and so not wrapped: some encoder angles a turn off): the gate with their
     sequence's layout keeps the same readings and moves each sensor's model error as the
     per-reading gate does, rejections included."""
-    rng = np.random.default_rng(5)
-    n = ur5.n
-    ests = _two_estimators(ur5)
-    t_prev = 1.0
-    for k in range(1, 40):
-        t = t_prev + 1e-3 * k
+    est = _two_estimators(ur5)[0]
+
+    def draw(rng, t, n):
         obs = _readings(rng, n, 'ga') + _readings(rng, n, 'e')
         X = rng.standard_normal((3, n)) * 0.01
         stamps = [t - 5e-4] * 2 + [t] * n
-        items = [_Pending(ts, ob) for ts, ob in zip(stamps, obs)]
-        layout = _layout(ests[0], obs)
-        e, H = layout_rows(ests[0].sm, obs, X, layout)
+        layout = _layout(est, obs)
+        e, H = layout_rows(est.sm, obs, X, layout)
         e[layout.enc_rows] += 2 * math.pi * rng.integers(-1, 2, int(layout.enc_rows.sum()))
-        sig = np.concatenate([ob.sigma for ob in obs])
         tau = (np.array(stamps) - (t - 1e-3))[layout.row_of]
-        keep = ests[0]._gate(items, e, H, tau, layout.row_of, sig, layout=layout)
-        keep0 = ests[1]._gate(items, e, H, tau.copy(), layout.row_of, sig)
-        np.testing.assert_array_equal(keep, keep0)
-        np.testing.assert_array_equal(ests[0]._model_var, ests[1]._model_var)
-        np.testing.assert_array_equal(ests[0]._model_t, ests[1]._model_t)
-    assert ests[0].counters['rejected_outlier'] == ests[1].counters['rejected_outlier'] > 0
+        return ([_Pending(ts, ob) for ts, ob in zip(stamps, obs)], layout, e, H, tau,
+                tau.copy())
+    _gate_ab(ur5, np.random.default_rng(5), draw, np.testing.assert_array_equal)
 
 
 def test_the_interval_weights_as_floats_are_interpolation_weights_bit_for_bit():
