@@ -95,6 +95,10 @@ class System:
     onto Eq. 47's second-order terms, ``(s @ _C2).reshape(n + r, n) = −[Σ_k λ_k Φqq^k;
     (Φqq q̈)[rows]]`` (both linear in s, their Hessians constant); None otherwise."""
     _n: int = field(init=False, repr=False)
+    _quad: tuple | None = field(init=False, repr=False)
+    """With ``_C2`` and every Φq entry exact (:func:`_quadratic_plan`): (``big``, ``off``,
+    mq·n), the maps giving Φq and the augmented matrix A of seed 000 Eq. 5 from q in one
+    product (:func:`_quadratic_state_terms`); None otherwise."""
 
     def __post_init__(self) -> None:
         lean = LeanKinematics(self.constraints)
@@ -114,6 +118,8 @@ class System:
             C2[n:, :n * n] = -T.reshape(r, n * n)                   # −λ_i T_i (n x n)
             C2[:n, n * n:] = -T.transpose(2, 0, 1).reshape(n, r * n)   # −q̈_j T[:, :, j]
         object.__setattr__(self, '_C2', C2)
+        object.__setattr__(self, '_quad', _quadratic_plan(lean, self.rows, A0)
+                           if C2 is not None and not lean.K else None)
 
     @property
     def n(self) -> int:
@@ -199,6 +205,8 @@ class System:
                     jacobians: bool = True) -> StateTerms:
         """What the estimator's state factor needs at (q, q̇) (seed 000 Eqs. 24-26):
         Φ, Φq, ∂(Φq q̇)/∂q and q̈ with ∂q̈/∂q, ∂q̈/∂q̇ (one constraint evaluation shared)."""
+        if self._quad is not None:
+            return _quadratic_state_terms(self, q, qd, tau, jacobians)
         t = self.lean.terms(q, qd)
         qdd, _, qdd_q, qdd_qd, _ = _accel(self, q, qd, tau, None, jacobians, False, t)
         return StateTerms(t.phi, t.phi_q, t.phi_q_dot, qdd, qdd_q, qdd_qd)
@@ -447,6 +455,78 @@ def _accel(sys: System, q: np.ndarray, qd: np.ndarray, tau: np.ndarray | None,
     R[n:, n:] = -2.0 * Jd
     J = np.dot(Ainv[:n], R)
     return qdd, lam, J[:, :n], J[:, n:], (Ainv[:n, :n] if jac_Q else None)
+
+
+def _quadratic_plan(lean: LeanKinematics, rows: np.ndarray, A0: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray, int] | None:
+    """The constant maps of :func:`_quadratic_state_terms` (built once per model), or None
+    where they would not give :meth:`LeanKinematics.rates`' bits.
+
+    Every row quadratic (seed 000 Eqs. 41-43): Φq = T q + J0 is affine in q, and so is the
+    augmented matrix A = [M Φqᵀ; Φq 0] (Eq. 5) on the rows ``rows``. ``big`` stacks T's
+    rows for Φq (row-major, mq·n) and for A (column-major, LAPACK's order); ``off`` holds
+    J0 and the constant blocks (M, zeros) at the same places. ``np.dot(big, q) + off`` is
+    then the separate products' numbers only when each of them is exact in any order: at
+    most two nonzero coefficients per row of T, each a power of two (every distance or
+    slider row of the configs: ±2), so every product is exact and a sum of two exact terms
+    (plus exact zeros) is rounded once whatever the kernel's order or fused multiply-adds;
+    J0 is added after the product in both. Other coefficients: None (the general path)."""
+    Tm = lean.Tm
+    nz = Tm != 0
+    mant = np.frexp(np.abs(Tm[nz]))[0]
+    if Tm.size == 0 or nz.sum(axis=1).max() > 2 or np.any(mant != 0.5):
+        return None
+    n, mq = lean.n, lean.mq
+    rows = np.asarray(rows, dtype=int)
+    nr = len(A0)
+    T3 = Tm.reshape(mq, n, n)                     # T3[i, j] the row of Φq[i, j]
+    big = np.zeros((mq * n + nr * nr, n))
+    off = np.zeros(mq * n + nr * nr)
+    big[:mq * n] = Tm
+    off[:mq * n] = lean.J0.reshape(-1)
+    Abig = np.zeros((nr, nr, n))                  # A[a, b] = Abig[a, b] · q + Aoff[a, b]
+    Aoff = np.array(A0)
+    for k, i in enumerate(rows.tolist()):
+        Abig[n + k, :n] = T3[i]                   # Φq[rows] below M
+        Abig[:n, n + k] = T3[i]                   # and its transpose beside it
+        Aoff[n + k, :n] = lean.J0[i]
+        Aoff[:n, n + k] = lean.J0[i]
+    big[mq * n:] = Abig.transpose(1, 0, 2).reshape(nr * nr, n)    # column-major
+    off[mq * n:] = Aoff.T.reshape(-1)
+    return big, off, mq * n
+
+
+def _quadratic_state_terms(sys: System, q: np.ndarray, qd: np.ndarray,
+                           tau: np.ndarray | None, jacobians: bool) -> StateTerms:
+    """:meth:`System.state_terms` where every row of the dynamics is quadratic and
+    ``sys._quad`` holds (the four-bar's per-tick state factor, issue 24): the same
+    operations on the same numbers as ``lean.terms`` and :func:`_accel`'s ``_C2`` branch,
+    with Φq and A of Eq. 5 from one product (``_quadratic_plan``) instead of Φq, then A
+    copied and filled, and fewer intermediate calls (~2 µs less)."""
+    big, off, split = sys._quad
+    lean = sys.lean
+    n, mq, rows = sys._n, lean.mq, sys._rsel
+    Y = np.dot(big, q) + off                      # [Φq (row-major); A (column-major)]
+    phi_q = Y[:split].reshape(mq, n)
+    nr = len(sys._A0)
+    A = Y[split:].reshape(nr, nr, order='F')
+    phi_q_dot = np.dot(lean.Tm, qd).reshape(mq, n)
+    phi = 0.5 * np.dot(phi_q + lean.J0, q) + lean.phi0
+    ft = sys.forces.evaluate(q, qd, tau, jacobians=jacobians)
+    Ainv, info = lapack.dgesv(A, sys._I, overwrite_a=True)[2:]
+    if info != 0:
+        raise np.linalg.LinAlgError('Singular matrix: the augmented matrix [M Φqᵀ; Φq 0]')
+    Jd = phi_q_dot[rows]
+    sol = np.dot(Ainv, np.concatenate((ft.Q, -np.dot(Jd, qd))))     # [q̈; λ] (Eq. 5)
+    qdd = sol[:n]
+    if not jacobians:
+        return StateTerms(phi, phi_q, phi_q_dot, qdd, None, None)
+    Rq = np.dot(sol, sys._C2).reshape(nr, n)      # Eq. 47: [−Σλ Φqq; −Φqq q̈]
+    Rq[:n] += ft.Q_q
+    Jqd = np.dot(Ainv[:n, n:], -2.0 * Jd)
+    if sys.forces.state_dependent:
+        Jqd += np.dot(Ainv[:n, :n], ft.Q_qd)
+    return StateTerms(phi, phi_q, phi_q_dot, qdd, np.dot(Ainv[:n], Rq), Jqd)
 
 
 def actuator_efforts(sys: System, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray
