@@ -95,6 +95,8 @@ class System:
     onto Eq. 47's second-order terms, ``(s @ _C2).reshape(n + r, n) = −[Σ_k λ_k Φqq^k;
     (Φqq q̈)[rows]]`` (both linear in s, their Hessians constant); None otherwise."""
     _n: int = field(init=False, repr=False)
+    _effort: tuple | None = field(init=False, repr=False)
+    """:func:`_effort_plan`'s maps of the inverse dynamics' matrix (None: built per call)."""
     _quad: tuple | None = field(init=False, repr=False)
     """With ``_C2`` and every Φq entry exact (:func:`_quadratic_plan`): (``big``, ``off``,
     mq·n), the maps giving Φq and the augmented matrix A of seed 000 Eq. 5 from q in one
@@ -120,6 +122,7 @@ class System:
         object.__setattr__(self, '_C2', C2)
         object.__setattr__(self, '_quad', _quadratic_plan(lean, self.rows, A0)
                            if C2 is not None and not lean.K else None)
+        object.__setattr__(self, '_effort', _effort_plan(lean, self.rows, self.forces.n_act))
 
     @property
     def n(self) -> int:
@@ -457,6 +460,37 @@ def _accel(sys: System, q: np.ndarray, qd: np.ndarray, tau: np.ndarray | None,
     return qdd, lam, J[:, :n], J[:, n:], (Ainv[:n, :n] if jac_Q else None)
 
 
+def _exact_affine(lean: LeanKinematics) -> bool:
+    """Whether Φq = T q + J0 of the quadratic rows (seed 000 Eqs. 41-43) has at most two
+    nonzero coefficients per entry, each a power of two: then every product T q is exact
+    and any kernel's order of summing it (with exact zeros) gives the same bits, so
+    constant maps stacking T's rows differently (:func:`_quadratic_plan`,
+    :func:`_effort_plan`) reproduce ``lean.phi_q``'s numbers."""
+    Tm = lean.Tm
+    if Tm.size == 0:
+        return False
+    nz = Tm != 0
+    return bool(nz.sum(axis=1).max() <= 2 and np.all(np.frexp(np.abs(Tm[nz]))[0] == 0.5))
+
+
+def _effort_plan(lean: LeanKinematics, rows: np.ndarray, n_act: int
+                 ) -> tuple[np.ndarray, np.ndarray] | None:
+    """(``big``, ``off``): [B_act, Φq[rows]ᵀ] of :func:`actuator_efforts` column-major, its
+    Φqᵀ columns as ``np.dot(big, q) + off`` (the actuator columns zero, filled per call);
+    None unless every row is quadratic with exact coefficients (:func:`_exact_affine`)."""
+    if lean.K or not n_act or not _exact_affine(lean):
+        return None
+    n = lean.n
+    T3 = lean.Tm.reshape(lean.mq, n, n)
+    rows = np.asarray(rows, dtype=int).tolist()
+    big = np.zeros((n_act + len(rows), n, n))          # column c of A, entry j: row
+    off = np.zeros((n_act + len(rows), n))
+    for k, i in enumerate(rows):
+        big[n_act + k] = T3[i]
+        off[n_act + k] = lean.J0[i]
+    return big.reshape(-1, n), off.reshape(-1)
+
+
 def _quadratic_plan(lean: LeanKinematics, rows: np.ndarray, A0: np.ndarray
                     ) -> tuple[np.ndarray, np.ndarray, int] | None:
     """The constant maps of :func:`_quadratic_state_terms` (built once per model), or None
@@ -471,11 +505,9 @@ def _quadratic_plan(lean: LeanKinematics, rows: np.ndarray, A0: np.ndarray
     slider row of the configs: ±2), so every product is exact and a sum of two exact terms
     (plus exact zeros) is rounded once whatever the kernel's order or fused multiply-adds;
     J0 is added after the product in both. Other coefficients: None (the general path)."""
-    Tm = lean.Tm
-    nz = Tm != 0
-    mant = np.frexp(np.abs(Tm[nz]))[0]
-    if Tm.size == 0 or nz.sum(axis=1).max() > 2 or np.any(mant != 0.5):
+    if not _exact_affine(lean):
         return None
+    Tm = lean.Tm
     n, mq = lean.n, lean.mq
     rows = np.asarray(rows, dtype=int)
     nr = len(A0)
@@ -544,14 +576,18 @@ def actuator_efforts(sys: System, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray
     if not n_act:
         return np.zeros(0)
     n = sys._n
-    Jq = sys.lean.phi_q(q)[sys._rsel]
     Q = forces.evaluate(q, qd, None, jacobians=False).Q if forces.state_dependent else forces.Q0
-    A = np.empty((n, n_act + Jq.shape[0]), order='F')     # LAPACK's order: gesv copies none
+    plan = sys._effort
+    if plan is not None:           # Φq[rows]ᵀ in place from one product (_effort_plan)
+        A = (np.dot(plan[0], q) + plan[1]).reshape(n, -1, order='F')
+    else:
+        Jq = sys.lean.phi_q(q)[sys._rsel]
+        A = np.empty((n, n_act + Jq.shape[0]), order='F')   # LAPACK's order: gesv copies none
+        A[:, n_act:] = Jq.T
     if n_act == 1:
         A[:, 0] = forces.actuator_entries(q)
     else:
         A[:, :n_act] = np.reshape(forces.actuator_entries(q), (n, n_act))
-    A[:, n_act:] = Jq.T
     b = np.dot(sys.M, qdd) - Q
     if A.shape[1] == n:
         sol, info = lapack.dgesv(A, b, overwrite_a=False, overwrite_b=True)[2:]

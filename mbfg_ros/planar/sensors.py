@@ -234,8 +234,9 @@ class SensorModel:
         for all the revolute joints."""
         full = q.tolist() + self._consts + qd.tolist() + [0.0]
         pos, vel = [], []
-        for j, (kind, *_rest) in enumerate(self._joints):
-            if kind == 'rev':
+        rev = self._rev
+        for j in range(len(self._joints)):
+            if j in rev:
                 p, v = self._rev_values(j, q, qd, full)
             else:
                 mp, mv = self.joint(j, q, qd)
@@ -275,8 +276,12 @@ class SensorModel:
                    ) -> tuple[float, float, tuple, tuple]:
         """:meth:`_rev_rows` with the rows in the bodies' local coordinates (ri, rj of body
         a, then of body b; before the signed scatter ``sel``)."""
-        has_a, has_b, gather, _, offset = self._rev[j]
-        v = self._stacked(gather, q, qd)
+        return self._rev_at(j, self._stacked(self._rev[j][2], q, qd))
+
+    def _rev_at(self, j: int, v: tuple) -> tuple[float, float, tuple, tuple]:
+        """:meth:`_rev_local` of the joint's entries ``v`` (its bodies' (ri, rj), then their
+        rates, gathered)."""
+        has_a, has_b, _, _, offset = self._rev[j]
         h = len(v) // 2
         ta = ra = tb = rb = 0.0
         g: tuple = ()
@@ -450,16 +455,18 @@ class SensorModel:
             return None
         n, N = self.n, X.shape[0]
         if N == 1:          # one state: the scalar model, its rows scattered as floats
-            pos, vel, g, gr = self._rev_local(j, X[0, 0], X[0, 1])
+            pos, vel, g, gr = self._rev_at(j, self._rev_flat[j](X[0].reshape(-1).tolist()
+                                                                + self._flat_tail))
             n3 = 3 * n
             H = [0.0] * (2 * n3)                # [H of the angle; H of the rate]
             for r, i, sign in self._rev_cols[j]:
                 H[i] += sign * g[r]             # ∂angle/∂q
                 H[n3 + i] += sign * gr[r]       # ∂rate/∂q
                 H[n3 + n + i] += sign * g[r]    # ∂rate/∂q̇ = ∂angle/∂q
-            H = np.array(H).reshape(2, 1, 3, n)
-            h = np.array((pos, vel))
-            return (h[0:1], h[1:2]), (H[0], H[1])
+            H += (pos, vel)                     # one array: the rows, then the values
+            a = np.array(H)
+            H = a[:2 * n3].reshape(2, 1, 3, n)
+            return (a[2 * n3:2 * n3 + 1], a[2 * n3 + 1:]), (H[0], H[1])
         if X.strides[0] == 0:                  # one state broadcast: the scalar model, once
             pos, vel, rows = self._rev_rows(j, X[0, 0], X[0, 1])
             H = np.zeros((2, N, 3, n))          # [H of the angle, H of the rate]
