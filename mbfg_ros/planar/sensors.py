@@ -198,6 +198,17 @@ class SensorModel:
         self._rev_flat = {j: _flat_gather(plan_j[2], n, W) for j, plan_j in self._rev.items()}
         self._imu_flat = [_flat_gather(g, n, W) for g, _, _ in self._imu_plan]
         self._imu_take = [_imu_row_gathers(cols, n) for cols in self._imu_cols]
+        # joint_values: every body of a revolute joint evaluated once (its (xi, yi, xj, yj)
+        # and their rates gathered from [q, consts, q̇, 0]), each joint from its two bodies'
+        # (θ, θ̇): (joint, revolute, body a, body b (None: ground), offset)
+        bodies: dict[tuple, int] = {}
+        self._jv_plan = []
+        for j, (kind, a, b, offset) in enumerate(self._joints):
+            ends = [None if kind != 'rev' or idx is None
+                    else bodies.setdefault(tuple(idx.tolist()), len(bodies)) for idx in (a, b)]
+            self._jv_plan.append((j, kind == 'rev', ends[0], ends[1], offset))
+        self._jv_bodies = [itemgetter(*(list(key) + [W + (p if p < n else n) for p in key]))
+                           for key in bodies]
 
     # -- helpers ---------------------------------------------------------
     def _drop(self, Jw: np.ndarray) -> np.ndarray:
@@ -231,18 +242,26 @@ class SensorModel:
     def joint_values(self, q: np.ndarray, qd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The angles (or slider positions) and rates of every encoder at (q, q̇), the
         values of :meth:`joint` (seed 000 §2 body angles), [q, consts, q̇, 0] listed once
-        for all the revolute joints."""
+        and each body's angle and rate computed once for all the revolute joints (the
+        four-bar's crank and coupler joints share the crank: 2 bodies instead of 3)."""
         full = q.tolist() + self._consts + qd.tolist() + [0.0]
+        ang = []                       # (θ, θ̇) of each body, once (:meth:`_rev_values`' floats)
+        for get in self._jv_bodies:
+            xi, yi, xj, yj, vxi, vyi, vxj, vyj = get(full)
+            dx, dy = xj - xi, yj - yi
+            ddx, ddy = vxj - vxi, vyj - vyi
+            ang.append((math.atan2(dy, dx), (dx * ddy - dy * ddx) / (dx * dx + dy * dy)))
         pos, vel = [], []
-        rev = self._rev
-        for j in range(len(self._joints)):
-            if j in rev:
-                p, v = self._rev_values(j, q, qd, full)
+        for j, rev, a, b, offset in self._jv_plan:
+            if rev:
+                ta, ra = (0.0, 0.0) if a is None else ang[a]
+                tb, rb = (0.0, 0.0) if b is None else ang[b]
+                pos.append(_wrap(tb - ta - offset))
+                vel.append(rb - ra)
             else:
                 mp, mv = self.joint(j, q, qd)
-                p, v = mp.h[0], mv.h[0]
-            pos.append(p)
-            vel.append(v)
+                pos.append(mp.h[0])
+                vel.append(mv.h[0])
         return np.array(pos), np.array(vel)
 
     def _rev_values(self, j: int, q: np.ndarray, qd: np.ndarray, full: list | None = None
