@@ -173,7 +173,10 @@ class System:
     def accelerations(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray,
                       jacobians: bool = False):
         """q̈ under actuator efforts ``tau`` (:func:`forward_accel`); with ``jacobians``
-        (q̈, ∂q̈/∂q, ∂q̈/∂q̇) (seed 000 Eqs. 28d-g, exact)."""
+        (q̈, ∂q̈/∂q, ∂q̈/∂q̇) (seed 000 Eqs. 28d-g, exact). q̈ alone of all-quadratic rows
+        (the live prediction between ticks): :func:`_quadratic_state_terms` without Φ."""
+        if not jacobians and self._quad is not None:
+            return _quadratic_state_terms(self, q, qd, tau, False, with_phi=False).qdd
         a = forward_accel(self, q, qd, tau, jacobians=jacobians)
         return (a.qdd, a.qdd_q, a.qdd_qd) if jacobians else a.qdd
 
@@ -531,12 +534,14 @@ def _quadratic_plan(lean: LeanKinematics, rows: np.ndarray, A0: np.ndarray
 
 
 def _quadratic_state_terms(sys: System, q: np.ndarray, qd: np.ndarray,
-                           tau: np.ndarray | None, jacobians: bool) -> StateTerms:
+                           tau: np.ndarray | None, jacobians: bool, with_phi: bool = True
+                           ) -> StateTerms:
     """:meth:`System.state_terms` where every row of the dynamics is quadratic and
     ``sys._quad`` holds (the four-bar's per-tick state factor, issue 24): the same
     operations on the same numbers as ``lean.terms`` and :func:`_accel`'s ``_C2`` branch,
     with Φq and A of Eq. 5 from one product (``_quadratic_plan``) instead of Φq, then A
-    copied and filled, and fewer intermediate calls (~2 µs less)."""
+    copied and filled, and fewer intermediate calls (~2 µs less). ``with_phi`` False:
+    Φ is not evaluated (None; q̈ alone, :meth:`System.accelerations`)."""
     big, off, split, rate = sys._quad
     lean = sys.lean
     n, mq = sys._n, lean.mq
@@ -547,7 +552,7 @@ def _quadratic_state_terms(sys: System, q: np.ndarray, qd: np.ndarray,
     A = Y[split:].reshape(nr, nr, order='F')
     Yd = np.dot(rate, qd)                         # [Φ̇q; −Φ̇q[rows]; −2 Φ̇q[rows]]
     phi_q_dot = Yd[:split].reshape(mq, n)
-    phi = 0.5 * np.dot(phi_q + lean.J0, q) + lean.phi0
+    phi = 0.5 * np.dot(phi_q + lean.J0, q) + lean.phi0 if with_phi else None
     ft = sys.forces.evaluate(q, qd, tau, jacobians=jacobians)
     Ainv, info = lapack.dgesv(A, sys._I, overwrite_a=True)[2:]
     if info != 0:

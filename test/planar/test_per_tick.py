@@ -354,7 +354,8 @@ def test_quadratic_state_terms_are_the_general_paths_bits(name):
     """``System.state_terms`` of all-quadratic rows (``_quadratic_state_terms``: Φq and the
     augmented matrix from one product, Φ̇q with its negated and doubled rows from another,
     issue 24) equals ``lean.terms`` + ``_accel``'s path bit for bit, with and without
-    Jacobians, with zero, −0 and nonzero efforts, near and far from the assembled pose."""
+    Jacobians, with zero, −0 and nonzero efforts, near and far from the assembled pose; so
+    does q̈ alone (``accelerations``: the same path without Φ)."""
     sys_ = _quadratic_cases()[name]
     assert sys_._quad is not None
     ref = _without(sys_, _quad=None)
@@ -370,6 +371,7 @@ def test_quadratic_state_terms_are_the_general_paths_bits(name):
                 got = sys_.state_terms(q, qd, tau, want)
                 exp = ref.state_terms(q, qd, tau, want)
                 assert all(_same_bits(a, b) for a, b in zip(got, exp)), (k, want)
+            assert _same_bits(sys_.accelerations(q, qd, tau), ref.accelerations(q, qd, tau))
 
 
 def test_exact_affine_refuses_coefficients_whose_sums_can_round_differently():
