@@ -96,10 +96,33 @@ class PinocchioDynamics:
         pin, pm, pd = self._pin, self.pmodel, self.pdata
         q, qd, qdd = np.asarray(q, float), np.asarray(qd, float), np.asarray(qdd, float)
         if not derivatives:
-            return IDResult(tau=np.array(pin.rnea(pm, pd, q, qd, qdd)))
+            return IDResult(tau=pin.rnea(pm, pd, q, qd, qdd))    # a new array
         dq, dv, M = pin.computeRNEADerivatives(pm, pd, q, qd, qdd)
         return IDResult(tau=np.array(pd.tau), dtau_dq=np.array(dq), dtau_dqd=np.array(dv),
                         M=self._sym(M))
+
+    def accelerations(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray) -> np.ndarray:
+        """q̈ = ABA(q, q̇, τ) alone (``pin.aba``, which returns a new array): what
+        :meth:`forward` gives without derivatives, without its result object (issue 24)."""
+        return self._pin.aba(self.pmodel, self.pdata, np.asarray(q, float),
+                             np.asarray(qd, float), np.asarray(tau, float))
+
+    def acceleration_jacobians(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray
+                               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(q̈, ∂q̈/∂q, ∂q̈/∂q̇) of one ``pin.computeABADerivatives`` pass (it fills
+        ``data.ddq`` too): :meth:`forward` with derivatives, without M⁻¹ nor the result
+        object. Copies: Pinocchio returns views of this instance's ``Data``."""
+        pd = self.pdata
+        dq, dv, _ = self._pin.computeABADerivatives(self.pmodel, pd, np.asarray(q, float),
+                                                     np.asarray(qd, float),
+                                                     np.asarray(tau, float))
+        return pd.ddq.copy(), dq.copy(), dv.copy()
+
+    def torques(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray:
+        """τ = RNEA(q, q̇, q̈) alone (``pin.rnea``, which returns a new array): what
+        :meth:`inverse` gives without derivatives, without its result object."""
+        return self._pin.rnea(self.pmodel, self.pdata, np.asarray(q, float),
+                              np.asarray(qd, float), np.asarray(qdd, float))
 
     def mass_matrix(self, q: np.ndarray) -> np.ndarray:
         """M(q) (``pin.crba``, symmetrised)."""
@@ -122,7 +145,7 @@ class PinocchioDynamics:
         pin, pm, pd = self._pin, self.pmodel, self.pdata
         q, qd, tau = np.asarray(q, float), np.asarray(qd, float), np.asarray(tau, float)
         if not derivatives:
-            return FDResult(qdd=np.array(pin.aba(pm, pd, q, qd, tau)))
+            return FDResult(qdd=pin.aba(pm, pd, q, qd, tau))     # a new array
         dq, dv, Minv = pin.computeABADerivatives(pm, pd, q, qd, tau)
         return FDResult(qdd=np.array(pd.ddq), dqdd_dq=np.array(dq), dqdd_dqd=np.array(dv),
                         dqdd_dtau=self._sym(Minv) if minv else None)
