@@ -61,8 +61,9 @@ class SpatialSystem:
     mech: SpatialDescription | None = None   # the edge description (description.describe)
     drives: Drives | None = None             # friction and rotors (None: the rigid tree)
 
-    @property
+    @cached_property
     def n(self) -> int:
+        """Tree joint coordinates (the model's, kept: read on every tick)."""
         return self.model.n
 
     @property
@@ -267,9 +268,10 @@ class SpatialSystem:
                         'URDF robot runs in dependent (joint) coordinates')
 
     # -- what the estimator needs (same contract as the planar System) ---------------------
-    @property
+    @cached_property
     def m(self) -> int:
-        """Rows of the loop constraints (dependent rows included)."""
+        """Rows of the loop constraints (dependent rows included; kept: read on every
+        tick)."""
         return self.loops.m
 
     @property
@@ -348,7 +350,8 @@ class SpatialSystem:
         if not self.loops.m:
             phi, empty = self._no_rows
             if jacobians:
-                qdd, dq, dqd = self.accelerations(q, qd, tau, jacobians=True)
+                qdd, dq, dqd = self.dyn.acceleration_jacobians(q, qd, tau) if \
+                    self._plain_tree else self.accelerations(q, qd, tau, jacobians=True)
                 return StateTerms(phi, empty, empty, qdd, dq, dqd)
             return StateTerms(phi, empty, empty, self.forward(q, qd, tau), None, None)
         q, qd = np.asarray(q, float), np.asarray(qd, float)
