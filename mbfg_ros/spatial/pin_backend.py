@@ -246,7 +246,8 @@ class PinocchioImu:
         ax, ay, az = pin.getFrameAcceleration(pm, pd, f, local).linear.tolist()
         if self._g_axis is not None:
             k, gk = self._g_axis
-            gx, gy, gz = [gk * r for r in R[k].tolist()]             # Rᵀ g
+            rx, ry, rz = R[k].tolist()
+            gx, gy, gz = gk * rx, gk * ry, gk * rz                   # Rᵀ g
         else:
             gx, gy, gz = (self.g @ R).tolist()
         # specific force a + ω × v − Rᵀ g: (ω × v − Rᵀ g) + a, the order of the sums fixed
@@ -277,7 +278,7 @@ class PinocchioImu:
         L[:6, n:] = J
         L[6:, :n] = J[3:]
         D = np.concatenate((da_dq[:3], da_dv[:3]), axis=1)
-        D += K @ L
+        D += K.dot(L)              # K @ L: the same dgemm call, without matmul's overhead
         H[0:3, :2 * n] = L[3:6]                       # gyroscope: [∂ω/∂q, J_ω, 0]
         H[3:6, :2 * n] = D
         H[3:6, 2 * n:] = J[:3]
