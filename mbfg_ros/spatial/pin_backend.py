@@ -230,11 +230,11 @@ class PinocchioImu:
 
     def _kinematics(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray, jacobians: bool
                     ) -> tuple[np.ndarray, list[float], np.ndarray | None]:
-        """One Pinocchio pass at (q, q̇, q̈): (R (the frame's rotation, a view of a
-        temporary), h (6 floats: [ω; a + ω × v − Rᵀ g]), K (3, 9) ``[ω×, −v×, −(Rᵀg)×]``
-        or None without ``jacobians``). With ``jacobians`` the frame's kinematics
-        derivatives are computed (``computeForwardKinematicsDerivatives``) and
-        :meth:`_accel_rows` takes them."""
+        """One Pinocchio pass at (q, q̇, q̈): (R (the frame's rotation: a view of the SE3
+        Pinocchio returns, which the view keeps alive), h (6 floats: [ω; a + ω × v − Rᵀ g]),
+        K (3, 9) ``[ω×, −v×, −(Rᵀg)×]`` or None without ``jacobians``). With ``jacobians``
+        the frame's kinematics derivatives are computed
+        (``computeForwardKinematicsDerivatives``) and :meth:`_accel_rows` takes them."""
         pin, pm, pd, f, local = self._pin, self.pmodel, self.pdata, self.fid, self._local
         if jacobians:
             pin.computeForwardKinematicsDerivatives(pm, pd, q, qd, qdd)
