@@ -553,7 +553,8 @@ def _quadratic_state_terms(sys: System, q: np.ndarray, qd: np.ndarray,
     Yd = np.dot(rate, qd)                         # [Φ̇q; −Φ̇q[rows]; −2 Φ̇q[rows]]
     phi_q_dot = Yd[:split].reshape(mq, n)
     phi = 0.5 * np.dot(phi_q + lean.J0, q) + lean.phi0 if with_phi else None
-    ft = sys.forces.evaluate(q, qd, tau, jacobians=jacobians)
+    forces = sys.forces
+    ft = forces.at_rest if forces.idle(tau) else forces.evaluate(q, qd, tau, jacobians)
     Ainv, info = lapack.dgesv(A, sys._I, overwrite_a=True)[2:]
     if info != 0:
         raise np.linalg.LinAlgError('Singular matrix: the augmented matrix [M Φqᵀ; Φq 0]')
@@ -565,7 +566,7 @@ def _quadratic_state_terms(sys: System, q: np.ndarray, qd: np.ndarray,
     Rq = np.dot(sol, sys._C2).reshape(nr, n)      # Eq. 47: [−Σλ Φqq; −Φqq q̈]
     Rq[:n] += ft.Q_q
     Jqd = np.dot(Ainv[:n, n:], Yd[split + r * n:].reshape(r, n))
-    if sys.forces.state_dependent:
+    if forces.state_dependent:
         Jqd += np.dot(Ainv[:n, :n], ft.Q_qd)
     return StateTerms(phi, phi_q, phi_q_dot, qdd, np.dot(Ainv[:n], Rq), Jqd)
 

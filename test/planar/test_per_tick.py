@@ -446,3 +446,29 @@ def test_one_state_sensor_rows_are_the_scalar_models_values(name):
             for got, w, o in zip(e.tolist(), want_e, [o for o in readings
                                                     for _ in range(o.z.size)]):
                 assert got == (_wrap(w) if o.kind == 'orient' else w)
+
+
+@pytest.mark.parametrize('name', ['fourbar', 'fourbar_spring', 'pendulum3'])
+def test_idle_forces_are_the_evaluations_values(name):
+    """``Forces.idle`` / ``at_rest`` (what the per-tick state terms read instead of
+    ``evaluate``): idle exactly when no element depends on the state and every effort is
+    zero, −0 or none is given (NaN is not zero), and then ``evaluate`` gives ``at_rest``'s
+    values at any state."""
+    sys_ = _quadratic_cases()[name]
+    forces = sys_.forces
+    n_act = forces.n_act
+    efforts = [None, np.zeros(n_act), np.full(n_act, -0.0)]
+    assert all(forces.idle(t) == (not forces.state_dependent) for t in efforts)
+    if n_act:
+        assert not forces.idle(np.full(n_act, np.nan))
+        assert not forces.idle(np.full(n_act, 0.3))
+    rng = np.random.default_rng(14)
+    for tau in efforts:
+        if not forces.idle(tau):
+            continue
+        for _ in range(5):
+            q, qd = sys_.q0 + 0.3 * rng.normal(size=sys_.n), rng.normal(size=sys_.n)
+            for jac in (True, False):
+                for a, b in zip(forces.evaluate(q, qd, tau, jac), forces.at_rest):
+                    np.testing.assert_array_equal(a, b)
+    assert not forces.at_rest.Q.flags.writeable
