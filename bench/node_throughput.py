@@ -276,7 +276,10 @@ class NodeRun:
     exit, every process in ``run.procs`` is stopped (the node by SIGINT, killed if it
     has not stopped within 20 s: none is left behind) and the monitor shut down.
 
-    ``raw``: ``on_state`` and ``on_joints`` get (arrival ns, serialised bytes) and every
+    ``raw``: ``on_state`` and ``on_joints`` get (arrival ns, serialised bytes), the arrival
+    being the middleware's reception time of the sample (``MessageInfo.received_timestamp``,
+    system clock: what a subscriber in C++, ros2_control, would see, without this Python
+    monitor's own backlog, which ``monitor_delay`` keeps per message), and every
     message waiting on the topic is taken in the callback (:func:`mbfg_ros.ros.polling.drain`'s
     way, each stamped with its own arrival time): at 1-2 kHz a deserialised message per
     executor turn costs the monitor ~0.1-0.2 ms of its own CPU each, on the two cores the node
@@ -292,6 +295,7 @@ class NodeRun:
         self.env = ros_env(domain)
         self.diags: list = []
         self.procs: list[subprocess.Popen] = []
+        self.monitor_delay: list[int] = []     # ns: callback − DDS reception, per message
 
     def __enter__(self) -> 'NodeRun':
         import rclpy
@@ -327,17 +331,26 @@ class NodeRun:
     def _subscribe(self, topic: str, on_msg, qos) -> None:
         """A JointState subscription of the monitor (``raw``: class docstring)."""
         from mbfg_ros.ros import conversions as cv
-        from mbfg_ros.ros.polling import take_raw
-
         if not self.raw:
             self.mon.create_subscription(cv.message_class('JointState'), topic, on_msg, qos)
             return
         sub = None
 
-        def on_raw(buf: bytes) -> None:
-            on_msg(time.time_ns(), buf)
-            while (more := take_raw(sub)) is not None:
-                on_msg(time.time_ns(), more)
+        def on_raw(buf: bytes, info: dict) -> None:
+            on_msg(info.get('received_timestamp') or time.time_ns(), buf)
+            self.monitor_delay.append(time.time_ns() - on_arrival(info))
+            while True:
+                with sub.handle:
+                    more = sub.handle.take_message(sub.msg_type, True)
+                if more is None:
+                    break
+                on_msg(on_arrival(more[1]), more[0])
+                self.monitor_delay.append(time.time_ns() - on_arrival(more[1]))
+
+        def on_arrival(info: dict) -> int:
+            # the middleware's reception time (the sample in this process's DDS reader),
+            # not this Python callback's: the monitor's own backlog is not the node's latency
+            return info.get('received_timestamp') or time.time_ns()
         sub = self.mon.create_subscription(cv.message_class('JointState'), topic, on_raw, qos,
                                            raw=True)
 
@@ -603,7 +616,8 @@ def drive(params: dict, data: Path, busy: bool, domain: int, log: Path, tmp: Pat
     """Run the node with ``params`` under the generator of ``data`` (and a busy core):
     (states received (arrival ns, stamp ns, q, q̇, τ̂ of the newest ~/joint_states),
     generator start ns, node CPU %, diagnostics, the generator's own lateness p99 / max ms,
-    the machine probe's samples while the generator ran (``bench/probe.py``, µs)).
+    the machine probe's samples while the generator ran (``bench/probe.py``, µs)); prints
+    the monitor's own delay (its callback after the DDS reception its arrivals are).
     """
     from mbfg_ros.ros.cdr import JointStateParser
 
@@ -626,6 +640,7 @@ def drive(params: dict, data: Path, busy: bool, domain: int, log: Path, tmp: Pat
         run.spin_while(lambda: gen.poll() is None, step=0.01)
         cpu1, wall1 = cpu_seconds(run.node.pid), time.monotonic()
         machine = read_samples(probe_file)
+        delay = np.array(run.monitor_delay) / 1e6
         start = int(start_file.read_text())
         run.spin_while(lambda: True, 2.5)               # two diagnostics after the end
         diags = run.diags
@@ -655,6 +670,10 @@ def drive(params: dict, data: Path, busy: bool, domain: int, log: Path, tmp: Pat
               f'{len(states)} estimates, {v["input.received"]} messages):')
         for label, us in profile_breakdown(prof, len(states), int(v['input.received'])):
             print(f'      {label:48s} {us:9.1f}')
+    if delay.size:
+        print(f'    the monitor\'s own delay (its callback − the DDS reception), ms p50 / p99 / '
+              f'max: {np.percentile(delay, 50):.2f} / {np.percentile(delay, 99):.2f} / '
+              f'{delay.max():.2f} (not in the latency columns)')
     return states, start, 100.0 * (cpu1 - cpu0) / (wall1 - wall0), diags, late, machine
 
 
