@@ -37,8 +37,11 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+for _p in (str(REPO), str(REPO / 'bench')):
+    if _p not in sys.path:
+        sys.path.insert(0, _p)
+
+from probe import calibrate  # noqa: E402  bench/probe.py: how fast the machine runs now
 
 from mbfg_ros.estimation.estimator import Estimator, EstimatorConfig  # noqa: E402
 from mbfg_ros.spatial.sensor_sim import (SpatialSensorConfig, reference_motion,  # noqa: E402
@@ -162,6 +165,7 @@ def main(argv: list[str] | None = None) -> int:
           f'ticks at {RATE:g} Hz, lag 0.05 s, dynamics_sigma {a.dynamics_sigma:g}, '
           f'unknown_effort_sigma {a.unknown_effort_sigma:g}; python {platform.python_version()}, '
           f'backend {type(system.dyn).__name__}; errors after {SKIP:g} s', flush=True)
+    probe = [calibrate()]
     rows = []
     for label, truth, effort in (('nominal', system, True), ('payload +20 %', heavy, True),
                                  ('nominal, no effort', system, False)):
@@ -211,7 +215,11 @@ def main(argv: list[str] | None = None) -> int:
     print('\nTargets (nominal row):')
     for what, ok, val in checks:
         print(f'  {"PASS" if ok else "MISS"}  {what}: {val}')
-    print('Timings on a shared 2-core machine are pessimistic.')
+    probe.append(calibrate())
+    print('Timings on a shared 2-core machine are pessimistic. Machine probe (bench/probe.py, '
+          f'the same fixed work timed before and after the rows): {probe[0]:.0f} / '
+          f'{probe[1]:.0f} µs; the ticks scale with it (BENCHMARKS.md: its value when this '
+          'machine runs quick)')
     return 0
 
 
