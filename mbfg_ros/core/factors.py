@@ -40,8 +40,8 @@ if TYPE_CHECKING:
     from .interface import MultibodySystem
 
 __all__ = [
-    'ErrorFn', 'custom_factor', 'linear_factor', 'stacked_linear_factor', 'prior_factor',
-    'sigmas',
+    'ErrorFn', 'custom_factor', 'linear_factor', 'stacked_linear_factor', 'linear_container',
+    'prior_factor', 'sigmas', 'whitened_state_rows', 'whitened_trapezoidal_b',
     'stacked_state_error', 'stacked_trapezoidal_error', 'stacked_trapezoidal_jerk_error',
     'stacked_euler_error', 'stacked_integrator_jacobians',
     'stacked_indep_state_error', 'basis_matrix',
@@ -221,6 +221,15 @@ def stacked_linear_factor(keys: Sequence[int], xs: Sequence[np.ndarray],
     return _container(keys, xs, A, b, 'stacked_linear_factor', point)
 
 
+def linear_container(keys: Sequence[int], A: Sequence[np.ndarray], b: np.ndarray
+                     ) -> gtsam.LinearContainerFactor:
+    """The whitened JacobianFactor ``A δ = b`` on 1 or 2 ``keys`` in a LinearContainerFactor
+    without a linearisation point (:func:`stacked_linear_factor`'s ``point`` False): for a
+    caller that writes A and b itself, e.g. into buffers it keeps from tick to tick (GTSAM
+    copies them into the factor, so they can be written again once it is built)."""
+    return _container(keys, (), A, b, 'linear_container', point=False)
+
+
 def sigmas(*blocks: tuple[int, float]) -> gtsam.noiseModel.Diagonal:
     """Diagonal noise from (size, sigma) blocks."""
     return gtsam.noiseModel.Diagonal.Sigmas(
@@ -264,6 +273,40 @@ def stacked_state_error(sys: MultibodySystem, tau: np.ndarray | None, xs: Sequen
     return e, [J]
 
 
+def whitened_state_rows(sys: MultibodySystem, tau: np.ndarray | None, x: np.ndarray,
+                        inv: np.ndarray, ninv: np.ndarray, A: np.ndarray, b: np.ndarray,
+                        full: bool) -> None:
+    """:func:`stacked_state_error`'s rows at ``x`` whitened, written in place: ``A`` (its
+    rows, 3n) ← Σ^-½ J and ``b`` (its rows) ← −Σ^-½ e, with ``inv`` = 1/σ and ``ninv`` =
+    −1/σ per row (the rows :func:`stacked_linear_factor` gives the block (σ, e, J), element
+    by element the same products).
+
+    Only the blocks that move with the state are written (Eqs. 24-26: Φ, Φq, Φ̇q and the
+    dynamics' ∂q̈/∂q, ∂q̈/∂q̇); with ``full`` the constant ones too (zeros, and −Σ^-½ on
+    q̈ from the −I of Eq. 26): the caller keeps ``A`` from tick to tick (issue 24: a
+    JacobianFactor copies it) and passes ``full`` when it is new or ``inv`` changed."""
+    n, m = sys.n, sys.m
+    q, qd, qdd = x[:n], x[n:2 * n], x[2 * n:]
+    t = sys.state_terms(q, qd, tau, True)
+    r = 2 * m
+    if full:
+        A[:, n:] = 0.0
+        A[r:, 2 * n:] = np.diag(-inv[r:])       # −I whitened: −1·(1/σ), exactly −1/σ
+    d = inv[r:, None]
+    np.multiply(t.qdd_q, d, out=A[r:, :n])
+    np.multiply(t.qdd_qd, d, out=A[r:, n:2 * n])
+    np.multiply(np.subtract(t.qdd, qdd), ninv[r:], out=b[r:])
+    if not m:                                   # a tree: the dynamics rows alone
+        return
+    c = inv[:m, None]
+    v = inv[m:r, None]
+    np.multiply(t.phi_q, c, out=A[:m, :n])
+    np.multiply(t.phi_q_dot, v, out=A[m:r, :n])
+    np.multiply(t.phi_q, v, out=A[m:r, n:2 * n])
+    np.multiply(t.phi, ninv[:m], out=b[:m])
+    np.multiply(t.phi_q @ qd, ninv[m:r], out=b[m:r])
+
+
 @lru_cache(maxsize=8)
 def _neg_eye(n: int) -> np.ndarray:
     """−I (n x n), read-only (a constant block of every state factor's Jacobian)."""
@@ -301,6 +344,17 @@ def stacked_trapezoidal_error(n: int, dt: float, xs: Sequence[np.ndarray], want:
     # [q; q̇]_k − [q; q̇]_{k−1} − dt/2 ([q̇; q̈]_{k−1} + [q̇; q̈]_k), both levels at once
     e = (X1[:2] - X0[:2] - 0.5 * dt * (X0[1:] + X1[1:])).reshape(2 * n)
     return e, (list(stacked_integrator_jacobians(n, dt, True)) if want else None)
+
+
+def whitened_trapezoidal_b(n: int, dt: float, x0: np.ndarray, x1: np.ndarray,
+                           inv: np.ndarray, out: np.ndarray) -> None:
+    """``out`` ← −Σ^-½ e of :func:`stacked_trapezoidal_error` (Eq. 23) between ``x0`` and
+    ``x1``, ``inv`` = 1/σ per row: the same doubles as ``-e * inv`` (−(d − h) is h − d
+    exactly), in place and without the error function's list and reshapes."""
+    X0, X1 = x0.reshape(3, n), x1.reshape(3, n)
+    B = out.reshape(2, n)
+    np.subtract(0.5 * dt * (X0[1:] + X1[1:]), X1[:2] - X0[:2], out=B)
+    np.multiply(out, inv, out=out)
 
 
 def stacked_trapezoidal_jerk_error(n: int, dt: float, xs: Sequence[np.ndarray], want: bool):

@@ -86,6 +86,10 @@ from .observations import (interpolation_weights, interval_factor, interval_rows
                            observation_factor, observation_sigmas, residuals)
 
 
+_X0 = gtsam.symbol('x', 0)
+"""The key of tick 0; tick k's is ``_X0 + k`` (``gtsam.symbol('x', k)``: the character in
+the top byte, the index below it), without a call into GTSAM per key and tick."""
+
 MARGINALISE_EVERY = 5
 """Ticks per marginalisation batch (module docstring)."""
 
@@ -195,7 +199,8 @@ class GraphMixin:
         self._integ_rows: dict[tuple, tuple] = {}     # the integrator's whitened rows per dt
         self._step_sigma: dict[float, tuple] = {}     # the integrator's σ's per dt
         self._gate_rows: dict[bytes, tuple] = {}      # the gate's Q(τ) constants per τ rows
-        self._factor_bases: dict[tuple, tuple] = {}   # the tick factor's A with them in place
+        self._factor_bufs: dict[tuple, list] = {}     # the tick factor's A and b, kept
+        self._state_invs: tuple | None = None         # (σ, 1/σ, −1/σ) of the state factor
         self._tick_dyn_sigma = self._dyn_sigma
         self._state_sigma = np.concatenate((np.full(2 * self.sys.m, cfg.constraint_sigma),
                                             self._dyn_sigma))
@@ -503,40 +508,85 @@ class GraphMixin:
                 cfg.joint_rejection_threshold, cfg.imu_rejection_threshold))
         return layout
 
-    def _integrator_rows(self, integ: functools.partial, sigma: np.ndarray, dt: float
+    def _integrator_rows(self, fn: F.ErrorFn, sigma: np.ndarray, dt: float
                          ) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]] | None:
-        """(Σ^-½, (Σ^-½ J_{k−1}, Σ^-½ J_k)) of the integrator ``integ`` over ``dt`` with σ
+        """(Σ^-½, (Σ^-½ J_{k−1}, Σ^-½ J_k)) of the integrator ``fn`` over ``dt`` with σ
         ``sigma``: constants of dt for the trapezoidal rows (Eq. 23) and their jerk rows,
         kept per dt (a tick loop has a handful of dt's; cleared when the σ's change); None
         for the disturbance rows (their Jacobians move with the state)."""
-        if integ.func not in (F.stacked_trapezoidal_error, F.stacked_trapezoidal_jerk_error):
+        if fn is not F.stacked_trapezoidal_error and fn is not F.stacked_trapezoidal_jerk_error:
             return None
-        key = (integ.func, dt)
+        key = (fn, dt)
         rows = self._integ_rows.get(key)
         if rows is None:
             n = self.n
-            J = integ.func(n, dt, [np.zeros(3 * n)] * 2, True)[1]
+            J = fn(n, dt, [np.zeros(3 * n)] * 2, True)[1]
             inv = 1.0 / sigma
             rows = remember(self._integ_rows, key, (inv, tuple((Ji.T * inv).T for Ji in J)))
         return rows
 
-    def _factor_base(self, integ: functools.partial, dt: float, state_rows: int,
-                     reading_rows: int, on: tuple[int, ...], A: tuple[np.ndarray, np.ndarray]
-                     ) -> tuple[np.ndarray, np.ndarray]:
-        """The tick factor's A matrices (rows: state, integrator, readings; column-major,
-        read-only) with the integrator's whitened constant rows ``A`` in place and zeros
-        elsewhere (:func:`factors.stacked_linear_factor`'s ``base``), kept per (dt, rows)
-        with the integrator's rows (cleared with them when the σ's change)."""
-        key = (integ.func, dt, state_rows, reading_rows, on)
-        base = self._factor_bases.get(key)
-        if base is None:
+    def _factor_buffers(self, fn: F.ErrorFn, dt: float, state_rows: int, reading_rows: int,
+                        on: tuple[int, ...], A: tuple[np.ndarray, np.ndarray]) -> list:
+        """The tick factor's A matrices and b, kept and written in place per tick
+        (:meth:`_tick_factor`): [A_{k−1}, A_k (column-major, rows: state, integrator,
+        readings), b, the state's 1/σ whose constant blocks A_k holds (None: not written
+        yet)], the integrator's whitened constant rows ``A`` in place and zeros elsewhere;
+        kept per (integrator, dt, rows, readings' keys), at most 64, cleared with the
+        integrator's rows when the σ's change. GTSAM copies A and b into each factor, and
+        nothing else holds them, so the next tick may write them again."""
+        key = (fn, dt, state_rows, reading_rows, on)
+        buf = self._factor_bufs.get(key)
+        if buf is None:
             rows = state_rows + A[0].shape[0] + reading_rows
-            base = tuple(np.zeros((rows, Ai.shape[1]), order='F') for Ai in A)
-            for Ab, Ai in zip(base, A):
+            mats = [np.zeros((rows, Ai.shape[1]), order='F') for Ai in A]
+            for Ab, Ai in zip(mats, A):
                 Ab[state_rows:state_rows + Ai.shape[0]] = Ai
-                Ab.flags.writeable = False
-            remember(self._factor_bases, key, base)
-        return base
+            buf = remember(self._factor_bufs, key, [*mats, np.empty(rows), None])
+        return buf
+
+    def _state_inv(self, sigma: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(1/σ, −1/σ) of the state factor's σ ``sigma``, kept while it is the same object
+        (known efforts: ``_state_sigma``, the same every tick)."""
+        held = self._state_invs
+        if held is None or held[0] is not sigma:
+            inv = 1.0 / sigma
+            held = self._state_invs = (sigma, inv, -inv)
+        return held[1], held[2]
+
+    def _tick_factor(self, prev: int, key: int, fn: F.ErrorFn, dt: float, theta_prev: np.ndarray,
+                     guess: np.ndarray, tau: np.ndarray, state_sigma: np.ndarray,
+                     rows: tuple[np.ndarray, tuple[np.ndarray, np.ndarray]],
+                     current: _Current | None) -> gtsam.LinearContainerFactor:
+        """The tick's state, integrator (constant whitened rows ``rows`` of the integrator
+        ``fn``) and new-interval readings as one linear factor on (x_{k−1}, x_k): the rows
+        :func:`factors.stacked_linear_factor` stacks from them (A = Σ^-½ J, b = −Σ^-½ e),
+        written into buffers kept per dt and row count (:meth:`_factor_buffers`): the
+        state's (:func:`factors.whitened_state_rows`: its constant blocks only when new),
+        the integrator's b (its A is constant) and the readings' rows, nothing else."""
+        n = self.n
+        inv_i, A_i = rows
+        rs = 2 * self.sys.m + n
+        on = () if current is None else (1,) if len(current.keys) == 1 else (0, 1)
+        rr = current.e.size if on else 0
+        buf = self._factor_buffers(fn, dt, rs, rr, on, A_i)
+        A0, A1, b = buf[0], buf[1], buf[2]
+        inv_s, ninv_s = self._state_inv(state_sigma)
+        F.whitened_state_rows(self.sys, tau, guess, inv_s, ninv_s, A1[:rs], b[:rs],
+                              buf[3] is not inv_s)
+        buf[3] = inv_s
+        ri = A_i[0].shape[0]
+        if fn is F.stacked_trapezoidal_error:
+            F.whitened_trapezoidal_b(n, dt, theta_prev, guess, inv_i, b[rs:rs + ri])
+        else:
+            b[rs:rs + ri] = -fn(n, dt, [theta_prev, guess], False)[0] * inv_i
+        if on:
+            r = rs + ri
+            inv = 1.0 / current.sig
+            np.multiply(current.e, -inv, out=b[r:])
+            col = inv[:, None]
+            for pos, Ji in zip(on, current.J):
+                np.multiply(Ji, col, out=(A0, A1)[pos][r:])
+        return F.linear_container((prev, key), (A0, A1), b)
 
     def _update(self, graph: gtsam.NonlinearFactorGraph, values: gtsam.Values, key: int,
                 t: float) -> np.ndarray:
@@ -562,61 +612,57 @@ class GraphMixin:
         factor on (x_{k−1}, x_k) (:func:`factors.stacked_linear_factor`: the same rows as
         three factors, one JacobianFactor to build and for ISAM2 to index)."""
         n = self.n
-        key, prev = gtsam.symbol('x', k), gtsam.symbol('x', self._k)
+        key, prev = _X0 + k, _X0 + self._k
         graph = gtsam.NonlinearFactorGraph()
         theta_prev = self._theta[self._k]
-        state = functools.partial(F.stacked_state_error, self.sys, tau)
         cfg = self.config
         unknown = cfg.unknown_effort_sigma > 0 and not self._tau_all
+        args: tuple = (n, dt)           # the integrator's fixed parameters
         if cfg.disturbance_process and not unknown:
             # known efforts: bound the change of q̈ − q̈(q, q̇, τ), not of q̈ (issue 27 item 4)
             sigma = self._step_sigmas(dt)[1]
-            integ = functools.partial(stacked_trapezoidal_disturbance_error, self.sys, dt,
-                                      self._tau_prev, tau)
+            fn = stacked_trapezoidal_disturbance_error
+            args = (self.sys, dt, self._tau_prev, tau)
         elif cfg.jerk_process or cfg.disturbance_process or unknown:
             # torques unknown: the dynamics barely fix q̈; bound its change by the jerk
             sigma = self._step_sigmas(dt)[1]
-            integ = functools.partial(F.stacked_trapezoidal_jerk_error, n, dt)
+            fn = F.stacked_trapezoidal_jerk_error
         else:
             sigma = self._integ_sigma if dt <= self._dt * (1 + 1e-6) else \
                 self._step_sigmas(dt)[0]
-            integ = functools.partial(F.stacked_trapezoidal_error, n, dt)
+            fn = F.stacked_trapezoidal_error
         self._tau_prev = tau
         used = []
-        if self._linear():
+        rows = self._integrator_rows(fn, sigma, dt) if self._linear() else None
+        if rows is not None:
             # the tick's own factors (state, integrator, the new interval's readings) as
-            # ONE linear factor on (x_{k−1}, x_k): the same rows, one GTSAM object
-            e_s, J_s = state([guess], True)
-            rows = self._integrator_rows(integ, sigma, dt)
-            if rows is None:
-                e_i, J_i = integ([theta_prev, guess], True)
-                blocks = [((1,), state_sigma, e_s, J_s), ((0, 1), sigma, e_i, J_i)]
-            else:               # its whitened Jacobians are constants of dt: kept
-                inv, A = rows
-                b_i = -integ([theta_prev, guess], False)[0] * inv
-                blocks = [((1,), state_sigma, e_s, J_s), ((0, 1), None, b_i, A)]
-            on = ()
+            # ONE linear factor on (x_{k−1}, x_k), written into kept buffers; at the
+            # smoother's own linearisation point of both keys (x_{k−1}'s inserted value,
+            # x_k's now), which never moves (relinearisation off): no point kept
+            graph.add(self._tick_factor(prev, key, fn, dt, theta_prev, guess, tau,
+                                        state_sigma, rows, current))
+            if current is not None:
+                used += current.obs
+        elif self._linear():            # the disturbance rows: their Jacobians move
+            e_s, J_s = F.stacked_state_error(self.sys, tau, [guess], True)
+            e_i, J_i = fn(*args, [theta_prev, guess], True)
+            blocks = [((1,), state_sigma, e_s, J_s), ((0, 1), sigma, e_i, J_i)]
             if current is not None:
                 on = (1,) if len(current.keys) == 1 else (0, 1)
                 blocks.append((on, current.sig, current.e, current.J))
                 used += current.obs
-            # the A matrices with the integrator's constant rows in place, kept per dt and
-            # row count (only the state's and the readings' rows are written per tick)
-            base = None if rows is None else \
-                self._factor_base(integ, dt, e_s.size, current.e.size if on else 0, on, A)
-            # at the smoother's own linearisation point of both keys (x_{k−1}'s inserted
-            # value, x_k's now), which never moves (relinearisation off): no point kept
             graph.add(F.stacked_linear_factor([prev, key], [theta_prev, guess], blocks,
-                                              point=False, base=base,
-                                              touched=(0, 1) if on == (0, 1) else (1,)))
+                                              point=False))
         else:
+            state = functools.partial(F.stacked_state_error, self.sys, tau)
             graph.add(self._factor([key], state_sigma, state, [guess]))
-            graph.add(self._factor([prev, key], sigma, integ, [theta_prev, guess]))
+            graph.add(self._factor([prev, key], sigma, functools.partial(fn, *args),
+                                   [theta_prev, guess]))
         for kk, obs in single.items():
-            graph.add(observation_factor(gtsam.symbol('x', kk), self.sm, obs, self._at(kk)))
+            graph.add(observation_factor(_X0 + kk, self.sm, obs, self._at(kk)))
             used += obs
         for (kk, span), obs in pairs.items():
-            graph.add(interval_factor(gtsam.symbol('x', kk - 1), gtsam.symbol('x', kk), span,
+            graph.add(interval_factor(_X0 + kk - 1, _X0 + kk, span,
                                       self.sm, obs, self._at(kk - 1, kk)))
             used += obs
         return graph, used

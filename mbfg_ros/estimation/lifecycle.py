@@ -22,6 +22,7 @@ import numpy as np
 from ..core import factors as F
 from ..core.measurements import Estimate
 from ..core.observation import Observation
+from .graph import _X0
 from .innovation_gate import _Diverged
 from .intake import _Pending
 from .observations import observation_factor
@@ -180,9 +181,14 @@ class LifecycleMixin:
         n = self.n
         k = self._k + 1
         dt = t - self._t_last
-        key = gtsam.symbol('x', k)
-        q, qd, qdd = self._x_last[:n], self._x_last[n:2 * n], self._x_last[2 * n:]
-        guess = np.concatenate((q + dt * qd + 0.5 * dt * dt * qdd, qd + dt * qdd, qdd))
+        key = _X0 + k
+        # the Taylor prediction [q + dt q̇ + ½dt² q̈, q̇ + dt q̈, q̈] (module :mod:`.graph`):
+        # the same two-term sums in the same order as written out, in place in a copy
+        guess = self._x_last.copy()
+        G = guess.reshape(3, n)
+        X = self._x_last.reshape(3, n)
+        G[:2] += dt * X[1:]
+        G[0] += 0.5 * dt * dt * X[2]
         # the gate's process noise and the state factor use the same dynamics σ (one
         # evaluation per tick: with unknown efforts one factorisation, ∂q̈/∂τ = M⁻¹B)
         tau = self.applied_torque(t)
