@@ -525,23 +525,31 @@ class GraphMixin:
             rows = remember(self._integ_rows, key, (inv, tuple((Ji.T * inv).T for Ji in J)))
         return rows
 
-    def _factor_buffers(self, fn: F.ErrorFn, dt: float, state_rows: int, reading_rows: int,
-                        on: tuple[int, ...], A: tuple[np.ndarray, np.ndarray]) -> list:
+    def _factor_buffers(self, fn: F.ErrorFn, dt: float, sigma: np.ndarray, reading_rows: int,
+                        on: tuple[int, ...]) -> list | None:
         """The tick factor's A matrices and b, kept and written in place per tick
         (:meth:`_tick_factor`): [A_{k−1}, A_k (column-major, rows: state, integrator,
         readings), b, the state's 1/σ whose constant blocks A_k holds (None: not written
-        yet)], the integrator's whitened constant rows ``A`` in place and zeros elsewhere;
-        kept per (integrator, dt, rows, readings' keys), at most 64, cleared with the
-        integrator's rows when the σ's change. GTSAM copies A and b into each factor, and
-        nothing else holds them, so the next tick may write them again."""
-        key = (fn, dt, state_rows, reading_rows, on)
+        yet), the state's rows, the integrator's 1/σ (its b's whitening)], the integrator's
+        whitened constant rows (:meth:`_integrator_rows` of ``fn``, ``sigma``) in place and
+        zeros elsewhere; kept per (integrator, dt, readings' rows and keys), at most 64,
+        cleared with the integrator's rows when the σ's change; None for an integrator
+        whose rows move with the state. GTSAM copies A and b into each factor, and nothing
+        else holds them, so the next tick may write them again."""
+        key = (fn, dt, reading_rows, on)
         buf = self._factor_bufs.get(key)
         if buf is None:
-            rows = state_rows + A[0].shape[0] + reading_rows
-            mats = [np.zeros((rows, Ai.shape[1]), order='F') for Ai in A]
+            rows = self._integrator_rows(fn, sigma, dt)
+            if rows is None:
+                return None
+            inv_i, A = rows
+            state_rows = 2 * self.sys.m + self.n
+            total = state_rows + A[0].shape[0] + reading_rows
+            mats = [np.zeros((total, Ai.shape[1]), order='F') for Ai in A]
             for Ab, Ai in zip(mats, A):
                 Ab[state_rows:state_rows + Ai.shape[0]] = Ai
-            buf = remember(self._factor_bufs, key, [*mats, np.empty(rows), None])
+            buf = remember(self._factor_bufs, key,
+                           [*mats, np.empty(total), None, state_rows, inv_i])
         return buf
 
     def _state_inv(self, sigma: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -553,34 +561,34 @@ class GraphMixin:
             held = self._state_invs = (sigma, inv, -inv)
         return held[1], held[2]
 
-    def _tick_factor(self, prev: int, key: int, fn: F.ErrorFn, dt: float, theta_prev: np.ndarray,
-                     guess: np.ndarray, tau: np.ndarray, state_sigma: np.ndarray,
-                     rows: tuple[np.ndarray, tuple[np.ndarray, np.ndarray]],
-                     current: _Current | None) -> gtsam.LinearContainerFactor:
-        """The tick's state, integrator (constant whitened rows ``rows`` of the integrator
-        ``fn``) and new-interval readings as one linear factor on (x_{k−1}, x_k): the rows
-        :func:`factors.stacked_linear_factor` stacks from them (A = Σ^-½ J, b = −Σ^-½ e),
-        written into buffers kept per dt and row count (:meth:`_factor_buffers`): the
-        state's (:func:`factors.whitened_state_rows`: its constant blocks only when new),
-        the integrator's b (its A is constant) and the readings' rows, nothing else."""
-        n = self.n
-        inv_i, A_i = rows
-        rs = 2 * self.sys.m + n
+    def _tick_factor(self, prev: int, key: int, fn: F.ErrorFn, dt: float, sigma: np.ndarray,
+                     theta_prev: np.ndarray, guess: np.ndarray, tau: np.ndarray,
+                     state_sigma: np.ndarray, current: _Current | None
+                     ) -> gtsam.LinearContainerFactor | None:
+        """The tick's state, integrator (``fn`` with σ ``sigma``, whose whitened rows are
+        constants of dt) and new-interval readings as one linear factor on (x_{k−1}, x_k):
+        the rows :func:`factors.stacked_linear_factor` stacks from them (A = Σ^-½ J,
+        b = −Σ^-½ e), written into buffers kept per dt and row count
+        (:meth:`_factor_buffers`): the state's (:func:`factors.whitened_state_rows`: its
+        constant blocks only when new), the integrator's b (its A is constant) and the
+        readings' rows, nothing else. None for an integrator whose rows move with the
+        state (the disturbance rows)."""
         on = () if current is None else (1,) if len(current.keys) == 1 else (0, 1)
-        rr = current.e.size if on else 0
-        buf = self._factor_buffers(fn, dt, rs, rr, on, A_i)
-        A0, A1, b = buf[0], buf[1], buf[2]
+        buf = self._factor_buffers(fn, dt, sigma, current.e.size if on else 0, on)
+        if buf is None:
+            return None
+        A0, A1, b, held, rs, inv_i = buf
         inv_s, ninv_s = self._state_inv(state_sigma)
         F.whitened_state_rows(self.sys, tau, guess, inv_s, ninv_s, A1[:rs], b[:rs],
-                              buf[3] is not inv_s)
+                              held is not inv_s)
         buf[3] = inv_s
-        ri = A_i[0].shape[0]
+        n = self.n
+        r = rs + inv_i.size
         if fn is F.stacked_trapezoidal_error:
-            F.whitened_trapezoidal_b(n, dt, theta_prev, guess, inv_i, b[rs:rs + ri])
+            F.whitened_trapezoidal_b(n, dt, theta_prev, guess, inv_i, b[rs:r])
         else:
-            b[rs:rs + ri] = -fn(n, dt, [theta_prev, guess], False)[0] * inv_i
+            b[rs:r] = -fn(n, dt, [theta_prev, guess], False)[0] * inv_i
         if on:
-            r = rs + ri
             inv = 1.0 / current.sig
             np.multiply(current.e, -inv, out=b[r:])
             col = inv[:, None]
@@ -633,14 +641,14 @@ class GraphMixin:
             fn = F.stacked_trapezoidal_error
         self._tau_prev = tau
         used = []
-        rows = self._integrator_rows(fn, sigma, dt) if self._linear() else None
-        if rows is not None:
+        factor = self._tick_factor(prev, key, fn, dt, sigma, theta_prev, guess, tau,
+                                   state_sigma, current) if self._linear() else None
+        if factor is not None:
             # the tick's own factors (state, integrator, the new interval's readings) as
             # ONE linear factor on (x_{k−1}, x_k), written into kept buffers; at the
             # smoother's own linearisation point of both keys (x_{k−1}'s inserted value,
             # x_k's now), which never moves (relinearisation off): no point kept
-            graph.add(self._tick_factor(prev, key, fn, dt, theta_prev, guess, tau,
-                                        state_sigma, rows, current))
+            graph.add(factor)
             if current is not None:
                 used += current.obs
         elif self._linear():            # the disturbance rows: their Jacobians move
