@@ -285,11 +285,17 @@ class GraphMixin:
         pairs: dict[tuple[int, float], list[Observation]] = {}
         limit = t + self._eps
         pending = self._pending
-        ready = [p for p in pending if p.t <= limit]
-        if not ready:
-            return single, pairs, None, -math.inf
-        self._pending = [p for p in pending if p.t > limit] if len(ready) < len(pending) \
-            else []
+        if pending and self._max_stamp <= limit:
+            # every reading queued is due (the common case: none is stamped after the tick;
+            # the newest stamp queued bounds them all)
+            ready = pending
+            self._pending = []
+        else:
+            ready = [p for p in pending if p.t <= limit]
+            if not ready:
+                return single, pairs, None, -math.inf
+            self._pending = [p for p in pending if p.t > limit] if len(ready) < len(pending) \
+                else []
         eps, t_prev, times = self._eps, self._t_last, self._times
         fast = guess is not None and self._linear()
         edge = t_prev + eps
@@ -386,7 +392,7 @@ class GraphMixin:
             # readings' layout gives their rows' constants (:mod:`.layout`)
             obs = [p.ob for p in items]
             layout = self._layout_of(obs)
-            sig = observation_sigmas(obs)
+            sig = layout.sigmas(obs)
             if sig.size == layout.rows:
                 e, H = layout_rows(self.sm, obs, guess.reshape(3, n), layout)
                 return _Current(items, obs, (k,), (guess,), e, H, (H,), e, t0 - t_prev,
@@ -609,10 +615,12 @@ class GraphMixin:
     def _graph(self, k: int, dt: float, guess: np.ndarray, tau: np.ndarray,
                state_sigma: np.ndarray, single: dict, pairs: dict,
                current: _Current | None = None
-               ) -> tuple[gtsam.NonlinearFactorGraph, list[Observation]]:
+               ) -> tuple[gtsam.NonlinearFactorGraph, list[Observation],
+                          list[tuple[str, int]] | None]:
         """The new factors of tick ``k`` (``dt`` after the previous one, inserted at
         ``guess``): state, integrator, and the readings of :meth:`_attach`; with the
-        readings used.
+        readings used and, when they are one layout's sequence, its (counter, count) per
+        kind (:attr:`~.layout.ReadingLayout.used`, for :meth:`_count_used`), else None.
 
         The new interval's readings (``current``) were evaluated once by :meth:`_attach`
         at this factor's linearisation point, for the gate too (issue 24). Relinearisation
@@ -650,6 +658,10 @@ class GraphMixin:
             # x_k's now), which never moves (relinearisation off): no point kept
             graph.add(factor)
             if current is not None:
+                if not single and not pairs and current.layout is not None:
+                    # the readings used are the layout's sequence: its counts (one
+                    # addition per kind, not one look-up per reading)
+                    return graph, current.obs, current.layout.used
                 used += current.obs
         elif self._linear():            # the disturbance rows: their Jacobians move
             e_s, J_s = F.stacked_state_error(self.sys, tau, [guess], True)
@@ -673,4 +685,4 @@ class GraphMixin:
             graph.add(interval_factor(_X0 + kk - 1, _X0 + kk, span,
                                       self.sm, obs, self._at(kk - 1, kk)))
             used += obs
-        return graph, used
+        return graph, used, None

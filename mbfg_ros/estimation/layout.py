@@ -16,6 +16,7 @@ grouping it skips). The estimator keeps them per sequence (at most 64:
 """
 from __future__ import annotations
 
+import operator
 from typing import Sequence
 
 import numpy as np
@@ -23,7 +24,7 @@ import numpy as np
 from ..core.angles import wrap_angle, wrap_scalar
 from ..core.interface import SensorModel
 from ..core.observation import Observation
-from .observations import repeated_state, residuals
+from .observations import observation_sigmas, repeated_state, residuals
 
 __all__ = ['ReadingLayout', 'layout_rows', 'stamp_plan', 'layout_rows_at_stamps']
 
@@ -48,12 +49,13 @@ class ReadingLayout:
     ``H0``, the (rows, 3n) Jacobian with the encoders' unit rows filled in. With model
     encoders (revolute joints of natural coordinates, ``plan`` too): ``enc_groups``, per
     encoder ``(j, ids, rows, positions)``: its readings, their rows, and whether each
-    reads the angle (else the rate)."""
+    reads the angle (else the rate). ``used``: (``used_<kind>`` counter, readings of that
+    kind) of the sequence, for the tick's counts; :meth:`sigmas` the σ of each row."""
 
     __slots__ = ('rows', 'row_of', 'cnt', 'slots', 'joint', 'thr', 'slot_rows', 'wrap_rows',
                  'wrap_any', 'enc_rows', 'enc_any', 'distinct', 'plan', 'enc_ids', 'enc_at',
                  'enc_lvl', 'enc_idx', 'enc_wrap', 'enc_wrap_all', 'enc_wrap_any', 'imu_groups',
-                 'H0', 'enc_groups', 'enc_take')
+                 'H0', 'enc_groups', 'enc_take', 'used', '_sig')
 
     def __init__(self, obs: Sequence[Observation], sm: SensorModel, slot_base: dict,
                  slot_wrap: np.ndarray, slot_joint: np.ndarray, joint_threshold: float,
@@ -83,6 +85,11 @@ class ReadingLayout:
             direct is not None or all(sm.joint_is_angular(obs[i].index) for i in enc))
         self.enc_ids = enc
         self.enc_groups = None
+        kinds: dict[str, int] = {}
+        for ob in obs:
+            kinds[ob.kind] = kinds.get(ob.kind, 0) + 1
+        self.used = [(f'used_{kind}', c) for kind, c in kinds.items()]
+        self._sig: tuple[list, np.ndarray] | None = None
         if not self.plan:
             return
         groups: dict[int, list[int]] = {}
@@ -114,6 +121,22 @@ class ReadingLayout:
         for i, lvl, j in zip(enc, self.enc_lvl.tolist(), self.enc_idx.tolist()):
             H0[start[i], lvl, j] = 1.0
         self.H0 = H0.reshape(self.rows, 3 * n)
+
+
+    def sigmas(self, obs: Sequence[Observation]) -> np.ndarray:
+        """:func:`~.observations.observation_sigmas` of readings ``obs`` (this layout's
+        sequence), read-only: kept while every reading's σ is the same read-only array as
+        the last call's (the intake keeps one per sensor and variances), so the same
+        numbers; otherwise stacked again."""
+        src = [ob.sigma for ob in obs]
+        held = self._sig
+        if held is not None and all(map(operator.is_, src, held[0])):
+            return held[1]
+        sig = observation_sigmas(obs)
+        sig.flags.writeable = False
+        if all(isinstance(s, np.ndarray) and not s.flags.writeable for s in src):
+            self._sig = (src, sig)
+        return sig
 
 
 def _encoder_residuals(obs: Sequence[Observation], layout: ReadingLayout,

@@ -200,7 +200,8 @@ class LifecycleMixin:
             self._reset_keep_pending('diverged', str(exc))
             return None
         self._theta[k] = guess
-        graph, used = self._graph(k, dt, guess, tau, state_sigma, single, pairs, current)
+        graph, used, kinds = self._graph(k, dt, guess, tau, state_sigma, single, pairs,
+                                         current)
         values = gtsam.Values()
         values.insert(key, guess)
         try:
@@ -208,7 +209,7 @@ class LifecycleMixin:
         except Exception as exc:          # noqa: BLE001 - any GTSAM failure
             self._counters['dropped_reset'] += len(used)
             return self._recover(t, k, guess, repr(exc), start)
-        self._count_used(used)
+        self._count_used(used, kinds)
         self._last_reading = max(self._last_reading, newest)
         return self._advance(t, k, key, x, start)
 

@@ -31,8 +31,17 @@ _DBL_MAX = float(np.finfo(float).max)
 class OutputMixin:
     """Counting the readings used, the covariance, the Estimate (module docstring)."""
 
-    def _count_used(self, obs: Sequence[Observation]) -> None:
-        counters, key = self._counters, self._used_key
+    def _count_used(self, obs: Sequence[Observation],
+                    kinds: list[tuple[str, int]] | None = None) -> None:
+        """Count the readings used, ``obs``, per kind (``used_<kind>``); ``kinds``: their
+        (counter, count) pairs when the caller has them (a layout's,
+        :attr:`~.layout.ReadingLayout.used`): one addition per kind, not per reading."""
+        counters = self._counters
+        if kinds is not None:
+            for name, c in kinds:
+                counters[name] += c
+            return
+        key = self._used_key
         for o in obs:
             counters[key[o.kind]] += 1
 
