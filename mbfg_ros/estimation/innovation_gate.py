@@ -332,21 +332,32 @@ class GateMixin:
         :data:`_FLOAT_READINGS`) passes, element by element as Python floats: the same
         operations in the same order on the same doubles as its array path (α = min(1,
         (t − min(t_m, t))/τ_m), ``s_m ← (1 − α) s_m + α max(0, min(p, 4 S) − S₀)``, t_m ←
-        max(t_m, t), NaN t_m read as t), without a dozen array calls on a few elements."""
-        mv, mt, rs = self._model_var, self._model_t, self._reject_since
+        max(t_m, t), NaN t_m read as t), without a dozen array calls on a few elements; the
+        sensors' new state written back in one assignment per array."""
+        mv, mt = self._model_var, self._model_t
         ks = slots.tolist()
         ts = [t] * len(ks) if isinstance(t, float) else t.tolist()
+        V, T = [], []
         for k, ti, pw, ba in zip(ks, ts, power.tolist(), base_var.tolist()):
             ent_t = mt.item(k)
             ent_v = mv.item(k)
+            # min/max written out as Python's builtins evaluate them (the first argument
+            # unless the other is strictly beyond it): the same values, no call each
             if ent_t != ent_t or ent_t > ti:        # NaN (first reading) or newer: fmin
-                alpha = min(1.0, (ti - ti) / tau_m)
+                alpha = (ti - ti) / tau_m
             else:
-                alpha = min(1.0, (ti - ent_t) / tau_m)
+                alpha = (ti - ent_t) / tau_m
+            if not alpha < 1.0:
+                alpha = 1.0
             S = ba + ent_v
-            mv[k] = (1.0 - alpha) * ent_v + alpha * max(0.0, min(pw, 4.0 * S) - ba)
-            mt[k] = ti if ent_t != ent_t or ti > ent_t else ent_t
-            rs[k] = math.nan
+            cap = 4.0 * S
+            excess = (cap if cap < pw else pw) - ba
+            V.append((1.0 - alpha) * ent_v + alpha * (excess if excess > 0.0 else 0.0))
+            T.append(ti if ent_t != ent_t or ti > ent_t else ent_t)
+        # distinct sensors: one write each, as the array path's
+        mv[slots] = V
+        mt[slots] = T
+        self._reject_since[slots] = math.nan
 
     def _gate_sequential(self, slots: np.ndarray, t: np.ndarray | list[float],
                          thr: np.ndarray, d2: np.ndarray, power: np.ndarray, base_var: np.ndarray

@@ -28,6 +28,10 @@ from .observations import observation_sigmas, repeated_state, residuals
 
 __all__ = ['ReadingLayout', 'layout_rows', 'stamp_plan', 'layout_rows_at_stamps']
 
+SIGMA_MISSES = 4
+"""Calls of :meth:`ReadingLayout.sigmas` with σ's other than the kept ones before it stops
+keeping them."""
+
 
 def _rows(ids: list[int], start: list[int], sizes: list[int]) -> slice | np.ndarray:
     """The rows of readings ``ids``: a slice when they are consecutive, else indices."""
@@ -89,7 +93,7 @@ class ReadingLayout:
         for ob in obs:
             kinds[ob.kind] = kinds.get(ob.kind, 0) + 1
         self.used = [(f'used_{kind}', c) for kind, c in kinds.items()]
-        self._sig: tuple[list, np.ndarray] | None = None
+        self._sig: tuple[list, np.ndarray, int] | bool | None = None
         if not self.plan:
             return
         groups: dict[int, list[int]] = {}
@@ -126,16 +130,22 @@ class ReadingLayout:
     def sigmas(self, obs: Sequence[Observation]) -> np.ndarray:
         """:func:`~.observations.observation_sigmas` of readings ``obs`` (this layout's
         sequence), read-only: kept while every reading's σ is the same read-only array as
-        the last call's (the intake keeps one per sensor and variances), so the same
-        numbers; otherwise stacked again."""
-        src = [ob.sigma for ob in obs]
+        the last call's (a URDF robot's intake keeps one per sensor and variances), so the
+        same numbers; otherwise stacked again. After :data:`SIGMA_MISSES` misses (σ's that
+        are new objects each tick, e.g. views cut per reading) it stops looking."""
         held = self._sig
+        if held is False:
+            return observation_sigmas(obs)
+        src = [ob.sigma for ob in obs]
         if held is not None and all(map(operator.is_, src, held[0])):
             return held[1]
         sig = observation_sigmas(obs)
         sig.flags.writeable = False
-        if all(isinstance(s, np.ndarray) and not s.flags.writeable for s in src):
-            self._sig = (src, sig)
+        misses = 0 if held is None else held[2] + 1
+        if misses >= SIGMA_MISSES:
+            self._sig = False
+        elif all(isinstance(s, np.ndarray) and not s.flags.writeable for s in src):
+            self._sig = (src, sig, misses)
         return sig
 
 
