@@ -275,7 +275,7 @@ def stacked_state_error(sys: MultibodySystem, tau: np.ndarray | None, xs: Sequen
 
 def whitened_state_rows(sys: MultibodySystem, tau: np.ndarray | None, x: np.ndarray,
                         inv: np.ndarray, ninv: np.ndarray, A: np.ndarray, b: np.ndarray,
-                        full: bool) -> None:
+                        full: bool | str) -> None:
     """:func:`stacked_state_error`'s rows at ``x`` whitened, written in place: ``A`` (its
     rows, 3n) ← Σ^-½ J and ``b`` (its rows) ← −Σ^-½ e, with ``inv`` = 1/σ and ``ninv`` =
     −1/σ per row (the rows :func:`stacked_linear_factor` gives the block (σ, e, J), element
@@ -284,14 +284,16 @@ def whitened_state_rows(sys: MultibodySystem, tau: np.ndarray | None, x: np.ndar
     Only the blocks that move with the state are written (Eqs. 24-26: Φ, Φq, Φ̇q and the
     dynamics' ∂q̈/∂q, ∂q̈/∂q̇); with ``full`` the constant ones too (zeros, and −Σ^-½ on
     q̈ from the −I of Eq. 26): the caller keeps ``A`` from tick to tick (issue 24: a
-    JacobianFactor copies it) and passes ``full`` when it is new or ``inv`` changed."""
+    JacobianFactor copies it) and passes ``full`` True when it is new; ``'diagonal'`` when
+    only ``inv`` changed since (unknown efforts widen σ per tick): −Σ^-½ on q̈ alone."""
     n, m = sys.n, sys.m
     q, qd, qdd = x[:n], x[n:2 * n], x[2 * n:]
     t = sys.state_terms(q, qd, tau, True)
     r = 2 * m
-    if full:
+    if full is True:
         A[:, n:] = 0.0
-        A[r:, 2 * n:] = np.diag(-inv[r:])       # −I whitened: −1·(1/σ), exactly −1/σ
+    if full:                # −I whitened: −1·(1/σ) is −1/σ exactly; the rest stays zero
+        A[_diagonal(n, r, 2 * n)] = ninv[r:]
     d = inv[r:, None]
     np.multiply(t.qdd_q, d, out=A[r:, :n])
     np.multiply(t.qdd_qd, d, out=A[r:, n:2 * n])
@@ -305,6 +307,15 @@ def whitened_state_rows(sys: MultibodySystem, tau: np.ndarray | None, x: np.ndar
     np.multiply(t.phi_q, v, out=A[m:r, n:2 * n])
     np.multiply(t.phi, ninv[:m], out=b[:m])
     np.multiply(t.phi_q @ qd, ninv[m:r], out=b[m:r])
+
+
+@lru_cache(maxsize=8)
+def _diagonal(n: int, row: int, col: int) -> tuple[np.ndarray, np.ndarray]:
+    """The indices of an n x n block's diagonal at (``row``, ``col``)."""
+    d = np.arange(n)
+    rows, cols = row + d, col + d
+    rows.flags.writeable = cols.flags.writeable = False
+    return rows, cols
 
 
 @lru_cache(maxsize=8)

@@ -585,8 +585,8 @@ class GraphMixin:
             return None
         A0, A1, b, held, rs, inv_i = buf
         inv_s, ninv_s = self._state_inv(state_sigma)
-        F.whitened_state_rows(self.sys, tau, guess, inv_s, ninv_s, A1[:rs], b[:rs],
-                              held is not inv_s)
+        full = True if held is None else 'diagonal' if held is not inv_s else False
+        F.whitened_state_rows(self.sys, tau, guess, inv_s, ninv_s, A1[:rs], b[:rs], full)
         buf[3] = inv_s
         n = self.n
         r = rs + inv_i.size

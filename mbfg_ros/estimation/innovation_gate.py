@@ -230,7 +230,9 @@ class GateMixin:
                 var_c = np.dot(HH, Qc)
             else:
                 var_c = np.einsum('rk,rk->r', HH.reshape(len(E), 3, n) @ unseen, C)
-            var_p = var_p + np.where(enc, var_c, 0.0)
+            # var_p + (var_c on the encoders' rows, else 0): var_p is this call's own array,
+            # and x + 0.0 is x for these sums of squares (no −0.0), so added in place
+            np.add(var_p, var_c, out=var_p, where=enc)
         s0 = sig * sig + var_x + var_p                  # the smoother's prediction
         rr = r * r
         d2 = np.bincount(row_of, rr / (s0 + sm), minlength=N)

@@ -77,6 +77,8 @@ class LifecycleMixin:
         self._tau = np.zeros(self._n_act)
         self._tau_t = np.full(self._n_act, -math.inf)
         self._tau_live = np.zeros(self._n_act, dtype=bool)
+        self._tau_every = np.ones(self._n_act, dtype=bool)   # _tau_live when every one is
+        self._tau_every.flags.writeable = False
         self._tau_given = False                      # an effort given since the reset
         self._tau_all = not self._n_act              # _tau_live.all(), kept as a bool
         self._tau_prev = np.zeros(self._n_act)       # the previous tick's state-factor τ
