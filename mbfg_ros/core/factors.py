@@ -171,9 +171,7 @@ def _unit(rows: int) -> gtsam.noiseModel.Unit:
 def stacked_linear_factor(keys: Sequence[int], xs: Sequence[np.ndarray],
                           blocks: Sequence[tuple[Sequence[int], np.ndarray | None, np.ndarray,
                                                  Sequence[np.ndarray]]],
-                          point: bool = True, base: Sequence[np.ndarray] | None = None,
-                          touched: Sequence[int] | None = None
-                          ) -> gtsam.LinearContainerFactor:
+                          point: bool = True) -> gtsam.LinearContainerFactor:
     """Several factors linearised at ``xs`` (the values of ``keys``) as ONE whitened
     :class:`gtsam.JacobianFactor` in a :class:`gtsam.LinearContainerFactor` (issue 24).
 
@@ -188,29 +186,19 @@ def stacked_linear_factor(keys: Sequence[int], xs: Sequence[np.ndarray],
     linearisation point of ``keys`` is ``xs`` and stays there (ISAM2 without
     relinearisation, given ``xs`` as the new keys' values): GTSAM would move b by
     −A δ with δ = 0 there, so the factor is the same without building ``gtsam.Values``.
-
-    ``base``: the A matrices (column-major, one per key) with every whitened block (σ
-    None) in place and zeros elsewhere, kept by the caller (e.g. per step dt): only the
-    other blocks are written, into copies of the matrices they touch; an untouched one is
-    passed as it is (GTSAM copies it). ``touched``: the positions those other blocks write
-    (the caller's constant, e.g. per step dt), else found from ``blocks``.
+    (A caller may instead write the same rows into buffers it keeps from call to call:
+    :func:`whitened_state_rows`, :func:`whitened_trapezoidal_b`, :func:`linear_container`.)
     """
     rows = sum(e.size for _, _, e, _ in blocks)
-    if base is not None:
-        if touched is None:
-            touched = {pos for on, sigma, _, _ in blocks if sigma is not None for pos in on}
-        A = [Ab.copy(order='F') if pos in touched else Ab for pos, Ab in enumerate(base)]
-    else:
-        A = [np.zeros((rows, x.size), order='F') for x in xs]
+    A = [np.zeros((rows, x.size), order='F') for x in xs]
     b = np.empty(rows)
     r = 0
     for on, sigma, e, J in blocks:
         m = e.size
-        if sigma is None:               # whitened already: b = e, A = J (in base already)
+        if sigma is None:               # whitened already: b = e, A = J
             b[r:r + m] = e
-            if base is None:
-                for pos, Ai in zip(on, J):
-                    A[pos][r:r + m] = Ai
+            for pos, Ai in zip(on, J):
+                A[pos][r:r + m] = Ai
         else:                           # b = −Σ^-½ e, A = Σ^-½ J
             inv = 1.0 / sigma
             np.multiply(e, -inv, out=b[r:r + m])
