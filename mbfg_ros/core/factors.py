@@ -262,48 +262,37 @@ def stacked_state_error(sys: MultibodySystem, tau: np.ndarray | None, xs: Sequen
 
 
 def whitened_state_rows(sys: MultibodySystem, tau: np.ndarray | None, x: np.ndarray,
-                        inv: np.ndarray, ninv: np.ndarray, A: np.ndarray, b: np.ndarray,
-                        full: bool | str) -> None:
+                        inv: np.ndarray, ninv: np.ndarray, J: np.ndarray, A: np.ndarray,
+                        b: np.ndarray, full: bool) -> None:
     """:func:`stacked_state_error`'s rows at ``x`` whitened, written in place: ``A`` (its
     rows, 3n) ← Σ^-½ J and ``b`` (its rows) ← −Σ^-½ e, with ``inv`` = 1/σ and ``ninv`` =
-    −1/σ per row (the rows :func:`stacked_linear_factor` gives the block (σ, e, J), element
-    by element the same products).
+    −1/σ per row: the rows :func:`stacked_linear_factor` gives the block (σ, e, J),
+    element by element the same products.
 
-    Only the blocks that move with the state are written (Eqs. 24-26: Φ, Φq, Φ̇q and the
-    dynamics' ∂q̈/∂q, ∂q̈/∂q̇); with ``full`` the constant ones too (zeros, and −Σ^-½ on
-    q̈ from the −I of Eq. 26): the caller keeps ``A`` from tick to tick (issue 24: a
-    JacobianFactor copies it) and passes ``full`` True when it is new; ``'diagonal'`` when
-    only ``inv`` changed since (unknown efforts widen σ per tick): −Σ^-½ on q̈ alone."""
+    ``J`` (rows, 3n), a buffer the caller keeps from call to call, receives the Jacobian:
+    only its blocks that move with the state (Eqs. 24-26: Φq, Φ̇q and the dynamics'
+    ∂q̈/∂q, ∂q̈/∂q̇), the constant ones (zeros, the −I of Eq. 26) only with ``full`` (a new
+    buffer); then A and b are each one product (issue 24: fewer numpy calls than a new
+    Jacobian and error per tick; a JacobianFactor copies A and b, so the caller may keep
+    them too)."""
     n, m = sys.n, sys.m
     q, qd, qdd = x[:n], x[n:2 * n], x[2 * n:]
     t = sys.state_terms(q, qd, tau, True)
     r = 2 * m
-    if full is True:
-        A[:, n:] = 0.0
-    if full:                # −I whitened: −1·(1/σ) is −1/σ exactly; the rest stays zero
-        A[_diagonal(n, r, 2 * n)] = ninv[r:]
-    d = inv[r:, None]
-    np.multiply(t.qdd_q, d, out=A[r:, :n])
-    np.multiply(t.qdd_qd, d, out=A[r:, n:2 * n])
-    np.multiply(np.subtract(t.qdd, qdd), ninv[r:], out=b[r:])
-    if not m:                                   # a tree: the dynamics rows alone
-        return
-    c = inv[:m, None]
-    v = inv[m:r, None]
-    np.multiply(t.phi_q, c, out=A[:m, :n])
-    np.multiply(t.phi_q_dot, v, out=A[m:r, :n])
-    np.multiply(t.phi_q, v, out=A[m:r, n:2 * n])
-    np.multiply(t.phi, ninv[:m], out=b[:m])
-    np.multiply(t.phi_q @ qd, ninv[m:r], out=b[m:r])
-
-
-@lru_cache(maxsize=8)
-def _diagonal(n: int, row: int, col: int) -> tuple[np.ndarray, np.ndarray]:
-    """The indices of an n x n block's diagonal at (``row``, ``col``)."""
-    d = np.arange(n)
-    rows, cols = row + d, col + d
-    rows.flags.writeable = cols.flags.writeable = False
-    return rows, cols
+    if full:
+        J[:] = 0.0
+        J[r:, 2 * n:] = _neg_eye(n)
+    J[r:, :n] = t.qdd_q
+    J[r:, n:2 * n] = t.qdd_qd
+    np.subtract(t.qdd, qdd, out=b[r:])
+    if m:                                       # loops: the constraint rows (Eqs. 24-25)
+        J[:m, :n] = t.phi_q
+        J[m:r, :n] = t.phi_q_dot
+        J[m:r, n:2 * n] = t.phi_q
+        b[:m] = t.phi
+        np.matmul(t.phi_q, qd, out=b[m:r])
+    np.multiply(J, inv[:, None], out=A)
+    np.multiply(b, ninv, out=b)
 
 
 @lru_cache(maxsize=8)

@@ -535,8 +535,9 @@ class GraphMixin:
                         on: tuple[int, ...]) -> list | None:
         """The tick factor's A matrices and b, kept and written in place per tick
         (:meth:`_tick_factor`): [A_{k−1}, A_k (column-major, rows: state, integrator,
-        readings), b, the state's 1/σ whose constant blocks A_k holds (None: not written
-        yet), the state's rows, the integrator's 1/σ (its b's whitening)], the integrator's
+        readings), b, the state rows' Jacobian (:func:`factors.whitened_state_rows`'s
+        ``J``; None until the first tick writes it whole), the state's rows, the
+        integrator's 1/σ (its b's whitening)], the integrator's
         whitened constant rows (:meth:`_integrator_rows` of ``fn``, ``sigma``) in place and
         zeros elsewhere; kept per (integrator, dt, readings' rows and keys), at most 64,
         cleared with the integrator's rows when the σ's change; None for an integrator
@@ -576,18 +577,19 @@ class GraphMixin:
         the rows :func:`factors.stacked_linear_factor` stacks from them (A = Σ^-½ J,
         b = −Σ^-½ e), written into buffers kept per dt and row count
         (:meth:`_factor_buffers`): the state's (:func:`factors.whitened_state_rows`: its
-        constant blocks only when new), the integrator's b (its A is constant) and the
+        Jacobian's constant blocks only when new), the integrator's b (its A is constant) and the
         readings' rows, nothing else. None for an integrator whose rows move with the
         state (the disturbance rows)."""
         on = () if current is None else (1,) if len(current.keys) == 1 else (0, 1)
         buf = self._factor_buffers(fn, dt, sigma, current.e.size if on else 0, on)
         if buf is None:
             return None
-        A0, A1, b, held, rs, inv_i = buf
+        A0, A1, b, J_s, rs, inv_i = buf
+        new = J_s is None                   # its constant blocks written on the first tick
+        if new:
+            J_s = buf[3] = np.empty((rs, 3 * self.n))
         inv_s, ninv_s = self._state_inv(state_sigma)
-        full = True if held is None else 'diagonal' if held is not inv_s else False
-        F.whitened_state_rows(self.sys, tau, guess, inv_s, ninv_s, A1[:rs], b[:rs], full)
-        buf[3] = inv_s
+        F.whitened_state_rows(self.sys, tau, guess, inv_s, ninv_s, J_s, A1[:rs], b[:rs], new)
         n = self.n
         r = rs + inv_i.size
         if fn is F.stacked_trapezoidal_error:

@@ -224,32 +224,33 @@ def _ur5():
 
 @pytest.mark.parametrize('which', ['fourbar', 'pick-and-place', 'ur5'])
 def test_whitened_state_rows_are_the_state_factors_rows_whitened_bit_for_bit(which):
-    """Issue 24: whitened_state_rows writes, into a buffer kept from call to call, exactly
+    """Issue 24: whitened_state_rows writes, into buffers kept from call to call, exactly
     the rows stacked_linear_factor makes of stacked_state_error's (A = Σ^-½ J, b = −Σ^-½ e):
-    on a new buffer (``full``, every block), at a new state (only the moving blocks: the
-    constant ones left from before must still be right) and with a new σ (``'diagonal'``:
-    −Σ^-½ on q̈ rewritten). Loops (Φ rows: the planar mechanisms) and a tree (the UR5)."""
+    on new buffers (``full``: every block of the kept Jacobian), at new states (only its
+    moving blocks: the constant ones left from before must still be right) and with a new
+    σ. Loops (Φ rows: the planar mechanisms) and a tree (the UR5)."""
     sys = {'fourbar': SYSTEMS[0], 'pick-and-place': SYSTEMS[1]}.get(which) or _ur5()
     rng = np.random.default_rng(11)
     n, m = sys.n, sys.m
     rows = 2 * m + n
     n_act = len(sys.actuator_joints)
     big = np.full((rows + 4, 3 * n), np.nan, order='F')     # rows of a larger kept buffer
-    A, b = big[2:2 + rows], np.full(rows, np.nan)
+    A, b, Jk = big[2:2 + rows], np.full(rows, np.nan), np.full((rows, 3 * n), np.nan)
     sigma = rng.uniform(0.01, 2.0, rows)
-    for full in (True, False, False, 'diagonal', False):
-        if full == 'diagonal':
+    for i in range(5):
+        if i == 3:
             sigma = rng.uniform(0.01, 2.0, rows)
         x = rng.standard_normal(3 * n)
         x[:n] += sys.q0
         tau = rng.standard_normal(n_act)
         inv = 1.0 / sigma
-        F.whitened_state_rows(sys, tau, x, inv, -inv, A, b, full)
+        F.whitened_state_rows(sys, tau, x, inv, -inv, Jk, A, b, i == 0)
         e, J = F.stacked_state_error(sys, tau, [x], True)
         want_A = np.zeros((rows, 3 * n), order='F')
         np.multiply(J[0], inv[:, None], out=want_A)
-        assert np.array_equal(A, want_A), full
-        assert np.array_equal(b, e * -inv), full
+        assert np.array_equal(A, want_A), i
+        assert np.array_equal(b, e * -inv), i
+        assert np.array_equal(Jk, J[0]), i
     assert np.isnan(big[:2]).all() and np.isnan(big[2 + rows:]).all()   # only its rows
 
 
