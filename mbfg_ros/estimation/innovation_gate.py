@@ -163,12 +163,13 @@ class GateMixin:
         stamp = isinstance(tau, float)                  # one stamp: τ one float
         unshown = isinstance(shown, float) and shown == 0.0     # no external share of q̈
         mv = self._model_var
-        r = -E                                          # z − h at the stamp
+        r = None                                        # z − h at the stamp, where wrapped
         if layout is not None:
             slots, joint, thr, cnt = layout.slots, layout.joint, layout.thr, layout.cnt
             sm = mv[layout.slot_rows]
             enc, enc_any, distinct = layout.enc_rows, layout.enc_any, layout.distinct
             if layout.wrap_any and not (layout.plan and stamp):
+                r = -E
                 r = np.where(layout.wrap_rows, wrap_angle(r), r)
             # (with the layout's own plan at one stamp, E's angles are wrapped to (−π, π]
             # already by :func:`~.layout.layout_rows`, so is −E up to the sign of π: r² is
@@ -181,6 +182,7 @@ class GateMixin:
             wrap = self._slot_wrap[slots][row_of]
             sm = mv[slots][row_of]
             if wrap.any():
+                r = -E
                 r = np.where(wrap, wrap_angle(r), r)
             joint = self._slot_joint[slots]
             thr = np.where(joint, cfg.joint_rejection_threshold, cfg.imu_rejection_threshold)
@@ -234,10 +236,19 @@ class GateMixin:
             # and x + 0.0 is x for these sums of squares (no −0.0), so added in place
             np.add(var_p, var_c, out=var_p, where=enc)
         s0 = sig * sig + var_x + var_p                  # the smoother's prediction
-        rr = r * r
-        d2 = np.bincount(row_of, rr / (s0 + sm), minlength=N)
-        power = np.bincount(row_of, rr, minlength=N) / cnt
-        base_var = np.bincount(row_of, s0, minlength=N) / cnt
+        rr = E * E if r is None else r * r              # (−E)² is E² exactly
+        if layout is not None:
+            # the three sums per reading in one pass (row_of is the layout's: each reading's
+            # rows in the same order as three passes), the two means in one division
+            sums = np.bincount(layout.row_of3, np.concatenate((rr / (s0 + sm), rr, s0)),
+                               minlength=3 * N)
+            d2 = sums[:N]
+            means = sums[N:] / layout.cnt2
+            power, base_var = means[:N], means[N:]
+        else:
+            d2 = np.bincount(row_of, rr / (s0 + sm), minlength=N)
+            power = np.bincount(row_of, rr, minlength=N) / cnt
+            base_var = np.bincount(row_of, s0, minlength=N) / cnt
         if not distinct:
             return self._gate_sequential(slots, [p.t for p in items], thr, d2, power,
                                          base_var)

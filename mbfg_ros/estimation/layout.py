@@ -45,8 +45,9 @@ class ReadingLayout:
     """The constants of one sequence of readings (module docstring).
 
     ``rows`` rows in all; ``row_of`` the reading of each row and ``cnt`` the rows of each
-    reading; per reading its gate slot (``slots``), whether it is an encoder (``joint``)
-    and its gate threshold (``thr``); per row its slot (``slot_rows``), whether it is a
+    reading (``row_of3``, ``cnt2``: them for the gate's three sums and two means at
+    once); per reading its gate slot (``slots``), whether it is an encoder (``joint``) and
+    its gate threshold (``thr``); per row its slot (``slot_rows``), whether it is a
     wrapped angle (``wrap_rows``) or an encoder (``enc_rows``); ``distinct``: no two
     readings of one sensor. With direct encoders (``plan``): their readings' positions,
     rows, level (0 angle, 1 rate) and coordinate, the IMU groups ``(imu, ids, rows)`` and
@@ -56,8 +57,9 @@ class ReadingLayout:
     reads the angle (else the rate). ``used``: (``used_<kind>`` counter, readings of that
     kind) of the sequence, for the tick's counts; :meth:`sigmas` the σ of each row."""
 
-    __slots__ = ('rows', 'row_of', 'cnt', 'slots', 'joint', 'thr', 'slot_rows', 'wrap_rows',
-                 'wrap_any', 'enc_rows', 'enc_any', 'distinct', 'plan', 'enc_ids', 'enc_at',
+    __slots__ = ('rows', 'row_of', 'row_of3', 'cnt', 'cnt2', 'slots', 'joint', 'thr',
+                 'slot_rows', 'wrap_rows', 'wrap_any', 'enc_rows', 'enc_any', 'distinct', 'plan',
+                 'enc_ids', 'enc_at',
                  'enc_lvl', 'enc_idx', 'enc_wrap', 'enc_wrap_all', 'enc_wrap_any', 'imu_groups',
                  'H0', 'enc_groups', 'enc_take', 'used', '_sig')
 
@@ -73,6 +75,9 @@ class ReadingLayout:
         N = len(obs)
         self.row_of = np.repeat(np.arange(N), sizes)
         self.cnt = np.bincount(self.row_of, minlength=N)
+        # the gate's three sums per reading in one bincount, its two means in one division
+        self.row_of3 = np.concatenate((self.row_of, self.row_of + N, self.row_of + 2 * N))
+        self.cnt2 = np.concatenate((self.cnt, self.cnt))
         slot_list = [slot_base[ob.kind] + ob.index for ob in obs]
         self.slots = np.array(slot_list)
         self.distinct = len(set(slot_list)) == N
