@@ -201,6 +201,7 @@ class GraphMixin:
         self._gate_rows: dict[bytes, tuple] = {}      # the gate's Q(τ) constants per τ rows
         self._factor_bufs: dict[tuple, list] = {}     # the tick factor's A and b, kept
         self._state_invs: tuple | None = None         # (σ, 1/σ, −1/σ) of the state factor
+        self._reading_invs: tuple | None = None       # (σ, 1/σ, −1/σ) of the tick's readings
         self._tick_dyn_sigma = self._dyn_sigma
         self._state_sigma = np.concatenate((np.full(2 * self.sys.m, cfg.constraint_sigma),
                                             self._dyn_sigma))
@@ -328,7 +329,7 @@ class GraphMixin:
             except _Diverged as exc:
                 raise _Diverged(ready, str(exc)) from None
             if current is not None:
-                current = current.kept(keep[:len(cur)])
+                current = current.kept(keep[:len(cur)] if late else keep)
                 keep = keep[len(cur):]
             if late:
                 late = [p for p, ok in zip(late, keep.tolist()) if ok]
@@ -568,6 +569,15 @@ class GraphMixin:
             held = self._state_invs = (sigma, inv, -inv)
         return held[1], held[2]
 
+    def _reading_inv(self, sig: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(1/σ as a column, −1/σ) of the new interval's readings' σ ``sig``, kept while it is
+        the same object (a layout's kept σ's: :meth:`~.layout.ReadingLayout.sigmas`)."""
+        held = self._reading_invs
+        if held is None or held[0] is not sig:
+            inv = 1.0 / sig
+            held = self._reading_invs = (sig, inv[:, None], -inv)
+        return held[1], held[2]
+
     def _tick_factor(self, prev: int, key: int, fn: F.ErrorFn, dt: float, sigma: np.ndarray,
                      theta_prev: np.ndarray, guess: np.ndarray, tau: np.ndarray,
                      state_sigma: np.ndarray, current: _Current | None
@@ -597,9 +607,8 @@ class GraphMixin:
         else:
             b[rs:r] = -fn(n, dt, [theta_prev, guess], False)[0] * inv_i
         if on:
-            inv = 1.0 / current.sig
-            np.multiply(current.e, -inv, out=b[r:])
-            col = inv[:, None]
+            col, ninv = self._reading_inv(current.sig)
+            np.multiply(current.e, ninv, out=b[r:])
             for pos, Ji in zip(on, current.J):
                 np.multiply(Ji, col, out=(A0, A1)[pos][r:])
         return F.linear_container((prev, key), (A0, A1), b)

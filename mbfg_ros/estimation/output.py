@@ -76,9 +76,9 @@ class OutputMixin:
             status = 'stale'
             self._counters['stale_ticks'] += 1
         jp, jv = self.sm.joint_values(q, qd)     # every encoder's reading of (q, q̇)
-        # the Estimate's own arrays: one copy of x and of the σ's, split (views of them)
-        xc, sc = x.copy(), self._std_last[:2 * n].copy()
-        est = Estimate.of_tick(t, xc[:n], xc[n:2 * n], xc[2 * n:], sc[:n], sc[n:],
+        # the Estimate's own arrays: one copy of x and the σ's, split (views of it)
+        c = np.concatenate((x, self._std_last[:2 * n]))
+        est = Estimate.of_tick(t, c[:n], c[n:2 * n], c[2 * n:3 * n], c[3 * n:4 * n], c[4 * n:],
                                self.sys.torques(q, qd, qdd), jp, jv,
                                time.perf_counter() - start, status, dict(self._counters),
                                self._cov_last)
