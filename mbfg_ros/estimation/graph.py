@@ -193,6 +193,7 @@ class GraphMixin:
 
     def _set_dynamics_noise(self, cfg: EstimatorConfig) -> None:
         self._dyn_sigma, self._jerk = coordinate_sigmas(self.sys, cfg)
+        self._dyn_sigma2 = self._dyn_sigma ** 2
         self._jerk2 = self._jerk ** 2
         self._gate_jerk: dict[float, tuple] = {}      # the gate's jerk terms of Q(τ) per τ²
         self._gate_q: tuple | None = None             # (σ_d, {τ²: Q(τ)}) of the gates
@@ -257,9 +258,10 @@ class GraphMixin:
         if su <= 0 or not self._n_act or self._tau_all:
             return self._dyn_sigma, self._state_sigma
         G = self.sys.acceleration_gain(x[:self.n])[:, ~self._tau_live]
-        sigma = np.sqrt(self._dyn_sigma ** 2 + su * su * np.einsum('ij,ij->i', G, G))
-        return sigma, np.concatenate((np.full(2 * self.sys.m, self.config.constraint_sigma),
-                                      sigma))
+        sigma = np.sqrt(self._dyn_sigma2 + su * su * np.einsum('ij,ij->i', G, G))
+        if not self.sys.m:          # a tree: the state factor's rows are the dynamics' alone
+            return sigma, sigma
+        return sigma, np.concatenate((self._state_sigma[:2 * self.sys.m], sigma))
 
     def _push_window(self, t: float, k: int, x: np.ndarray) -> None:
         self._window.append((t, k))
