@@ -306,6 +306,21 @@ class SpatialDynamics:
         return self.inverse(q, qd, np.zeros(self.n)).tau
 
     # -- forward dynamics ---------------------------------------------------------------------
+    def accelerations(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray) -> np.ndarray:
+        """q̈ of :meth:`forward` (the interface of
+        :meth:`.pin_backend.PinocchioDynamics.accelerations`)."""
+        return self.forward(q, qd, tau).qdd
+
+    def acceleration_jacobians(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray
+                               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(q̈, ∂q̈/∂q, ∂q̈/∂q̇) of :meth:`forward` with derivatives."""
+        r = self.forward(q, qd, tau, derivatives=True)
+        return r.qdd, r.dqdd_dq, r.dqdd_dqd
+
+    def torques(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray:
+        """τ of :meth:`inverse`."""
+        return self.inverse(q, qd, qdd).tau
+
     def forward(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray,
                 derivatives: bool = False, minv: bool = True) -> FDResult:
         """q̈ = M(q)⁻¹ (τ − h(q, q̇)), optionally with ∂q̈/∂q, ∂q̈/∂q̇ and ∂q̈/∂τ = M⁻¹

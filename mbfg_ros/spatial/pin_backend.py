@@ -96,10 +96,33 @@ class PinocchioDynamics:
         pin, pm, pd = self._pin, self.pmodel, self.pdata
         q, qd, qdd = np.asarray(q, float), np.asarray(qd, float), np.asarray(qdd, float)
         if not derivatives:
-            return IDResult(tau=np.array(pin.rnea(pm, pd, q, qd, qdd)))
+            return IDResult(tau=pin.rnea(pm, pd, q, qd, qdd))    # a new array
         dq, dv, M = pin.computeRNEADerivatives(pm, pd, q, qd, qdd)
         return IDResult(tau=np.array(pd.tau), dtau_dq=np.array(dq), dtau_dqd=np.array(dv),
                         M=self._sym(M))
+
+    def accelerations(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray) -> np.ndarray:
+        """q̈ = ABA(q, q̇, τ) alone (``pin.aba``, which returns a new array): what
+        :meth:`forward` gives without derivatives, without its result object (issue 24)."""
+        return self._pin.aba(self.pmodel, self.pdata, np.asarray(q, float),
+                             np.asarray(qd, float), np.asarray(tau, float))
+
+    def acceleration_jacobians(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray
+                               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(q̈, ∂q̈/∂q, ∂q̈/∂q̇) of one ``pin.computeABADerivatives`` pass (it fills
+        ``data.ddq`` too): :meth:`forward` with derivatives, without M⁻¹ nor the result
+        object. Copies: Pinocchio returns views of this instance's ``Data``."""
+        pd = self.pdata
+        dq, dv, _ = self._pin.computeABADerivatives(self.pmodel, pd, np.asarray(q, float),
+                                                     np.asarray(qd, float),
+                                                     np.asarray(tau, float))
+        return pd.ddq.copy(), dq.copy(), dv.copy()
+
+    def torques(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray:
+        """τ = RNEA(q, q̇, q̈) alone (``pin.rnea``, which returns a new array): what
+        :meth:`inverse` gives without derivatives, without its result object."""
+        return self._pin.rnea(self.pmodel, self.pdata, np.asarray(q, float),
+                              np.asarray(qd, float), np.asarray(qdd, float))
 
     def mass_matrix(self, q: np.ndarray) -> np.ndarray:
         """M(q) (``pin.crba``, symmetrised)."""
@@ -122,7 +145,7 @@ class PinocchioDynamics:
         pin, pm, pd = self._pin, self.pmodel, self.pdata
         q, qd, tau = np.asarray(q, float), np.asarray(qd, float), np.asarray(tau, float)
         if not derivatives:
-            return FDResult(qdd=np.array(pin.aba(pm, pd, q, qd, tau)))
+            return FDResult(qdd=pin.aba(pm, pd, q, qd, tau))     # a new array
         dq, dv, Minv = pin.computeABADerivatives(pm, pd, q, qd, tau)
         return FDResult(qdd=np.array(pd.ddq), dqdd_dq=np.array(dq), dqdd_dqd=np.array(dv),
                         dqdd_dtau=self._sym(Minv) if minv else None)
@@ -157,6 +180,9 @@ class PinocchioImu:
         # gravity along one root axis k (the usual case): Rᵀ g = g_k R[k] without a product
         axes = np.flatnonzero(self.g)
         self._g_axis = (int(axes[0]), float(self.g[axes[0]])) if axes.size == 1 else None
+        self._local = pin.LOCAL
+        self._L = np.zeros((9, 2 * self.n))          # _accel_rows' scratch right factor
+        self._H6 = np.zeros((6, 3 * self.n))         # gyro_accel_errors' H: zero ∂/∂q̈ gyro
 
     def measure(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray,
                 jacobians: bool = False) -> ImuReading:
@@ -173,46 +199,86 @@ class PinocchioImu:
                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         """(h (6,) = [gyroscope; specific force], R, H (9, 3n): the rows of the gyroscope,
         the accelerometer and the orientation stacked, or None without ``jacobians``) at
-        (q, q̇, q̈) (class docstring). The accelerometer's Jacobian in one product:
-        ``[∂a/∂q, ∂a/∂q̇] + [ω×, −v×, −(Rᵀg)×] [∂v/∂q, J; J_ω, 0]`` (the ∂(ω × v) and
-        ∂(−Rᵀg) terms)."""
-        pin, pm, pd, f = self._pin, self.pmodel, self.pdata, self.fid
+        (q, q̇, q̈) (class docstring; :meth:`_kinematics`, :meth:`_accel_rows`)."""
         n = self.n
+        R, h, K = self._kinematics(q, qd, qdd, jacobians)
+        R = np.array(R)
+        h = np.array(h)
+        if not jacobians:
+            return h, R, None
+        H = np.zeros((9, 3 * n))                      # rows: gyro, accel, orientation
+        self._accel_rows(K, H)
+        H[6:9, :2 * n] = self._L[6:9]                 # [J_ω, 0]
+        return h, R, H
+
+    def gyro_accel_errors(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray,
+                          z: list[float], jacobians: bool = True
+                          ) -> tuple[np.ndarray, np.ndarray | None]:
+        """(e (6,), H (6, 3n) or None): the residuals ``h − z`` of a gyroscope and an
+        accelerometer reading ``z`` (6 floats, [gyro; accel]) taken at one state, and
+        their Jacobians: :meth:`measure_rows`'s first six rows, the same float operations
+        (issue 24: one record per tick; no rotation copy, no orientation rows, the
+        residuals subtracted as floats)."""
+        R, h, K = self._kinematics(q, qd, qdd, jacobians)
+        e = np.array([h[0] - z[0], h[1] - z[1], h[2] - z[2],
+                      h[3] - z[3], h[4] - z[4], h[5] - z[5]])
+        if not jacobians:
+            return e, None
+        H = self._H6.copy()
+        self._accel_rows(K, H)
+        return e, H
+
+    def _kinematics(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray, jacobians: bool
+                    ) -> tuple[np.ndarray, list[float], np.ndarray | None]:
+        """One Pinocchio pass at (q, q̇, q̈): (R (the frame's rotation: a view of the SE3
+        Pinocchio returns, which the view keeps alive), h (6 floats: [ω; a + ω × v − Rᵀ g]),
+        K (3, 9) ``[ω×, −v×, −(Rᵀg)×]`` or None without ``jacobians``). With ``jacobians``
+        the frame's kinematics derivatives are computed
+        (``computeForwardKinematicsDerivatives``) and :meth:`_accel_rows` takes them."""
+        pin, pm, pd, f, local = self._pin, self.pmodel, self.pdata, self.fid, self._local
         if jacobians:
             pin.computeForwardKinematicsDerivatives(pm, pd, q, qd, qdd)
         else:
             pin.forwardKinematics(pm, pd, q, qd, qdd)
-        pin.updateFramePlacement(pm, pd, f)
-        R = np.array(pd.oMf[f].rotation)
-        vel = pin.getFrameVelocity(pm, pd, f, pin.LOCAL).vector      # [v; ω]
-        acc = pin.getFrameAcceleration(pm, pd, f, pin.LOCAL).vector
-        vx, vy, vz, wx, wy, wz = vel.tolist()
+        oMf = pin.updateFramePlacement(pm, pd, f)
+        R = oMf.rotation
+        vx, vy, vz, wx, wy, wz = pin.getFrameVelocity(pm, pd, f, local).vector.tolist()
+        ax, ay, az = pin.getFrameAcceleration(pm, pd, f, local).linear.tolist()
         if self._g_axis is not None:
             k, gk = self._g_axis
-            gx, gy, gz = [gk * r for r in R[k].tolist()]             # Rᵀ g
+            rx, ry, rz = R[k].tolist()
+            gx, gy, gz = gk * rx, gk * ry, gk * rz                   # Rᵀ g
         else:
             gx, gy, gz = (self.g @ R).tolist()
-        h = np.array([wx, wy, wz, wy * vz - wz * vy - gx, wz * vx - wx * vz - gy,
-                      wx * vy - wy * vx - gz])
-        h[3:] += acc[:3]                         # specific force a + ω × v − Rᵀ g
+        # specific force a + ω × v − Rᵀ g: (ω × v − Rᵀ g) + a, the order of the sums fixed
+        h = [wx, wy, wz, (wy * vz - wz * vy - gx) + ax, (wz * vx - wx * vz - gy) + ay,
+             (wx * vy - wy * vx - gz) + az]
         if not jacobians:
-            return h, R, None
-        dv_dq, da_dq, da_dv, J = pin.getFrameAccelerationDerivatives(pm, pd, f, pin.LOCAL)
-        Jw = J[3:]
-        H = np.zeros((9, 3 * n))                      # rows: gyro, accel, orientation
-        H[0:3, :n] = dv_dq[3:]
-        H[0:3, n:2 * n] = Jw
-        H[6:9, :n] = Jw
-        H[3:6, 2 * n:] = J[:3]
-        L = np.zeros((9, 2 * n))
-        L[:6, :n] = dv_dq
-        L[6:, :n] = Jw
-        L[:6, n:] = J
+            return R, h, None
         K = np.array([0.0, -wz, wy, 0.0, vz, -vy, 0.0, gz, -gy,
                       wz, 0.0, -wx, -vz, 0.0, vx, -gz, 0.0, gx,
                       -wy, wx, 0.0, vy, -vx, 0.0, gy, -gx, 0.0]).reshape(3, 9)
-        A = K @ L
-        A[:, :n] += da_dq[:3]
-        A[:, n:] += da_dv[:3]
-        H[3:6, :2 * n] = A
-        return h, R, H
+        return R, h, K
+
+    def _accel_rows(self, K: np.ndarray, H: np.ndarray) -> None:
+        """Write the gyroscope's and the accelerometer's Jacobians into ``H[:6]`` (rows
+        (6, 3n) over [q, q̇, q̈]; its block ``[0:3, 2n:]``, the gyroscope's ∂/∂q̈, is left
+        as it is: zero) after :meth:`_kinematics` with ``jacobians``; the rows
+        of the orientation ``[J_ω, 0, 0]`` are left in ``self._L[6:9, :]`` (its first 2n
+        columns). The accelerometer's in one product:
+        ``[∂a/∂q, ∂a/∂q̇] + [ω×, −v×, −(Rᵀg)×] [∂v/∂q, J; J_ω, 0]`` (the ∂(ω × v) and
+        ∂(−Rᵀg) terms). ``self._L`` (9, 2n) is this instance's scratch matrix for the
+        right factor, its block ``[6:9, n:]`` zero for good; Pinocchio returns the
+        derivatives as new arrays."""
+        n = self.n
+        dv_dq, da_dq, da_dv, J = self._pin.getFrameAccelerationDerivatives(
+            self.pmodel, self.pdata, self.fid, self._local)
+        L = self._L
+        L[:6, :n] = dv_dq
+        L[:6, n:] = J
+        L[6:, :n] = J[3:]
+        D = np.concatenate((da_dq[:3], da_dv[:3]), axis=1)
+        D += K.dot(L)              # K @ L: the same dgemm call, without matmul's overhead
+        H[0:3, :2 * n] = L[3:6]                       # gyroscope: [∂ω/∂q, J_ω, 0]
+        H[3:6, :2 * n] = D
+        H[3:6, 2 * n:] = J[:3]

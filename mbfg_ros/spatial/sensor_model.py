@@ -83,9 +83,10 @@ class SpatialSensorModel:
         else:      # the Pinocchio backend: its frame kinematics derivatives (~10x cheaper)
             from .pin_backend import PinocchioImu
             self._imus = tuple(PinocchioImu(model, s.link, s.T_mount) for s in model.imus)
-        # each IMU's stacked rows (measure_rows, the Pinocchio backend's; None: numpy's
-        # ImuModel has none), looked up once rather than per call of imu_errors
-        self._imu_rows_of = tuple(getattr(m, 'measure_rows', None) for m in self._imus)
+        # each IMU's residuals of a (gyro, accel) pair at one state (gyro_accel_errors, the
+        # Pinocchio backend's; None: numpy's ImuModel has none), looked up once rather than
+        # per call of imu_errors
+        self._imu_pair_of = tuple(getattr(m, 'gyro_accel_errors', None) for m in self._imus)
         eye = np.eye(n)
         zero = np.zeros((1, n))
         self._pos_H = [(eye[j:j + 1], zero, zero) for j in range(n)]
@@ -171,15 +172,14 @@ class SpatialSensorModel:
         their Jacobians (rows, 3, n): 3 rows per reading (module docstring)."""
         n = self.n
         one = X.shape[0] == 1 or X.strides[0] == 0          # every reading at one state
-        rows_of = self._imu_rows_of[k]
-        if one and rows_of is not None and len(obs) == 2 and obs[0].kind == 'gyro' \
+        pair_of = self._imu_pair_of[k]
+        if one and pair_of is not None and len(obs) == 2 and obs[0].kind == 'gyro' \
                 and obs[1].kind == 'accel':
             # a gyroscope and an accelerometer reading at one state (the common record):
-            # their rows are the model's first six, in order
+            # the model's first six rows, in order, minus the readings
             x = X[0]
-            h, _, Hm = rows_of(x[0], x[1], x[2], want)
-            e = h - np.concatenate((obs[0].z, obs[1].z))
-            return e, (Hm[:6].reshape(6, 3, n) if want else None)
+            e, Hm = pair_of(x[0], x[1], x[2], obs[0].z.tolist() + obs[1].z.tolist(), want)
+            return e, (Hm.reshape(6, 3, n) if want else None)
         e = np.empty(3 * len(obs))
         H = np.empty((e.size, 3, n)) if want else None
         last, r = None, None

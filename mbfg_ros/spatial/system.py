@@ -61,8 +61,9 @@ class SpatialSystem:
     mech: SpatialDescription | None = None   # the edge description (description.describe)
     drives: Drives | None = None             # friction and rotors (None: the rigid tree)
 
-    @property
+    @cached_property
     def n(self) -> int:
+        """Tree joint coordinates (the model's, kept: read on every tick)."""
         return self.model.n
 
     @property
@@ -95,6 +96,23 @@ class SpatialSystem:
         """B is the identity (every tree joint has its actuator): B τ is τ."""
         return self.B.shape == (self.n, self.n) and bool(np.all(self.B == np.eye(self.n)))
 
+    @cached_property
+    def _plain_tree(self) -> bool:
+        """No loops, no friction, no rotors and B = 1: q̈ is the tree's ABA of τ and τ its
+        RNEA, straight from the backend (``dyn.accelerations``, ``dyn.acceleration_jacobians``,
+        ``dyn.torques``): the estimator's per-tick path skips the checks of the general
+        case (issue 24; the same calls on the same arrays, so the same numbers)."""
+        d = self.drives
+        return not self.loops.m and self._every_joint_actuated and \
+            (d is None or not (d.has_friction or d.has_rotor))
+
+    @cached_property
+    def _no_rows(self) -> tuple[np.ndarray, np.ndarray]:
+        """(φ, φ_q) of a tree: no rows (read-only constants of :meth:`state_terms`)."""
+        phi, phi_q = np.zeros(0), np.zeros((0, self.n))
+        phi.flags.writeable = phi_q.flags.writeable = False
+        return phi, phi_q
+
     def _joint_torques(self, tau: np.ndarray) -> np.ndarray:
         """B τ (τ itself, as a float array, when B is the identity)."""
         tau = np.asarray(tau, float)
@@ -123,6 +141,11 @@ class SpatialSystem:
         """q̈ under actuator torques (:meth:`forward`); with ``jacobians`` (q̈, ∂q̈/∂q, ∂q̈/∂q̇):
         exact for trees (the per-tick path), by one-sided differences with loops (the
         null-space solution has no closed-form derivative here)."""
+        if self._plain_tree:
+            tau = np.zeros(self.n) if tau is None else tau
+            if jacobians:
+                return self.dyn.acceleration_jacobians(q, qd, tau)
+            return self.dyn.accelerations(q, qd, tau)
         if not jacobians:
             return self.forward(q, qd, tau)
         if not self.loops.m:
@@ -245,9 +268,10 @@ class SpatialSystem:
                         'URDF robot runs in dependent (joint) coordinates')
 
     # -- what the estimator needs (same contract as the planar System) ---------------------
-    @property
+    @cached_property
     def m(self) -> int:
-        """Rows of the loop constraints (dependent rows included)."""
+        """Rows of the loop constraints (dependent rows included; kept: read on every
+        tick)."""
         return self.loops.m
 
     @property
@@ -324,11 +348,12 @@ class SpatialSystem:
         tau = np.zeros(self.B.shape[1]) if tau is None else tau
         n = self.n
         if not self.loops.m:
-            empty = np.zeros((0, n))
+            phi, empty = self._no_rows
             if jacobians:
-                qdd, dq, dqd = self.accelerations(q, qd, tau, jacobians=True)
-                return StateTerms(np.zeros(0), empty, empty, qdd, dq, dqd)
-            return StateTerms(np.zeros(0), empty, empty, self.forward(q, qd, tau), None, None)
+                qdd, dq, dqd = self.dyn.acceleration_jacobians(q, qd, tau) if \
+                    self._plain_tree else self.accelerations(q, qd, tau, jacobians=True)
+                return StateTerms(phi, empty, empty, qdd, dq, dqd)
+            return StateTerms(phi, empty, empty, self.forward(q, qd, tau), None, None)
         q, qd = np.asarray(q, float), np.asarray(qd, float)
         phi = self.loops.phi(q)
         Jc = self.loops.jacobian(q)[0]
@@ -376,6 +401,8 @@ class SpatialSystem:
     def inverse(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray:
         """Actuator torques (na,) that produce (q, q̇, q̈) (seed 003's inverse dynamics; with
         the drives' ``M_r q̈ + F(q̇)``)."""
+        if self._plain_tree:
+            return self.dyn.torques(q, qd, qdd)
         tau_q = self.dyn.inverse(q, qd, qdd).tau
         d, fr = self.drives, self._friction(qd)
         if d is not None and d.has_rotor:
@@ -391,6 +418,8 @@ class SpatialSystem:
     def forward(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray | None) -> np.ndarray:
         """q̈ (n,) under actuator torques ``tau`` (na,; None: zero) (seed 003's forward
         dynamics)."""
+        if self._plain_tree:
+            return self.dyn.accelerations(q, qd, tau if tau is not None else np.zeros(self.n))
         Btau = self._joint_torques(tau) if tau is not None else np.zeros(self.n)
         fr = self._friction(qd)
         if fr is not None:
