@@ -61,7 +61,8 @@ class ReadingLayout:
                  'slot_rows', 'wrap_rows', 'wrap_any', 'enc_rows', 'enc_any', 'distinct', 'plan',
                  'enc_ids', 'enc_at',
                  'enc_lvl', 'enc_idx', 'enc_wrap', 'enc_wrap_all', 'enc_wrap_any', 'imu_groups',
-                 'H0', 'enc_groups', 'enc_take', 'used', '_sig')
+                 'H0', 'enc_groups', 'enc_take', 'used', '_sig', 'slot_list', 'thr_list',
+                 'row_list', 'cnt_list', 'passed')
 
     def __init__(self, obs: Sequence[Observation], sm: SensorModel, slot_base: dict,
                  slot_wrap: np.ndarray, slot_joint: np.ndarray, joint_threshold: float,
@@ -80,9 +81,17 @@ class ReadingLayout:
         self.cnt2 = np.concatenate((self.cnt, self.cnt))
         slot_list = [slot_base[ob.kind] + ob.index for ob in obs]
         self.slots = np.array(slot_list)
+        self.slot_list = slot_list
         self.distinct = len(set(slot_list)) == N
         self.joint = slot_joint[self.slots]
         self.thr = np.where(self.joint, joint_threshold, imu_threshold)
+        # the gate's float path (:meth:`~.innovation_gate.GateMixin._gate_floats`): the same
+        # as lists, and its verdict when every reading passes (read-only)
+        self.thr_list = self.thr.tolist()
+        self.row_list = self.row_of.tolist()
+        self.cnt_list = self.cnt.tolist()
+        self.passed = np.ones(N, dtype=bool)
+        self.passed.flags.writeable = False
         self.slot_rows = self.slots[self.row_of]
         self.wrap_rows = slot_wrap[self.slot_rows]
         self.wrap_any = bool(self.wrap_rows.any())
