@@ -153,8 +153,10 @@ class _Current:
         return np.full(self.row_of.size, tau) if isinstance(tau, float) else tau
 
     def kept(self, keep: np.ndarray) -> _Current:
-        """Only the readings flagged in ``keep`` (and their rows)."""
-        if keep.all():
+        """Only the readings flagged in ``keep`` (and their rows); itself when every one is
+        (the gate's verdict on a layout's readings that all passed is the layout's own
+        ``passed``: no test of each flag)."""
+        if (self.layout is not None and keep is self.layout.passed) or keep.all():
             return self
         rows = keep[self.row_of]
         ids = np.flatnonzero(keep).tolist()
