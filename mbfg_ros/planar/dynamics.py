@@ -95,6 +95,12 @@ class System:
     onto Eq. 47's second-order terms, ``(s @ _C2).reshape(n + r, n) = −[Σ_k λ_k Φqq^k;
     (Φqq q̈)[rows]]`` (both linear in s, their Hessians constant); None otherwise."""
     _n: int = field(init=False, repr=False)
+    _effort: tuple | None = field(init=False, repr=False)
+    """:func:`_effort_plan`'s maps of the inverse dynamics' matrix (None: built per call)."""
+    _quad: tuple | None = field(init=False, repr=False)
+    """With ``_C2`` and every Φq entry exact (:func:`_quadratic_plan`): (``big``, ``off``,
+    mq·n), the maps giving Φq and the augmented matrix A of seed 000 Eq. 5 from q in one
+    product (:func:`_quadratic_state_terms`); None otherwise."""
 
     def __post_init__(self) -> None:
         lean = LeanKinematics(self.constraints)
@@ -114,6 +120,9 @@ class System:
             C2[n:, :n * n] = -T.reshape(r, n * n)                   # −λ_i T_i (n x n)
             C2[:n, n * n:] = -T.transpose(2, 0, 1).reshape(n, r * n)   # −q̈_j T[:, :, j]
         object.__setattr__(self, '_C2', C2)
+        object.__setattr__(self, '_quad', _quadratic_plan(lean, self.rows, A0)
+                           if C2 is not None and not lean.K else None)
+        object.__setattr__(self, '_effort', _effort_plan(lean, self.rows, self.forces.n_act))
 
     @property
     def n(self) -> int:
@@ -164,7 +173,10 @@ class System:
     def accelerations(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray,
                       jacobians: bool = False):
         """q̈ under actuator efforts ``tau`` (:func:`forward_accel`); with ``jacobians``
-        (q̈, ∂q̈/∂q, ∂q̈/∂q̇) (seed 000 Eqs. 28d-g, exact)."""
+        (q̈, ∂q̈/∂q, ∂q̈/∂q̇) (seed 000 Eqs. 28d-g, exact). q̈ alone of all-quadratic rows
+        (the live prediction between ticks): :func:`_quadratic_state_terms` without Φ."""
+        if not jacobians and self._quad is not None:
+            return _quadratic_state_terms(self, q, qd, tau, False, with_phi=False).qdd
         a = forward_accel(self, q, qd, tau, jacobians=jacobians)
         return (a.qdd, a.qdd_q, a.qdd_qd) if jacobians else a.qdd
 
@@ -199,6 +211,8 @@ class System:
                     jacobians: bool = True) -> StateTerms:
         """What the estimator's state factor needs at (q, q̇) (seed 000 Eqs. 24-26):
         Φ, Φq, ∂(Φq q̇)/∂q and q̈ with ∂q̈/∂q, ∂q̈/∂q̇ (one constraint evaluation shared)."""
+        if self._quad is not None:
+            return _quadratic_state_terms(self, q, qd, tau, jacobians)
         t = self.lean.terms(q, qd)
         qdd, _, qdd_q, qdd_qd, _ = _accel(self, q, qd, tau, None, jacobians, False, t)
         return StateTerms(t.phi, t.phi_q, t.phi_q_dot, qdd, qdd_q, qdd_qd)
@@ -449,6 +463,114 @@ def _accel(sys: System, q: np.ndarray, qd: np.ndarray, tau: np.ndarray | None,
     return qdd, lam, J[:, :n], J[:, n:], (Ainv[:n, :n] if jac_Q else None)
 
 
+def _exact_affine(lean: LeanKinematics) -> bool:
+    """Whether Φq = T q + J0 of the quadratic rows (seed 000 Eqs. 41-43) has at most two
+    nonzero coefficients per entry, each a power of two: then every product T q is exact
+    and any kernel's order of summing it (with exact zeros) gives the same bits, so
+    constant maps stacking T's rows differently (:func:`_quadratic_plan`,
+    :func:`_effort_plan`) reproduce ``lean.phi_q``'s numbers."""
+    Tm = lean.Tm
+    if Tm.size == 0:
+        return False
+    nz = Tm != 0
+    return bool(nz.sum(axis=1).max() <= 2 and np.all(np.frexp(np.abs(Tm[nz]))[0] == 0.5))
+
+
+def _effort_plan(lean: LeanKinematics, rows: np.ndarray, n_act: int
+                 ) -> tuple[np.ndarray, np.ndarray] | None:
+    """(``big``, ``off``): [B_act, Φq[rows]ᵀ] of :func:`actuator_efforts` column-major, its
+    Φqᵀ columns as ``np.dot(big, q) + off`` (the actuator columns zero, filled per call);
+    None unless every row is quadratic with exact coefficients (:func:`_exact_affine`)."""
+    if lean.K or not n_act or not _exact_affine(lean):
+        return None
+    n = lean.n
+    T3 = lean.Tm.reshape(lean.mq, n, n)
+    rows = np.asarray(rows, dtype=int).tolist()
+    big = np.zeros((n_act + len(rows), n, n))          # column c of A, entry j: row
+    off = np.zeros((n_act + len(rows), n))
+    for k, i in enumerate(rows):
+        big[n_act + k] = T3[i]
+        off[n_act + k] = lean.J0[i]
+    return big.reshape(-1, n), off.reshape(-1)
+
+
+def _quadratic_plan(lean: LeanKinematics, rows: np.ndarray, A0: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray, int] | None:
+    """The constant maps of :func:`_quadratic_state_terms` (built once per model), or None
+    where they would not give :meth:`LeanKinematics.rates`' bits.
+
+    Every row quadratic (seed 000 Eqs. 41-43): Φq = T q + J0 is affine in q, and so is the
+    augmented matrix A = [M Φqᵀ; Φq 0] (Eq. 5) on the rows ``rows``. ``big`` stacks T's
+    rows for Φq (row-major, mq·n) and for A (column-major, LAPACK's order); ``off`` holds
+    J0 and the constant blocks (M, zeros) at the same places. ``np.dot(big, q) + off`` is
+    then the separate products' numbers only when each of them is exact in any order: at
+    most two nonzero coefficients per row of T, each a power of two (every distance or
+    slider row of the configs: ±2), so every product is exact and a sum of two exact terms
+    (plus exact zeros) is rounded once whatever the kernel's order or fused multiply-adds;
+    J0 is added after the product in both. Other coefficients: None (the general path)."""
+    if not _exact_affine(lean):
+        return None
+    Tm = lean.Tm
+    n, mq = lean.n, lean.mq
+    rows = np.asarray(rows, dtype=int)
+    nr = len(A0)
+    T3 = Tm.reshape(mq, n, n)                     # T3[i, j] the row of Φq[i, j]
+    big = np.zeros((mq * n + nr * nr, n))
+    off = np.zeros(mq * n + nr * nr)
+    big[:mq * n] = Tm
+    off[:mq * n] = lean.J0.reshape(-1)
+    Abig = np.zeros((nr, nr, n))                  # A[a, b] = Abig[a, b] · q + Aoff[a, b]
+    Aoff = np.array(A0)
+    for k, i in enumerate(rows.tolist()):
+        Abig[n + k, :n] = T3[i]                   # Φq[rows] below M
+        Abig[:n, n + k] = T3[i]                   # and its transpose beside it
+        Aoff[n + k, :n] = lean.J0[i]
+        Aoff[:n, n + k] = lean.J0[i]
+    big[mq * n:] = Abig.transpose(1, 0, 2).reshape(nr * nr, n)    # column-major
+    off[mq * n:] = Aoff.T.reshape(-1)
+    Tr = T3[rows].reshape(-1, n)
+    rate = np.vstack((Tm, -Tr, -2.0 * Tr))        # q̇ ↦ [Φ̇q; −Φ̇q[rows]; −2 Φ̇q[rows]]
+    return big, off, mq * n, rate
+
+
+def _quadratic_state_terms(sys: System, q: np.ndarray, qd: np.ndarray,
+                           tau: np.ndarray | None, jacobians: bool, with_phi: bool = True
+                           ) -> StateTerms:
+    """:meth:`System.state_terms` where every row of the dynamics is quadratic and
+    ``sys._quad`` holds (the four-bar's per-tick state factor, issue 24): the same
+    operations on the same numbers as ``lean.terms`` and :func:`_accel`'s ``_C2`` branch,
+    with Φq and A of Eq. 5 from one product (``_quadratic_plan``) instead of Φq, then A
+    copied and filled, and fewer intermediate calls (~2 µs less). ``with_phi`` False:
+    Φ is not evaluated (None; q̈ alone, :meth:`System.accelerations`)."""
+    big, off, split, rate = sys._quad
+    lean = sys.lean
+    n, mq = sys._n, lean.mq
+    nr = len(sys._A0)
+    r = nr - n
+    Y = np.dot(big, q) + off                      # [Φq (row-major); A (column-major)]
+    phi_q = Y[:split].reshape(mq, n)
+    A = Y[split:].reshape(nr, nr, order='F')
+    Yd = np.dot(rate, qd)                         # [Φ̇q; −Φ̇q[rows]; −2 Φ̇q[rows]]
+    phi_q_dot = Yd[:split].reshape(mq, n)
+    phi = 0.5 * np.dot(phi_q + lean.J0, q) + lean.phi0 if with_phi else None
+    forces = sys.forces
+    ft = forces.at_rest if forces.idle(tau) else forces.evaluate(q, qd, tau, jacobians)
+    Ainv, info = lapack.dgesv(A, sys._I, overwrite_a=True)[2:]
+    if info != 0:
+        raise np.linalg.LinAlgError('Singular matrix: the augmented matrix [M Φqᵀ; Φq 0]')
+    # [Q; c], c = −Φ̇q q̇ (Eq. 3), and [q̈; λ] (Eq. 5)
+    sol = np.dot(Ainv, np.concatenate((ft.Q, np.dot(Yd[split:split + r * n].reshape(r, n), qd))))
+    qdd = sol[:n]
+    if not jacobians:
+        return StateTerms(phi, phi_q, phi_q_dot, qdd, None, None)
+    Rq = np.dot(sol, sys._C2).reshape(nr, n)      # Eq. 47: [−Σλ Φqq; −Φqq q̈]
+    Rq[:n] += ft.Q_q
+    Jqd = np.dot(Ainv[:n, n:], Yd[split + r * n:].reshape(r, n))
+    if forces.state_dependent:
+        Jqd += np.dot(Ainv[:n, :n], ft.Q_qd)
+    return StateTerms(phi, phi_q, phi_q_dot, qdd, np.dot(Ainv[:n], Rq), Jqd)
+
+
 def actuator_efforts(sys: System, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray
                      ) -> np.ndarray:
     """Actuator efforts τ (order of ``mech.actuators``) that produce q̈ at (q, q̇) (module
@@ -464,14 +586,18 @@ def actuator_efforts(sys: System, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray
     if not n_act:
         return np.zeros(0)
     n = sys._n
-    Jq = sys.lean.phi_q(q)[sys._rsel]
     Q = forces.evaluate(q, qd, None, jacobians=False).Q if forces.state_dependent else forces.Q0
-    A = np.empty((n, n_act + Jq.shape[0]), order='F')     # LAPACK's order: gesv copies none
+    plan = sys._effort
+    if plan is not None:           # Φq[rows]ᵀ in place from one product (_effort_plan)
+        A = (np.dot(plan[0], q) + plan[1]).reshape(n, -1, order='F')
+    else:
+        Jq = sys.lean.phi_q(q)[sys._rsel]
+        A = np.empty((n, n_act + Jq.shape[0]), order='F')   # LAPACK's order: gesv copies none
+        A[:, n_act:] = Jq.T
     if n_act == 1:
         A[:, 0] = forces.actuator_entries(q)
     else:
         A[:, :n_act] = np.reshape(forces.actuator_entries(q), (n, n_act))
-    A[:, n_act:] = Jq.T
     b = np.dot(sys.M, qdd) - Q
     if A.shape[1] == n:
         sol, info = lapack.dgesv(A, b, overwrite_a=False, overwrite_b=True)[2:]

@@ -272,6 +272,12 @@ class Forces:
         self._Q0_list = self.Q0.tolist()
         self._zero_nn = np.zeros((n, n))
         self._zero_nn.flags.writeable = False     # Q_q̇ without state-dependent forces
+        # Q0 with zero Jacobians, read only: what evaluate gives when no element depends
+        # on the state and every effort is zero or none is given (idle); the per-tick
+        # state terms read it without the call
+        Q0 = self.Q0.copy()
+        Q0.flags.writeable = False
+        self.at_rest = ForceTerms(Q0, self._zero_nn, self._zero_nn)
         self._act_coords = [(k, what) for k, (kind, what) in enumerate(self._act)
                             if kind == 'coord']
         self._ground = ground
@@ -282,6 +288,12 @@ class Forces:
         self.state_dependent = bool(self._torques or self._springs or self._rsprings
                                     or self._friction or self._stops)
         self.joint_actuated = any(k == 'joint' for k, _ in self._act)
+
+    def idle(self, tau: np.ndarray | None) -> bool:
+        """Whether :meth:`evaluate` at any state is :attr:`at_rest` for efforts ``tau``: no
+        element depends on the state and every effort is zero or none is given (tested on
+        floats, as :meth:`_actuator_terms_q` does)."""
+        return not self.state_dependent and (tau is None or not any(tau.tolist()))
 
     def _is_ground(self, idx: np.ndarray) -> bool:
         return idx is self._ground
@@ -469,9 +481,10 @@ class Forces:
         """Q = Q0 + B_act τ with its q-Jacobian when no element depends on the state (the
         per-tick case): :meth:`_actuator_terms` on the n columns of q only. No effort (every
         τ_k zero: a passive mechanism, or none given yet) adds nothing: Q = Q0, Q_q = 0,
-        without evaluating B_act(q)."""
+        without evaluating B_act(q). (Every τ_k zero tested on floats: ``any`` of the list
+        is ndarray.any's answer, NaN included, in a tenth of its time.)"""
         n = self.n
-        if not tau.any():
+        if not any(tau.tolist()):
             return ForceTerms(self.Q0.copy(), self._zero_nn, self._zero_nn)
         if not self._act_bodies:
             Q = self.Q0.copy()

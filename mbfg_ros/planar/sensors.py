@@ -76,6 +76,44 @@ def _entries(sel: np.ndarray) -> tuple[tuple[int, int, float], ...]:
     (one per row: each local entry lands on one column of q)."""
     return tuple((int(r), int(i), float(sel[r, i])) for r, i in zip(*np.nonzero(sel)))
 
+def _flat_gather(gather: itemgetter, n: int, W: int) -> itemgetter:
+    """``gather`` (positions in [q, consts, q̇, 0, q̈, 0]) moved to the flat one-state layout
+    [q, q̇, q̈, consts, 0] (``x.reshape(-1).tolist()`` and the constants: one list instead
+    of three and their joins)."""
+    probe = gather(list(range(W + 2 * (n + 1))))
+    probe = probe if isinstance(probe, tuple) else (probe,)
+    zero = 3 * n + W - n                        # the 0 after the constants
+    flat = []
+    for p in probe:
+        if p < n:                               # q
+            flat.append(p)
+        elif p < W:                             # a constant
+            flat.append(3 * n + p - n)
+        else:                                   # a rate or an acceleration (or its 0)
+            lvl, i = divmod(p - W, n + 1)
+            flat.append(zero if i == n else (lvl + 1) * n + i)
+    return itemgetter(*flat)
+
+
+def _imu_row_gathers(cols: tuple[tuple[int, int], ...], n: int
+                     ) -> tuple[itemgetter, itemgetter, itemgetter]:
+    """The Jacobian rows (3n each, [∂/∂q, ∂/∂q̇, ∂/∂q̈]) of an IMU's gyro, accelerometer (two
+    rows) and yaw as gathers of their local values, (∂θ̇/∂, ∂θ/∂, 0), (∂f0/∂θ·∂θ/∂, ∂f/∂r̈
+    row 0, ∂f1/∂θ·∂θ/∂, row 1, 0) and (∂θ/∂, 0), four per local coordinate of the body
+    (:meth:`SensorModel._imu_errors_one`); ``cols`` the (local, column) of each coordinate
+    on q."""
+    def rows(blocks: list[list[tuple[int, int]]], zero: int) -> itemgetter:
+        src = [zero] * (len(blocks) * 3 * n)
+        for r, parts in enumerate(blocks):
+            for base, off in parts:             # local values from ``base`` at column offset
+                for c, i in cols:
+                    src[r * 3 * n + off + i] = base + c
+        return itemgetter(*src)
+    return (rows([[(0, 0), (4, n)]], 8),
+            rows([[(0, 0), (4, 2 * n)], [(8, 0), (12, 2 * n)]], 16),
+            rows([[(0, 0)]], 4))
+
+
 class SensorModel:
     """Precomputed measurement models of a system's joints and IMUs (immutable).
 
@@ -152,6 +190,25 @@ class SensorModel:
         self._rev_cols = {j: _entries(plan_j[3]) for j, plan_j in self._rev.items()}
         self._imu_cols = [tuple((r, i) for r, i, _ in _entries(sel))
                           for _, sel, _ in self._imu_plan]
+        # The one-state forms read the state x (3, n) flat, [q, q̇, q̈, consts, 0] (one
+        # tolist): per revolute joint and IMU the gather of its entries in that layout, and
+        # per IMU the rows of each reading kind as one gather of its local values (every
+        # local coordinate lands on its own column: the float scatter's assignments).
+        self._flat_tail = self._consts + [0.0]
+        self._rev_flat = {j: _flat_gather(plan_j[2], n, W) for j, plan_j in self._rev.items()}
+        self._imu_flat = [_flat_gather(g, n, W) for g, _, _ in self._imu_plan]
+        self._imu_take = [_imu_row_gathers(cols, n) for cols in self._imu_cols]
+        # joint_values: every body of a revolute joint evaluated once (its (xi, yi, xj, yj)
+        # and their rates gathered from [q, consts, q̇, 0]), each joint from its two bodies'
+        # (θ, θ̇): (joint, revolute, body a, body b (None: ground), offset)
+        bodies: dict[tuple, int] = {}
+        self._jv_plan = []
+        for j, (kind, a, b, offset) in enumerate(self._joints):
+            ends = [None if kind != 'rev' or idx is None
+                    else bodies.setdefault(tuple(idx.tolist()), len(bodies)) for idx in (a, b)]
+            self._jv_plan.append((j, kind == 'rev', ends[0], ends[1], offset))
+        self._jv_bodies = [itemgetter(*(list(key) + [W + (p if p < n else n) for p in key]))
+                           for key in bodies]
 
     # -- helpers ---------------------------------------------------------
     def _drop(self, Jw: np.ndarray) -> np.ndarray:
@@ -185,17 +242,26 @@ class SensorModel:
     def joint_values(self, q: np.ndarray, qd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The angles (or slider positions) and rates of every encoder at (q, q̇), the
         values of :meth:`joint` (seed 000 §2 body angles), [q, consts, q̇, 0] listed once
-        for all the revolute joints."""
+        and each body's angle and rate computed once for all the revolute joints (the
+        four-bar's crank and coupler joints share the crank: 2 bodies instead of 3)."""
         full = q.tolist() + self._consts + qd.tolist() + [0.0]
+        ang = []                       # (θ, θ̇) of each body, once (:meth:`_rev_values`' floats)
+        for get in self._jv_bodies:
+            xi, yi, xj, yj, vxi, vyi, vxj, vyj = get(full)
+            dx, dy = xj - xi, yj - yi
+            ddx, ddy = vxj - vxi, vyj - vyi
+            ang.append((math.atan2(dy, dx), (dx * ddy - dy * ddx) / (dx * dx + dy * dy)))
         pos, vel = [], []
-        for j, (kind, *_rest) in enumerate(self._joints):
-            if kind == 'rev':
-                p, v = self._rev_values(j, q, qd, full)
+        for j, rev, a, b, offset in self._jv_plan:
+            if rev:
+                ta, ra = (0.0, 0.0) if a is None else ang[a]
+                tb, rb = (0.0, 0.0) if b is None else ang[b]
+                pos.append(_wrap(tb - ta - offset))
+                vel.append(rb - ra)
             else:
                 mp, mv = self.joint(j, q, qd)
-                p, v = mp.h[0], mv.h[0]
-            pos.append(p)
-            vel.append(v)
+                pos.append(mp.h[0])
+                vel.append(mv.h[0])
         return np.array(pos), np.array(vel)
 
     def _rev_values(self, j: int, q: np.ndarray, qd: np.ndarray, full: list | None = None
@@ -229,8 +295,12 @@ class SensorModel:
                    ) -> tuple[float, float, tuple, tuple]:
         """:meth:`_rev_rows` with the rows in the bodies' local coordinates (ri, rj of body
         a, then of body b; before the signed scatter ``sel``)."""
-        has_a, has_b, gather, _, offset = self._rev[j]
-        v = self._stacked(gather, q, qd)
+        return self._rev_at(j, self._stacked(self._rev[j][2], q, qd))
+
+    def _rev_at(self, j: int, v: tuple) -> tuple[float, float, tuple, tuple]:
+        """:meth:`_rev_local` of the joint's entries ``v`` (its bodies' (ri, rj), then their
+        rates, gathered)."""
+        has_a, has_b, _, _, offset = self._rev[j]
         h = len(v) // 2
         ta = ra = tb = rb = 0.0
         g: tuple = ()
@@ -337,9 +407,14 @@ class SensorModel:
         """:meth:`_imu_rows`' values and, with ``want``, its rows in the body's local
         coordinates (ri, rj) before the scatter: (∂θ/∂, ∂θ̇/∂, ∂f/∂r̈ (2 rows), ∂Rᵀ/∂θ (A r̈ −
         g) (2 floats))."""
-        gather, sel, A = self._imu_plan[k]
+        return self._imu_at(k, self._stacked(self._imu_plan[k][0], q, qd, qdd), want)
+
+    def _imu_at(self, k: int, v: tuple, want: bool
+                ) -> tuple[float, float, float, float, tuple | None]:
+        """:meth:`_imu_local` of the IMU's entries ``v`` (its body's (ri, rj), their rates and
+        accelerations, gathered)."""
+        A = self._imu_plan[k][2]
         alpha = self._imus[k][2]
-        v = self._stacked(gather, q, qd, qdd)
         dx, dy, ddx, ddy, r2, th = _body_angle(v, 0, 4)
         rate, g4, gr4 = _angle_rows(dx, dy, ddx, ddy, r2)
         a0, a1, a2, a3, a4, a5, a6, a7 = A
@@ -399,16 +474,18 @@ class SensorModel:
             return None
         n, N = self.n, X.shape[0]
         if N == 1:          # one state: the scalar model, its rows scattered as floats
-            pos, vel, g, gr = self._rev_local(j, X[0, 0], X[0, 1])
+            pos, vel, g, gr = self._rev_at(j, self._rev_flat[j](X[0].reshape(-1).tolist()
+                                                                + self._flat_tail))
             n3 = 3 * n
             H = [0.0] * (2 * n3)                # [H of the angle; H of the rate]
             for r, i, sign in self._rev_cols[j]:
                 H[i] += sign * g[r]             # ∂angle/∂q
                 H[n3 + i] += sign * gr[r]       # ∂rate/∂q
                 H[n3 + n + i] += sign * g[r]    # ∂rate/∂q̇ = ∂angle/∂q
-            H = np.array(H).reshape(2, 1, 3, n)
-            h = np.array((pos, vel))
-            return (h[0:1], h[1:2]), (H[0], H[1])
+            H += (pos, vel)                     # one array: the rows, then the values
+            a = np.array(H)
+            H = a[:2 * n3].reshape(2, 1, 3, n)
+            return (a[2 * n3:2 * n3 + 1], a[2 * n3 + 1:]), (H[0], H[1])
         if X.strides[0] == 0:                  # one state broadcast: the scalar model, once
             pos, vel, rows = self._rev_rows(j, X[0, 0], X[0, 1])
             H = np.zeros((2, N, 3, n))          # [H of the angle, H of the rate]
@@ -514,44 +591,38 @@ class SensorModel:
         model, once (the batch form costs twice as much for one state). The Jacobian's
         entries are written as floats by the IMU's scatter plan (each local coordinate of
         the body on its own column of q) and made one array."""
-        rate, f0, f1, phi, local = self._imu_local(k, x[0], x[1], x[2], want)
+        v = self._imu_flat[k](x.reshape(-1).tolist() + self._flat_tail)
+        rate, f0, f1, phi, local = self._imu_at(k, v, want)
         e = []
-        for ob in obs:
-            kind = ob.kind
-            if kind == 'gyro':
-                e.append(rate - ob.z[0])
-            elif kind == 'accel':
-                z0, z1 = ob.z.tolist()
-                e += (f0 - z0, f1 - z1)
-            else:
-                e.append(_wrap(_wrap(phi) - ob.z[0]))
         if not want:
+            for ob in obs:
+                kind = ob.kind
+                if kind == 'gyro':
+                    e.append(rate - ob.z[0])
+                elif kind == 'accel':
+                    z0, z1 = ob.z.tolist()
+                    e += (f0 - z0, f1 - z1)
+                else:
+                    e.append(_wrap(_wrap(phi) - ob.z[0]))
             return np.array(e), None
         g4, gr4, cr, sr, d0, d1 = local
-        n = self.n
-        n3 = 3 * n
-        H = [0.0] * (len(e) * n3)
-        cols = self._imu_cols[k]
-        b = 0
+        take_gyro, take_accel, take_orient = self._imu_take[k]
+        H: list = []
         for ob in obs:
             kind = ob.kind
             if kind == 'gyro':                      # [∂θ̇/∂q, ∂θ/∂q, 0]
-                for c, i in cols:
-                    H[b + i] = gr4[c]
-                    H[b + n + i] = g4[c]
-                b += n3
+                e.append(rate - ob.z[0])
+                H += take_gyro(gr4 + g4 + (0.0,))
             elif kind == 'accel':                   # [∂f/∂q, 0, ∂f/∂q̈] (2 rows)
-                for c, i in cols:
-                    H[b + i] = d0 * g4[c]
-                    H[b + 2 * n + i] = cr[c]
-                    H[b + n3 + i] = d1 * g4[c]
-                    H[b + n3 + 2 * n + i] = sr[c]
-                b += 2 * n3
+                z0, z1 = ob.z.tolist()
+                e += (f0 - z0, f1 - z1)
+                a0, a1, a2, a3 = g4
+                H += take_accel((d0 * a0, d0 * a1, d0 * a2, d0 * a3) + cr
+                                + (d1 * a0, d1 * a1, d1 * a2, d1 * a3) + sr + (0.0,))
             else:                                   # [∂θ/∂q, 0, 0]
-                for c, i in cols:
-                    H[b + i] = g4[c]
-                b += n3
-        return np.array(e), np.array(H).reshape(len(e), 3, n)
+                e.append(_wrap(_wrap(phi) - ob.z[0]))
+                H += take_orient(g4 + (0.0,))
+        return np.array(e), np.array(H).reshape(len(e), 3, self.n)
 
     def joint_positions(self, q: np.ndarray) -> np.ndarray:
         z = np.zeros(self.n)

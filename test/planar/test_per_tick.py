@@ -320,3 +320,155 @@ def test_accelerations_alone_are_the_full_terms_bits(name):
             assert a.tobytes() == b.tobytes()
         want = forward_accel(sys_, q, qd, tau, terms=t).qdd
         assert sys_.accelerations(q, qd, tau).tobytes() == want.tobytes()
+
+
+def _without(sys_, **plans):
+    """``sys_`` built again with the given per-model plans set (None: the general path they
+    shortcut)."""
+    other = build_system(sys_.mech, sys_.z_idx)
+    for name, value in plans.items():
+        object.__setattr__(other, name, value)
+    return other
+
+
+def _same_bits(a, b) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    return a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
+def _quadratic_cases() -> dict:
+    """Mechanisms whose dynamics rows are all quadratic with exact coefficients: the
+    four-bar (with and without a spring-damper, so Q depends on q̇ and the motor's τ on q),
+    the slider-crank, and the triple pendulum (8 of its 9 rows independent: ``rows`` not a
+    slice)."""
+    four = load_system(CONFIG / 'fourbar.yaml')
+    spring = build_system(replace(four.mech, springs=(Spring((1, 3), 30.0, 25.0, 2.0),)))
+    return {'fourbar': four, 'fourbar_spring': spring,
+            'slider_crank': load_system(CONFIG / 'slider_crank.yaml'),
+            'pendulum3': load_system(CONFIG / 'pendulum3.yaml')}
+
+
+@pytest.mark.parametrize('name', ['fourbar', 'fourbar_spring', 'slider_crank', 'pendulum3'])
+def test_quadratic_state_terms_are_the_general_paths_bits(name):
+    """``System.state_terms`` of all-quadratic rows (``_quadratic_state_terms``: Φq and the
+    augmented matrix from one product, Φ̇q with its negated and doubled rows from another,
+    issue 24) equals ``lean.terms`` + ``_accel``'s path bit for bit, with and without
+    Jacobians, with zero, −0 and nonzero efforts, near and far from the assembled pose; so
+    does q̈ alone (``accelerations``: the same path without Φ)."""
+    sys_ = _quadratic_cases()[name]
+    assert sys_._quad is not None
+    ref = _without(sys_, _quad=None)
+    if name == 'pendulum3':
+        assert not isinstance(sys_._rsel, slice)
+    rng = np.random.default_rng(11)
+    n_act = len(sys_.mech.actuators)
+    for scale in (0.01, 0.3, 3.0):
+        for k in range(20):
+            q, qd = sys_.q0 + scale * rng.normal(size=sys_.n), rng.normal(size=sys_.n)
+            tau = (rng.normal(size=n_act), np.zeros(n_act), np.full(n_act, -0.0))[k % 3]
+            for want in (True, False):
+                got = sys_.state_terms(q, qd, tau, want)
+                exp = ref.state_terms(q, qd, tau, want)
+                assert all(_same_bits(a, b) for a, b in zip(got, exp)), (k, want)
+            assert _same_bits(sys_.accelerations(q, qd, tau), ref.accelerations(q, qd, tau))
+
+
+def test_exact_affine_refuses_coefficients_whose_sums_can_round_differently():
+    """The one-product maps are taken only where Φq's coefficients make every product exact
+    and every sum one rounding (two terms, powers of two); three terms or a coefficient 3
+    fall back to the general path."""
+    from types import SimpleNamespace
+
+    from mbfg_ros.planar.dynamics import _exact_affine
+    ok = np.array([[2.0, -2.0, 0.0], [0.0, 0.5, 0.0]])
+    assert _exact_affine(SimpleNamespace(Tm=ok))
+    assert not _exact_affine(SimpleNamespace(Tm=np.array([[2.0, -2.0, 1.0]])))
+    assert not _exact_affine(SimpleNamespace(Tm=np.array([[3.0, -2.0, 0.0]])))
+    assert not _exact_affine(SimpleNamespace(Tm=np.zeros((0, 3))))
+
+
+@pytest.mark.parametrize('name', ['fourbar', 'fourbar_spring', 'slider_crank', 'two_motors'])
+def test_effort_plan_is_the_general_paths_bits(name):
+    """:func:`actuator_efforts` with [B_act, Φqᵀ] from one product (``_effort_plan``) equals
+    the matrix filled from ``lean.phi_q`` bit for bit: square (one motor) and not square
+    (two motors on the four-bar: the normal equations)."""
+    cases = _quadratic_cases()
+    if name == 'two_motors':
+        four = cases['fourbar']
+        motor = replace(four.mech.actuators[0], name='coupler_motor',
+                        joint=four.mech.joints[1].name)
+        sys_ = build_system(replace(four.mech, actuators=four.mech.actuators + (motor,)))
+    else:
+        sys_ = cases[name]
+    assert sys_._effort is not None
+    ref = _without(sys_, _effort=None)
+    for q, qd, qdd, _ in _states(sys_, 40, 12):
+        assert _same_bits(actuator_efforts(sys_, q, qd, qdd), actuator_efforts(ref, q, qd, qdd))
+
+
+@pytest.mark.parametrize('name', ['fourbar.yaml', 'slider_crank.yaml', 'five_bar.yaml'])
+def test_one_state_sensor_rows_are_the_scalar_models_values(name):
+    """The one-state encoder and IMU forms (their entries gathered from the flat state, the
+    IMU's rows gathered per reading kind) give exactly the scalar models' numbers
+    (``joint``, ``imu``: the local rows scattered by a product), every reading kind in
+    every order, without the tolerance of the batch comparison."""
+    sys_ = load_system(CONFIG / name)
+    sm = sys_.sensor_model()
+    if not sm.imu_names:
+        mech = load_system(CONFIG / 'fourbar.yaml').mech
+        sys_ = build_system(replace(sys_.mech, sensors=(replace(mech.sensors[0], body=1,
+                                                                point=(0.3, -0.2), angle=0.4),)))
+        sm = sys_.sensor_model()
+    obs = [Observation('gyro', 0, np.array([0.3]), np.array([0.01])),
+           Observation('accel', 0, np.array([1.5, -2.0]), np.array([0.05, 0.05])),
+           Observation('orient', 0, np.array([3.1]), np.array([0.02]))]
+    for q, qd, qdd, _ in _states(sys_, 10, 13):
+        x = np.stack((q, qd, qdd))
+        for j in range(len(sm.joint_names)):
+            batch = sm.joint_batch(j, x[None])
+            if batch is None:
+                continue
+            (pos, vel), (Hp, Hv) = batch
+            p, v = sm.joint(j, q, qd, want=True)
+            assert pos.tolist() == p.h.tolist() and vel.tolist() == v.h.tolist()
+            np.testing.assert_array_equal(Hp[0], np.stack((p.Hq[0], p.Hqd[0], p.Hqdd[0])))
+            np.testing.assert_array_equal(Hv[0], np.stack((v.Hq[0], v.Hqd[0], v.Hqdd[0])))
+        models = dict(zip(('gyro', 'accel', 'orient'), sm.imu(0, q, qd, qdd, want=True)))
+        for readings in (obs, obs[::-1], [obs[1], obs[0], obs[1]], obs[2:]):
+            e, H = sm.imu_errors(0, readings, x[None], True)
+            want_H = np.concatenate([np.stack((models[o.kind].Hq, models[o.kind].Hqd,
+                                               models[o.kind].Hqdd), axis=1)
+                                     for o in readings])
+            np.testing.assert_array_equal(H, want_H)
+            want_e = [m - z for o in readings
+                      for m, z in zip(models[o.kind].h.tolist(), o.z.tolist())]
+            for got, w, o in zip(e.tolist(), want_e, [o for o in readings
+                                                    for _ in range(o.z.size)]):
+                assert got == (_wrap(w) if o.kind == 'orient' else w)
+
+
+@pytest.mark.parametrize('name', ['fourbar', 'fourbar_spring', 'pendulum3'])
+def test_idle_forces_are_the_evaluations_values(name):
+    """``Forces.idle`` / ``at_rest`` (what the per-tick state terms read instead of
+    ``evaluate``): idle exactly when no element depends on the state and every effort is
+    zero, −0 or none is given (NaN is not zero), and then ``evaluate`` gives ``at_rest``'s
+    values at any state."""
+    sys_ = _quadratic_cases()[name]
+    forces = sys_.forces
+    n_act = forces.n_act
+    efforts = [None, np.zeros(n_act), np.full(n_act, -0.0)]
+    assert all(forces.idle(t) == (not forces.state_dependent) for t in efforts)
+    if n_act:
+        assert not forces.idle(np.full(n_act, np.nan))
+        assert not forces.idle(np.full(n_act, 0.3))
+    rng = np.random.default_rng(14)
+    for tau in efforts:
+        if not forces.idle(tau):
+            continue
+        for _ in range(5):
+            q, qd = sys_.q0 + 0.3 * rng.normal(size=sys_.n), rng.normal(size=sys_.n)
+            for jac in (True, False):
+                for a, b in zip(forces.evaluate(q, qd, tau, jac), forces.at_rest):
+                    np.testing.assert_array_equal(a, b)
+    assert not forces.at_rest.Q.flags.writeable
