@@ -70,6 +70,8 @@ for p in (str(REPO), str(BENCH)):
     if p not in sys.path:
         sys.path.insert(0, p)
 
+from probe import calibrate, read_samples, slowdown  # noqa: E402  bench/probe.py
+
 NS = 1_000_000_000
 MECH = REPO / 'config' / 'fourbar.yaml'
 URDF = REPO / 'config' / 'urdf' / 'ur5.urdf'
@@ -274,7 +276,10 @@ class NodeRun:
     exit, every process in ``run.procs`` is stopped (the node by SIGINT, killed if it
     has not stopped within 20 s: none is left behind) and the monitor shut down.
 
-    ``raw``: ``on_state`` and ``on_joints`` get (arrival ns, serialised bytes) and every
+    ``raw``: ``on_state`` and ``on_joints`` get (arrival ns, serialised bytes), the arrival
+    being the middleware's reception time of the sample (``MessageInfo.received_timestamp``,
+    system clock: what a subscriber in C++, ros2_control, would see, without this Python
+    monitor's own backlog, which ``monitor_delay`` keeps per message), and every
     message waiting on the topic is taken in the callback (:func:`mbfg_ros.ros.polling.drain`'s
     way, each stamped with its own arrival time): at 1-2 kHz a deserialised message per
     executor turn costs the monitor ~0.1-0.2 ms of its own CPU each, on the two cores the node
@@ -290,6 +295,7 @@ class NodeRun:
         self.env = ros_env(domain)
         self.diags: list = []
         self.procs: list[subprocess.Popen] = []
+        self.monitor_delay: list[int] = []     # ns: callback − DDS reception, per message
 
     def __enter__(self) -> 'NodeRun':
         import rclpy
@@ -325,17 +331,26 @@ class NodeRun:
     def _subscribe(self, topic: str, on_msg, qos) -> None:
         """A JointState subscription of the monitor (``raw``: class docstring)."""
         from mbfg_ros.ros import conversions as cv
-        from mbfg_ros.ros.polling import take_raw
-
         if not self.raw:
             self.mon.create_subscription(cv.message_class('JointState'), topic, on_msg, qos)
             return
         sub = None
 
-        def on_raw(buf: bytes) -> None:
-            on_msg(time.time_ns(), buf)
-            while (more := take_raw(sub)) is not None:
-                on_msg(time.time_ns(), more)
+        def on_raw(buf: bytes, info: dict) -> None:
+            on_msg(info.get('received_timestamp') or time.time_ns(), buf)
+            self.monitor_delay.append(time.time_ns() - on_arrival(info))
+            while True:
+                with sub.handle:
+                    more = sub.handle.take_message(sub.msg_type, True)
+                if more is None:
+                    break
+                on_msg(on_arrival(more[1]), more[0])
+                self.monitor_delay.append(time.time_ns() - on_arrival(more[1]))
+
+        def on_arrival(info: dict) -> int:
+            # the middleware's reception time (the sample in this process's DDS reader),
+            # not this Python callback's: the monitor's own backlog is not the node's latency
+            return info.get('received_timestamp') or time.time_ns()
         sub = self.mon.create_subscription(cv.message_class('JointState'), topic, on_raw, qos,
                                            raw=True)
 
@@ -596,10 +611,13 @@ def node_params(params: dict, opts: Options, default_ticks: float) -> dict:
 
 
 def drive(params: dict, data: Path, busy: bool, domain: int, log: Path, tmp: Path,
-          opts: Options | None = None) -> tuple[list, int, float, list, tuple[float, float]]:
+          opts: Options | None = None
+          ) -> tuple[list, int, float, list, tuple[float, float], list[float]]:
     """Run the node with ``params`` under the generator of ``data`` (and a busy core):
     (states received (arrival ns, stamp ns, q, q̇, τ̂ of the newest ~/joint_states),
-    generator start ns, node CPU %, diagnostics, the generator's own lateness p99 / max ms).
+    generator start ns, node CPU %, diagnostics, the generator's own lateness p99 / max ms,
+    the machine probe's samples while the generator ran (``bench/probe.py``, µs)); prints
+    the monitor's own delay (its callback after the DDS reception its arrivals are).
     """
     from mbfg_ros.ros.cdr import JointStateParser
 
@@ -613,10 +631,16 @@ def drive(params: dict, data: Path, busy: bool, domain: int, log: Path, tmp: Pat
             run.start([sys.executable, '-c', 'while True: pass'])
         start_file = tmp / 'start'
         grid = int(round(NS / float(params['frequency']))) if opts.grid_stamps else 0
+        probe_file = tmp / f'probe_{log.stem}.txt'
+        probe_file.unlink(missing_ok=True)
+        run.start([sys.executable, str(Path(__file__).resolve().parent / 'probe.py'),
+                   str(probe_file)])
         gen = run.start_generator(data, start_file, opts.sim_time, grid)
         cpu0, wall0 = cpu_seconds(run.node.pid), time.monotonic()
         run.spin_while(lambda: gen.poll() is None, step=0.01)
         cpu1, wall1 = cpu_seconds(run.node.pid), time.monotonic()
+        machine = read_samples(probe_file)
+        delay = np.array(run.monitor_delay) / 1e6
         start = int(start_file.read_text())
         run.spin_while(lambda: True, 2.5)               # two diagnostics after the end
         diags = run.diags
@@ -646,7 +670,11 @@ def drive(params: dict, data: Path, busy: bool, domain: int, log: Path, tmp: Pat
               f'{len(states)} estimates, {v["input.received"]} messages):')
         for label, us in profile_breakdown(prof, len(states), int(v['input.received'])):
             print(f'      {label:48s} {us:9.1f}')
-    return states, start, 100.0 * (cpu1 - cpu0) / (wall1 - wall0), diags, late
+    if delay.size:
+        print(f'    the monitor\'s own delay (its callback − the DDS reception), ms p50 / p99 / '
+              f'max: {np.percentile(delay, 50):.2f} / {np.percentile(delay, 99):.2f} / '
+              f'{delay.max():.2f} (not in the latency columns)')
+    return states, start, 100.0 * (cpu1 - cpu0) / (wall1 - wall0), diags, late, machine
 
 
 def row_counts(v: dict, rate: int, busy: bool, d, lat: list, cpu: float,
@@ -668,13 +696,15 @@ def row_counts(v: dict, rate: int, busy: bool, d, lat: list, cpu: float,
             'predicted': int(v.get('ticks.predicted', 0)), 'run': int(v['ticks.run']),
             'node_lat99': f'{max(own):.1f}' if own else '-',
             'thinned': int(v.get('ticks.thinned', 0)),
-            'governor': governor_view(diags)}
+            'governor': governor_view(diags, v)}
 
 
-def governor_view(diags: list) -> dict:
+def governor_view(diags: list, last: dict) -> dict:
     """``predict_between_ticks``: the node's governor (issue 24) as /diagnostics gave it in
     the second with the most ticks run (streaming, not the tail), and its thread's share
-    of a core in every second that ran ticks."""
+    of a core in every second that ran ticks; from the ``last`` report, the readings the
+    smoother took after their tick (``late``: each a factor on an older key, which costs
+    ISAM2 a longer re-elimination) and the grid ticks thinned for the budget (``thin``)."""
     seen = [{kv.key: kv.value for kv in m.status[0].values} for m in diags]
     seen = [x for x in seen if 'governor.load' in x and x.get('ticks.rate_hz', '0') != '0.0']
     if not seen:
@@ -682,6 +712,8 @@ def governor_view(diags: list) -> dict:
     best = max(seen, key=lambda x: float(x.get('ticks.rate_hz', 0)))
     out = {k.split('.', 1)[1]: x for k, x in best.items() if k.startswith('governor.')}
     out['load per second'] = ' '.join(x['governor.load'] for x in seen)
+    out['late readings'] = last.get('estimator.late', '-')
+    out['thin (total)'] = last.get('governor.thin', '-')
     return out
 
 
@@ -699,7 +731,7 @@ def run_row(rate: int, busy: bool, duration: float, domain: int, tmp: Path,
     params = node_params({'mechanism': MECH, 'lag_duration': 0.1, 'encoder_sigma': ENC_SIGMA,
                           'executor': os.environ.get('MBFG_BENCH_EXECUTOR', 'auto')},
                          opts, TICKS[rate])
-    states, start, cpu, diags, late = drive(params, data, busy, domain,
+    states, start, cpu, diags, late, machine = drive(params, data, busy, domain,
                                             tmp / f'node_{rate}_{busy}.log', tmp, opts)
     v = {kv.key: kv.value for kv in diags[-1].status[0].values}
     if os.environ.get('MBFG_BENCH_TRACE'):
@@ -735,7 +767,7 @@ def run_row(rate: int, busy: bool, duration: float, domain: int, tmp: Path,
     raw = [float(wrap_angle(z - crank(true_q(s))))
            for z, s in zip(d['enc'][enc], d['stamp'][enc]) if 0.5 <= s <= duration]
     return dict(row_counts(v, rate, busy, d, lat, cpu, duration, diags), robot='fourbar',
-                late=late,
+                late=late, machine=machine,
                 ticks=params['frequency'], crank_mrad=1e3 * rms(ea), p1_mm=1e3 * rms(ep),
                 raw_mrad=1e3 * rms(raw), rate_rms=rms(er), tau_pct=float('nan'))
 
@@ -756,7 +788,7 @@ def run_row_ur5(rate: int, busy: bool, duration: float, domain: int, tmp: Path,
                    'executor': os.environ.get('MBFG_BENCH_EXECUTOR', 'auto')})
     opts = opts or Options()
     params = node_params(params, opts, TICKS[rate])
-    states, start, cpu, diags, late = drive(params, data, busy, domain,
+    states, start, cpu, diags, late, machine = drive(params, data, busy, domain,
                                             tmp / f'node_ur5_{rate}_{busy}.log', tmp, opts)
     v = {kv.key: kv.value for kv in diags[-1].status[0].values}
     t, q = d['t'], d['q']
@@ -782,6 +814,7 @@ def run_row_ur5(rate: int, busy: bool, duration: float, domain: int, tmp: Path,
     raw = [z - true_q(st) for z, st in zip(d['enc'][enc], d['stamp'][enc])
            if 0.5 <= st <= duration]
     return dict(row_counts(v, rate, busy, d, lat, cpu, duration, diags), robot='ur5', late=late,
+                machine=machine,
                 ticks=params['frequency'], crank_mrad=1e3 * rms(ea), p1_mm=float('nan'),
                 raw_mrad=1e3 * rms(raw), rate_rms=rms(er),
                 tau_pct=100 * rms(et) / rms(tt) if tt else float('nan'))
@@ -837,6 +870,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f'estimator_node throughput: {MECH.name}, {args.duration:g} s per row, python '
           f'{platform.python_version()}, {os.cpu_count()} CPUs, crank encoder + coupler IMU '
           'at the input rate, lag 0.1 s; errors after the first 0.5 s')
+    base = calibrate()
+    print(f'machine probe (bench/probe.py, thread CPU of a fixed piece of work): {base:.0f} µs '
+          'now; the column "machine x" is its median / 90th percentile during each row '
+          'relative to that (1.00: as fast as now; 1.3: a third slower, another guest or the '
+          'host taking the cores)')
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         opts = Options(ticks=args.ticks, sim_time=args.sim_time,
@@ -859,7 +897,7 @@ def main(argv: list[str] | None = None) -> int:
             'node CPU % | '
             'estimates/s | smoothed / predicted / thinned ticks | merged ticks | '
             'resets | angle mrad | P1 mm | raw encoder mrad | beats raw | rate RMSE rad/s | '
-            'τ̂ RMSE % |')
+            'τ̂ RMSE % | machine x |')
     print()
     print(head)
     print('|' + '---|' * (head.count('|') - 1))
@@ -878,7 +916,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{'-' if math.isnan(r['p1_mm']) else format(r['p1_mm'], '.3f')} | "
               f"{r['raw_mrad']:.3f} | {'yes' if r['crank_mrad'] < r['raw_mrad'] else 'NO'} | "
               f"{r['rate_rms']:.4f} | "
-              f"{'-' if math.isnan(r['tau_pct']) else format(r['tau_pct'], '.2f')} |")
+              f"{'-' if math.isnan(r['tau_pct']) else format(r['tau_pct'], '.2f')} | "
+              f"{'%.2f / %.2f' % slowdown(r['machine'], base)} |")
     for r in rows:
         if r['governor']:       # predict_between_ticks: the governor's view (issue 24)
             print(f"governor {r['robot']} {'busy' if r['busy'] else 'quiet'}: "
