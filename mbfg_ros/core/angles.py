@@ -18,8 +18,10 @@ _TWO_PI = 2.0 * math.pi
 
 
 def wrap_angle(a: np.ndarray | float) -> np.ndarray | float:
-    """Wrap to (−π, π]."""
-    return np.pi - np.mod(np.pi - np.asarray(a, dtype=float), 2.0 * np.pi)
+    """Wrap to (−π, π] (a float array as it is: no conversion call on the per-tick paths)."""
+    if not isinstance(a, np.ndarray) or a.dtype != np.float64:
+        a = np.asarray(a, dtype=float)
+    return np.pi - np.mod(np.pi - a, _TWO_PI)
 
 
 def wrap_scalar(a: float) -> float:

@@ -40,8 +40,8 @@ if TYPE_CHECKING:
     from .interface import MultibodySystem
 
 __all__ = [
-    'ErrorFn', 'custom_factor', 'linear_factor', 'stacked_linear_factor', 'prior_factor',
-    'sigmas',
+    'ErrorFn', 'custom_factor', 'linear_factor', 'stacked_linear_factor', 'linear_container',
+    'prior_factor', 'sigmas', 'whitened_state_rows', 'whitened_trapezoidal_b',
     'stacked_state_error', 'stacked_trapezoidal_error', 'stacked_trapezoidal_jerk_error',
     'stacked_euler_error', 'stacked_integrator_jacobians',
     'stacked_indep_state_error', 'basis_matrix',
@@ -171,9 +171,7 @@ def _unit(rows: int) -> gtsam.noiseModel.Unit:
 def stacked_linear_factor(keys: Sequence[int], xs: Sequence[np.ndarray],
                           blocks: Sequence[tuple[Sequence[int], np.ndarray | None, np.ndarray,
                                                  Sequence[np.ndarray]]],
-                          point: bool = True, base: Sequence[np.ndarray] | None = None,
-                          touched: Sequence[int] | None = None
-                          ) -> gtsam.LinearContainerFactor:
+                          point: bool = True) -> gtsam.LinearContainerFactor:
     """Several factors linearised at ``xs`` (the values of ``keys``) as ONE whitened
     :class:`gtsam.JacobianFactor` in a :class:`gtsam.LinearContainerFactor` (issue 24).
 
@@ -188,29 +186,19 @@ def stacked_linear_factor(keys: Sequence[int], xs: Sequence[np.ndarray],
     linearisation point of ``keys`` is ``xs`` and stays there (ISAM2 without
     relinearisation, given ``xs`` as the new keys' values): GTSAM would move b by
     −A δ with δ = 0 there, so the factor is the same without building ``gtsam.Values``.
-
-    ``base``: the A matrices (column-major, one per key) with every whitened block (σ
-    None) in place and zeros elsewhere, kept by the caller (e.g. per step dt): only the
-    other blocks are written, into copies of the matrices they touch; an untouched one is
-    passed as it is (GTSAM copies it). ``touched``: the positions those other blocks write
-    (the caller's constant, e.g. per step dt), else found from ``blocks``.
+    (A caller may instead write the same rows into buffers it keeps from call to call:
+    :func:`whitened_state_rows`, :func:`whitened_trapezoidal_b`, :func:`linear_container`.)
     """
     rows = sum(e.size for _, _, e, _ in blocks)
-    if base is not None:
-        if touched is None:
-            touched = {pos for on, sigma, _, _ in blocks if sigma is not None for pos in on}
-        A = [Ab.copy(order='F') if pos in touched else Ab for pos, Ab in enumerate(base)]
-    else:
-        A = [np.zeros((rows, x.size), order='F') for x in xs]
+    A = [np.zeros((rows, x.size), order='F') for x in xs]
     b = np.empty(rows)
     r = 0
     for on, sigma, e, J in blocks:
         m = e.size
-        if sigma is None:               # whitened already: b = e, A = J (in base already)
+        if sigma is None:               # whitened already: b = e, A = J
             b[r:r + m] = e
-            if base is None:
-                for pos, Ai in zip(on, J):
-                    A[pos][r:r + m] = Ai
+            for pos, Ai in zip(on, J):
+                A[pos][r:r + m] = Ai
         else:                           # b = −Σ^-½ e, A = Σ^-½ J
             inv = 1.0 / sigma
             np.multiply(e, -inv, out=b[r:r + m])
@@ -219,6 +207,15 @@ def stacked_linear_factor(keys: Sequence[int], xs: Sequence[np.ndarray],
                 np.multiply(Ji, col, out=A[pos][r:r + m])
         r += m
     return _container(keys, xs, A, b, 'stacked_linear_factor', point)
+
+
+def linear_container(keys: Sequence[int], A: Sequence[np.ndarray], b: np.ndarray
+                     ) -> gtsam.LinearContainerFactor:
+    """The whitened JacobianFactor ``A δ = b`` on 1 or 2 ``keys`` in a LinearContainerFactor
+    without a linearisation point (:func:`stacked_linear_factor`'s ``point`` False): for a
+    caller that writes A and b itself, e.g. into buffers it keeps from tick to tick (GTSAM
+    copies them into the factor, so they can be written again once it is built)."""
+    return _container(keys, (), A, b, 'linear_container', point=False)
 
 
 def sigmas(*blocks: tuple[int, float]) -> gtsam.noiseModel.Diagonal:
@@ -264,6 +261,40 @@ def stacked_state_error(sys: MultibodySystem, tau: np.ndarray | None, xs: Sequen
     return e, [J]
 
 
+def whitened_state_rows(sys: MultibodySystem, tau: np.ndarray | None, x: np.ndarray,
+                        inv: np.ndarray, ninv: np.ndarray, J: np.ndarray, A: np.ndarray,
+                        b: np.ndarray, full: bool) -> None:
+    """:func:`stacked_state_error`'s rows at ``x`` whitened, written in place: ``A`` (its
+    rows, 3n) ← Σ^-½ J and ``b`` (its rows) ← −Σ^-½ e, with ``inv`` = 1/σ and ``ninv`` =
+    −1/σ per row: the rows :func:`stacked_linear_factor` gives the block (σ, e, J),
+    element by element the same products.
+
+    ``J`` (rows, 3n), a buffer the caller keeps from call to call, receives the Jacobian:
+    only its blocks that move with the state (Eqs. 24-26: Φq, Φ̇q and the dynamics'
+    ∂q̈/∂q, ∂q̈/∂q̇), the constant ones (zeros, the −I of Eq. 26) only with ``full`` (a new
+    buffer); then A and b are each one product (issue 24: fewer numpy calls than a new
+    Jacobian and error per tick; a JacobianFactor copies A and b, so the caller may keep
+    them too)."""
+    n, m = sys.n, sys.m
+    q, qd, qdd = x[:n], x[n:2 * n], x[2 * n:]
+    t = sys.state_terms(q, qd, tau, True)
+    r = 2 * m
+    if full:
+        J[:] = 0.0
+        J[r:, 2 * n:] = _neg_eye(n)
+    J[r:, :n] = t.qdd_q
+    J[r:, n:2 * n] = t.qdd_qd
+    np.subtract(t.qdd, qdd, out=b[r:])
+    if m:                                       # loops: the constraint rows (Eqs. 24-25)
+        J[:m, :n] = t.phi_q
+        J[m:r, :n] = t.phi_q_dot
+        J[m:r, n:2 * n] = t.phi_q
+        b[:m] = t.phi
+        np.matmul(t.phi_q, qd, out=b[m:r])
+    np.multiply(J, inv[:, None], out=A)
+    np.multiply(b, ninv, out=b)
+
+
 @lru_cache(maxsize=8)
 def _neg_eye(n: int) -> np.ndarray:
     """−I (n x n), read-only (a constant block of every state factor's Jacobian)."""
@@ -301,6 +332,17 @@ def stacked_trapezoidal_error(n: int, dt: float, xs: Sequence[np.ndarray], want:
     # [q; q̇]_k − [q; q̇]_{k−1} − dt/2 ([q̇; q̈]_{k−1} + [q̇; q̈]_k), both levels at once
     e = (X1[:2] - X0[:2] - 0.5 * dt * (X0[1:] + X1[1:])).reshape(2 * n)
     return e, (list(stacked_integrator_jacobians(n, dt, True)) if want else None)
+
+
+def whitened_trapezoidal_b(n: int, dt: float, x0: np.ndarray, x1: np.ndarray,
+                           inv: np.ndarray, out: np.ndarray) -> None:
+    """``out`` ← −Σ^-½ e of :func:`stacked_trapezoidal_error` (Eq. 23) between ``x0`` and
+    ``x1``, ``inv`` = 1/σ per row: the same doubles as ``-e * inv`` (−(d − h) is h − d
+    exactly), in place and without the error function's list and reshapes."""
+    X0, X1 = x0.reshape(3, n), x1.reshape(3, n)
+    B = out.reshape(2, n)
+    np.subtract(0.5 * dt * (X0[1:] + X1[1:]), X1[:2] - X0[:2], out=B)
+    np.multiply(out, inv, out=out)
 
 
 def stacked_trapezoidal_jerk_error(n: int, dt: float, xs: Sequence[np.ndarray], want: bool):

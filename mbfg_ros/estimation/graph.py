@@ -86,6 +86,10 @@ from .observations import (interpolation_weights, interval_factor, interval_rows
                            observation_factor, observation_sigmas, residuals)
 
 
+_X0 = gtsam.symbol('x', 0)
+"""The key of tick 0; tick k's is ``_X0 + k`` (``gtsam.symbol('x', k)``: the character in
+the top byte, the index below it), without a call into GTSAM per key and tick."""
+
 MARGINALISE_EVERY = 5
 """Ticks per marginalisation batch (module docstring)."""
 
@@ -149,8 +153,10 @@ class _Current:
         return np.full(self.row_of.size, tau) if isinstance(tau, float) else tau
 
     def kept(self, keep: np.ndarray) -> _Current:
-        """Only the readings flagged in ``keep`` (and their rows)."""
-        if keep.all():
+        """Only the readings flagged in ``keep`` (and their rows); itself when every one is
+        (the gate's verdict on a layout's readings that all passed is the layout's own
+        ``passed``: no test of each flag)."""
+        if (self.layout is not None and keep is self.layout.passed) or keep.all():
             return self
         rows = keep[self.row_of]
         ids = np.flatnonzero(keep).tolist()
@@ -189,13 +195,16 @@ class GraphMixin:
 
     def _set_dynamics_noise(self, cfg: EstimatorConfig) -> None:
         self._dyn_sigma, self._jerk = coordinate_sigmas(self.sys, cfg)
+        self._dyn_sigma2 = self._dyn_sigma ** 2
         self._jerk2 = self._jerk ** 2
         self._gate_jerk: dict[float, tuple] = {}      # the gate's jerk terms of Q(τ) per τ²
         self._gate_q: tuple | None = None             # (σ_d, {τ²: Q(τ)}) of the gates
         self._integ_rows: dict[tuple, tuple] = {}     # the integrator's whitened rows per dt
         self._step_sigma: dict[float, tuple] = {}     # the integrator's σ's per dt
         self._gate_rows: dict[bytes, tuple] = {}      # the gate's Q(τ) constants per τ rows
-        self._factor_bases: dict[tuple, tuple] = {}   # the tick factor's A with them in place
+        self._factor_bufs: dict[tuple, list] = {}     # the tick factor's A and b, kept
+        self._state_invs: tuple | None = None         # (σ, 1/σ, −1/σ) of the state factor
+        self._reading_invs: tuple | None = None       # (σ, 1/σ, −1/σ) of the tick's readings
         self._tick_dyn_sigma = self._dyn_sigma
         self._state_sigma = np.concatenate((np.full(2 * self.sys.m, cfg.constraint_sigma),
                                             self._dyn_sigma))
@@ -251,9 +260,10 @@ class GraphMixin:
         if su <= 0 or not self._n_act or self._tau_all:
             return self._dyn_sigma, self._state_sigma
         G = self.sys.acceleration_gain(x[:self.n])[:, ~self._tau_live]
-        sigma = np.sqrt(self._dyn_sigma ** 2 + su * su * np.einsum('ij,ij->i', G, G))
-        return sigma, np.concatenate((np.full(2 * self.sys.m, self.config.constraint_sigma),
-                                      sigma))
+        sigma = np.sqrt(self._dyn_sigma2 + su * su * np.einsum('ij,ij->i', G, G))
+        if not self.sys.m:          # a tree: the state factor's rows are the dynamics' alone
+            return sigma, sigma
+        return sigma, np.concatenate((self._state_sigma[:2 * self.sys.m], sigma))
 
     def _push_window(self, t: float, k: int, x: np.ndarray) -> None:
         self._window.append((t, k))
@@ -280,11 +290,17 @@ class GraphMixin:
         pairs: dict[tuple[int, float], list[Observation]] = {}
         limit = t + self._eps
         pending = self._pending
-        ready = [p for p in pending if p.t <= limit]
-        if not ready:
-            return single, pairs, None, -math.inf
-        self._pending = [p for p in pending if p.t > limit] if len(ready) < len(pending) \
-            else []
+        if pending and self._max_stamp <= limit:
+            # every reading queued is due (the common case: none is stamped after the tick;
+            # the newest stamp queued bounds them all)
+            ready = pending
+            self._pending = []
+        else:
+            ready = [p for p in pending if p.t <= limit]
+            if not ready:
+                return single, pairs, None, -math.inf
+            self._pending = [p for p in pending if p.t > limit] if len(ready) < len(pending) \
+                else []
         eps, t_prev, times = self._eps, self._t_last, self._times
         fast = guess is not None and self._linear()
         edge = t_prev + eps
@@ -317,7 +333,7 @@ class GraphMixin:
             except _Diverged as exc:
                 raise _Diverged(ready, str(exc)) from None
             if current is not None:
-                current = current.kept(keep[:len(cur)])
+                current = current.kept(keep[:len(cur)] if late else keep)
                 keep = keep[len(cur):]
             if late:
                 late = [p for p, ok in zip(late, keep.tolist()) if ok]
@@ -381,7 +397,7 @@ class GraphMixin:
             # readings' layout gives their rows' constants (:mod:`.layout`)
             obs = [p.ob for p in items]
             layout = self._layout_of(obs)
-            sig = observation_sigmas(obs)
+            sig = layout.sigmas(obs)
             if sig.size == layout.rows:
                 e, H = layout_rows(self.sm, obs, guess.reshape(3, n), layout)
                 return _Current(items, obs, (k,), (guess,), e, H, (H,), e, t0 - t_prev,
@@ -503,40 +519,103 @@ class GraphMixin:
                 cfg.joint_rejection_threshold, cfg.imu_rejection_threshold))
         return layout
 
-    def _integrator_rows(self, integ: functools.partial, sigma: np.ndarray, dt: float
+    def _integrator_rows(self, fn: F.ErrorFn, sigma: np.ndarray, dt: float
                          ) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]] | None:
-        """(Σ^-½, (Σ^-½ J_{k−1}, Σ^-½ J_k)) of the integrator ``integ`` over ``dt`` with σ
+        """(Σ^-½, (Σ^-½ J_{k−1}, Σ^-½ J_k)) of the integrator ``fn`` over ``dt`` with σ
         ``sigma``: constants of dt for the trapezoidal rows (Eq. 23) and their jerk rows,
         kept per dt (a tick loop has a handful of dt's; cleared when the σ's change); None
         for the disturbance rows (their Jacobians move with the state)."""
-        if integ.func not in (F.stacked_trapezoidal_error, F.stacked_trapezoidal_jerk_error):
+        if fn is not F.stacked_trapezoidal_error and fn is not F.stacked_trapezoidal_jerk_error:
             return None
-        key = (integ.func, dt)
+        key = (fn, dt)
         rows = self._integ_rows.get(key)
         if rows is None:
             n = self.n
-            J = integ.func(n, dt, [np.zeros(3 * n)] * 2, True)[1]
+            J = fn(n, dt, [np.zeros(3 * n)] * 2, True)[1]
             inv = 1.0 / sigma
             rows = remember(self._integ_rows, key, (inv, tuple((Ji.T * inv).T for Ji in J)))
         return rows
 
-    def _factor_base(self, integ: functools.partial, dt: float, state_rows: int,
-                     reading_rows: int, on: tuple[int, ...], A: tuple[np.ndarray, np.ndarray]
-                     ) -> tuple[np.ndarray, np.ndarray]:
-        """The tick factor's A matrices (rows: state, integrator, readings; column-major,
-        read-only) with the integrator's whitened constant rows ``A`` in place and zeros
-        elsewhere (:func:`factors.stacked_linear_factor`'s ``base``), kept per (dt, rows)
-        with the integrator's rows (cleared with them when the σ's change)."""
-        key = (integ.func, dt, state_rows, reading_rows, on)
-        base = self._factor_bases.get(key)
-        if base is None:
-            rows = state_rows + A[0].shape[0] + reading_rows
-            base = tuple(np.zeros((rows, Ai.shape[1]), order='F') for Ai in A)
-            for Ab, Ai in zip(base, A):
+    def _factor_buffers(self, fn: F.ErrorFn, dt: float, sigma: np.ndarray, reading_rows: int,
+                        on: tuple[int, ...]) -> list | None:
+        """The tick factor's A matrices and b, kept and written in place per tick
+        (:meth:`_tick_factor`): [A_{k−1}, A_k (column-major, rows: state, integrator,
+        readings), b, the state rows' Jacobian (:func:`factors.whitened_state_rows`'s
+        ``J``; None until the first tick writes it whole), the state's rows, the
+        integrator's 1/σ (its b's whitening)], the integrator's
+        whitened constant rows (:meth:`_integrator_rows` of ``fn``, ``sigma``) in place and
+        zeros elsewhere; kept per (integrator, dt, readings' rows and keys), at most 64,
+        cleared with the integrator's rows when the σ's change; None for an integrator
+        whose rows move with the state. GTSAM copies A and b into each factor, and nothing
+        else holds them, so the next tick may write them again."""
+        key = (fn, dt, reading_rows, on)
+        buf = self._factor_bufs.get(key)
+        if buf is None:
+            rows = self._integrator_rows(fn, sigma, dt)
+            if rows is None:
+                return None
+            inv_i, A = rows
+            state_rows = 2 * self.sys.m + self.n
+            total = state_rows + A[0].shape[0] + reading_rows
+            mats = [np.zeros((total, Ai.shape[1]), order='F') for Ai in A]
+            for Ab, Ai in zip(mats, A):
                 Ab[state_rows:state_rows + Ai.shape[0]] = Ai
-                Ab.flags.writeable = False
-            remember(self._factor_bases, key, base)
-        return base
+            buf = remember(self._factor_bufs, key,
+                           [*mats, np.empty(total), None, state_rows, inv_i])
+        return buf
+
+    def _state_inv(self, sigma: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(1/σ, −1/σ) of the state factor's σ ``sigma``, kept while it is the same object
+        (known efforts: ``_state_sigma``, the same every tick)."""
+        held = self._state_invs
+        if held is None or held[0] is not sigma:
+            inv = 1.0 / sigma
+            held = self._state_invs = (sigma, inv, -inv)
+        return held[1], held[2]
+
+    def _reading_inv(self, sig: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(1/σ as a column, −1/σ) of the new interval's readings' σ ``sig``, kept while it is
+        the same object (a layout's kept σ's: :meth:`~.layout.ReadingLayout.sigmas`)."""
+        held = self._reading_invs
+        if held is None or held[0] is not sig:
+            inv = 1.0 / sig
+            held = self._reading_invs = (sig, inv[:, None], -inv)
+        return held[1], held[2]
+
+    def _tick_factor(self, prev: int, key: int, fn: F.ErrorFn, dt: float, sigma: np.ndarray,
+                     theta_prev: np.ndarray, guess: np.ndarray, tau: np.ndarray,
+                     state_sigma: np.ndarray, current: _Current | None
+                     ) -> gtsam.LinearContainerFactor | None:
+        """The tick's state, integrator (``fn`` with σ ``sigma``, whose whitened rows are
+        constants of dt) and new-interval readings as one linear factor on (x_{k−1}, x_k):
+        the rows :func:`factors.stacked_linear_factor` stacks from them (A = Σ^-½ J,
+        b = −Σ^-½ e), written into buffers kept per dt and row count
+        (:meth:`_factor_buffers`): the state's (:func:`factors.whitened_state_rows`: its
+        Jacobian's constant blocks only when new), the integrator's b (its A is constant) and the
+        readings' rows, nothing else. None for an integrator whose rows move with the
+        state (the disturbance rows)."""
+        on = () if current is None else (1,) if len(current.keys) == 1 else (0, 1)
+        buf = self._factor_buffers(fn, dt, sigma, current.e.size if on else 0, on)
+        if buf is None:
+            return None
+        A0, A1, b, J_s, rs, inv_i = buf
+        new = J_s is None                   # its constant blocks written on the first tick
+        if new:
+            J_s = buf[3] = np.empty((rs, 3 * self.n))
+        inv_s, ninv_s = self._state_inv(state_sigma)
+        F.whitened_state_rows(self.sys, tau, guess, inv_s, ninv_s, J_s, A1[:rs], b[:rs], new)
+        n = self.n
+        r = rs + inv_i.size
+        if fn is F.stacked_trapezoidal_error:
+            F.whitened_trapezoidal_b(n, dt, theta_prev, guess, inv_i, b[rs:r])
+        else:
+            b[rs:r] = -fn(n, dt, [theta_prev, guess], False)[0] * inv_i
+        if on:
+            col, ninv = self._reading_inv(current.sig)
+            np.multiply(current.e, ninv, out=b[r:])
+            for pos, Ji in zip(on, current.J):
+                np.multiply(Ji, col, out=(A0, A1)[pos][r:])
+        return F.linear_container((prev, key), (A0, A1), b)
 
     def _update(self, graph: gtsam.NonlinearFactorGraph, values: gtsam.Values, key: int,
                 t: float) -> np.ndarray:
@@ -551,10 +630,12 @@ class GraphMixin:
     def _graph(self, k: int, dt: float, guess: np.ndarray, tau: np.ndarray,
                state_sigma: np.ndarray, single: dict, pairs: dict,
                current: _Current | None = None
-               ) -> tuple[gtsam.NonlinearFactorGraph, list[Observation]]:
+               ) -> tuple[gtsam.NonlinearFactorGraph, list[Observation],
+                          list[tuple[str, int]] | None]:
         """The new factors of tick ``k`` (``dt`` after the previous one, inserted at
         ``guess``): state, integrator, and the readings of :meth:`_attach`; with the
-        readings used.
+        readings used and, when they are one layout's sequence, its (counter, count) per
+        kind (:attr:`~.layout.ReadingLayout.used`, for :meth:`_count_used`), else None.
 
         The new interval's readings (``current``) were evaluated once by :meth:`_attach`
         at this factor's linearisation point, for the gate too (issue 24). Relinearisation
@@ -562,61 +643,61 @@ class GraphMixin:
         factor on (x_{k−1}, x_k) (:func:`factors.stacked_linear_factor`: the same rows as
         three factors, one JacobianFactor to build and for ISAM2 to index)."""
         n = self.n
-        key, prev = gtsam.symbol('x', k), gtsam.symbol('x', self._k)
+        key, prev = _X0 + k, _X0 + self._k
         graph = gtsam.NonlinearFactorGraph()
         theta_prev = self._theta[self._k]
-        state = functools.partial(F.stacked_state_error, self.sys, tau)
         cfg = self.config
         unknown = cfg.unknown_effort_sigma > 0 and not self._tau_all
+        args: tuple = (n, dt)           # the integrator's fixed parameters
         if cfg.disturbance_process and not unknown:
             # known efforts: bound the change of q̈ − q̈(q, q̇, τ), not of q̈ (issue 27 item 4)
             sigma = self._step_sigmas(dt)[1]
-            integ = functools.partial(stacked_trapezoidal_disturbance_error, self.sys, dt,
-                                      self._tau_prev, tau)
+            fn = stacked_trapezoidal_disturbance_error
+            args = (self.sys, dt, self._tau_prev, tau)
         elif cfg.jerk_process or cfg.disturbance_process or unknown:
             # torques unknown: the dynamics barely fix q̈; bound its change by the jerk
             sigma = self._step_sigmas(dt)[1]
-            integ = functools.partial(F.stacked_trapezoidal_jerk_error, n, dt)
+            fn = F.stacked_trapezoidal_jerk_error
         else:
             sigma = self._integ_sigma if dt <= self._dt * (1 + 1e-6) else \
                 self._step_sigmas(dt)[0]
-            integ = functools.partial(F.stacked_trapezoidal_error, n, dt)
+            fn = F.stacked_trapezoidal_error
         self._tau_prev = tau
         used = []
-        if self._linear():
+        factor = self._tick_factor(prev, key, fn, dt, sigma, theta_prev, guess, tau,
+                                   state_sigma, current) if self._linear() else None
+        if factor is not None:
             # the tick's own factors (state, integrator, the new interval's readings) as
-            # ONE linear factor on (x_{k−1}, x_k): the same rows, one GTSAM object
-            e_s, J_s = state([guess], True)
-            rows = self._integrator_rows(integ, sigma, dt)
-            if rows is None:
-                e_i, J_i = integ([theta_prev, guess], True)
-                blocks = [((1,), state_sigma, e_s, J_s), ((0, 1), sigma, e_i, J_i)]
-            else:               # its whitened Jacobians are constants of dt: kept
-                inv, A = rows
-                b_i = -integ([theta_prev, guess], False)[0] * inv
-                blocks = [((1,), state_sigma, e_s, J_s), ((0, 1), None, b_i, A)]
-            on = ()
+            # ONE linear factor on (x_{k−1}, x_k), written into kept buffers; at the
+            # smoother's own linearisation point of both keys (x_{k−1}'s inserted value,
+            # x_k's now), which never moves (relinearisation off): no point kept
+            graph.add(factor)
+            if current is not None:
+                if not single and not pairs and current.layout is not None:
+                    # the readings used are the layout's sequence: its counts (one
+                    # addition per kind, not one look-up per reading)
+                    return graph, current.obs, current.layout.used
+                used += current.obs
+        elif self._linear():            # the disturbance rows: their Jacobians move
+            e_s, J_s = F.stacked_state_error(self.sys, tau, [guess], True)
+            e_i, J_i = fn(*args, [theta_prev, guess], True)
+            blocks = [((1,), state_sigma, e_s, J_s), ((0, 1), sigma, e_i, J_i)]
             if current is not None:
                 on = (1,) if len(current.keys) == 1 else (0, 1)
                 blocks.append((on, current.sig, current.e, current.J))
                 used += current.obs
-            # the A matrices with the integrator's constant rows in place, kept per dt and
-            # row count (only the state's and the readings' rows are written per tick)
-            base = None if rows is None else \
-                self._factor_base(integ, dt, e_s.size, current.e.size if on else 0, on, A)
-            # at the smoother's own linearisation point of both keys (x_{k−1}'s inserted
-            # value, x_k's now), which never moves (relinearisation off): no point kept
             graph.add(F.stacked_linear_factor([prev, key], [theta_prev, guess], blocks,
-                                              point=False, base=base,
-                                              touched=(0, 1) if on == (0, 1) else (1,)))
+                                              point=False))
         else:
+            state = functools.partial(F.stacked_state_error, self.sys, tau)
             graph.add(self._factor([key], state_sigma, state, [guess]))
-            graph.add(self._factor([prev, key], sigma, integ, [theta_prev, guess]))
+            graph.add(self._factor([prev, key], sigma, functools.partial(fn, *args),
+                                   [theta_prev, guess]))
         for kk, obs in single.items():
-            graph.add(observation_factor(gtsam.symbol('x', kk), self.sm, obs, self._at(kk)))
+            graph.add(observation_factor(_X0 + kk, self.sm, obs, self._at(kk)))
             used += obs
         for (kk, span), obs in pairs.items():
-            graph.add(interval_factor(gtsam.symbol('x', kk - 1), gtsam.symbol('x', kk), span,
+            graph.add(interval_factor(_X0 + kk - 1, _X0 + kk, span,
                                       self.sm, obs, self._at(kk - 1, kk)))
             used += obs
-        return graph, used
+        return graph, used, None

@@ -163,12 +163,13 @@ class GateMixin:
         stamp = isinstance(tau, float)                  # one stamp: τ one float
         unshown = isinstance(shown, float) and shown == 0.0     # no external share of q̈
         mv = self._model_var
-        r = -E                                          # z − h at the stamp
+        r = None                                        # z − h at the stamp, where wrapped
         if layout is not None:
             slots, joint, thr, cnt = layout.slots, layout.joint, layout.thr, layout.cnt
             sm = mv[layout.slot_rows]
             enc, enc_any, distinct = layout.enc_rows, layout.enc_any, layout.distinct
             if layout.wrap_any and not (layout.plan and stamp):
+                r = -E
                 r = np.where(layout.wrap_rows, wrap_angle(r), r)
             # (with the layout's own plan at one stamp, E's angles are wrapped to (−π, π]
             # already by :func:`~.layout.layout_rows`, so is −E up to the sign of π: r² is
@@ -181,6 +182,7 @@ class GateMixin:
             wrap = self._slot_wrap[slots][row_of]
             sm = mv[slots][row_of]
             if wrap.any():
+                r = -E
                 r = np.where(wrap, wrap_angle(r), r)
             joint = self._slot_joint[slots]
             thr = np.where(joint, cfg.joint_rejection_threshold, cfg.imu_rejection_threshold)
@@ -230,18 +232,75 @@ class GateMixin:
                 var_c = np.dot(HH, Qc)
             else:
                 var_c = np.einsum('rk,rk->r', HH.reshape(len(E), 3, n) @ unseen, C)
-            var_p = var_p + np.where(enc, var_c, 0.0)
+            # var_p + (var_c on the encoders' rows, else 0): var_p is this call's own array,
+            # and x + 0.0 is x for these sums of squares (no −0.0), so added in place
+            np.add(var_p, var_c, out=var_p, where=enc)
+        if layout is not None and distinct and N <= _FLOAT_READINGS:
+            # a few readings of distinct sensors (a tick's JointState and IMU): the rest as
+            # Python floats (:meth:`_gate_floats`), or None if one fails: the arrays then
+            keep = self._gate_floats(layout, items[0].t if stamp else [p.t for p in items],
+                                     (E if r is None else r).tolist(), sig.tolist(),
+                                     var_x.tolist(), var_p.tolist(), sm.tolist())
+            if keep is not None:
+                return keep
         s0 = sig * sig + var_x + var_p                  # the smoother's prediction
-        rr = r * r
-        d2 = np.bincount(row_of, rr / (s0 + sm), minlength=N)
-        power = np.bincount(row_of, rr, minlength=N) / cnt
-        base_var = np.bincount(row_of, s0, minlength=N) / cnt
+        rr = E * E if r is None else r * r              # (−E)² is E² exactly
+        if layout is not None:
+            # the three sums per reading in one pass (row_of is the layout's: each reading's
+            # rows in the same order as three passes), the two means in one division
+            sums = np.bincount(layout.row_of3, np.concatenate((rr / (s0 + sm), rr, s0)),
+                               minlength=3 * N)
+            d2 = sums[:N]
+            means = sums[N:] / layout.cnt2
+            power, base_var = means[:N], means[N:]
+        else:
+            d2 = np.bincount(row_of, rr / (s0 + sm), minlength=N)
+            power = np.bincount(row_of, rr, minlength=N) / cnt
+            base_var = np.bincount(row_of, s0, minlength=N) / cnt
         if not distinct:
             return self._gate_sequential(slots, [p.t for p in items], thr, d2, power,
                                          base_var)
         # one stamp (τ one float): the readings' time as one float
         t = items[0].t if stamp else np.array([p.t for p in items])
         return self._gate_decide(slots, t, thr, d2, power, base_var)
+
+    def _gate_floats(self, layout: ReadingLayout, t: float | list[float], r: list[float],
+                     sig: list[float], var_x: list[float], var_p: list[float],
+                     sm: list[float]) -> np.ndarray | None:
+        """:meth:`_gate`'s end and :meth:`_gate_decide`'s passing update for a few readings
+        of distinct sensors in ``layout``'s sequence (at most :data:`_FLOAT_READINGS`),
+        element by element as Python floats when every threshold is on and every reading
+        passes: per row ``S₀ = σ² + HPHᵀ + HQHᵀ`` and ``r²`` (``r`` the row's residual),
+        per reading ``d² = Σ r²/(S₀ + s_m)``, the innovation power ``Σ r²/rows`` and
+        variance ``Σ S₀/rows``: the same operations in the same order on the same doubles
+        as the array path (its sums per reading start at 0 and add the rows in order, as
+        ``bincount`` does), without a dozen array calls on a few rows. The readings'
+        verdicts (every one passes; read-only), or None when the array path decides (a
+        threshold off, or a reading rejected)."""
+        cfg = self.config
+        tau_m = 0.5 * cfg.outlier_reset_time
+        if not (cfg.joint_rejection_threshold > 0 and cfg.imu_rejection_threshold > 0
+                and tau_m > 0):
+            return None
+        N = len(layout.cnt_list)
+        d2, pw, ba = [0.0] * N, [0.0] * N, [0.0] * N
+        for i, j in enumerate(layout.row_list):
+            s = sig[i]
+            s0 = s * s + var_x[i] + var_p[i]
+            e = r[i]
+            rr = e * e
+            d2[j] += rr / (s0 + sm[i])
+            pw[j] += rr
+            ba[j] += s0
+        for d, th in zip(d2, layout.thr_list):
+            if not d <= th * th:
+                return None
+        cnt = layout.cnt_list
+        self._gate_pass_floats(layout.slots, layout.slot_list,
+                               [t] * N if isinstance(t, float) else t,
+                               [p / c for p, c in zip(pw, cnt)],
+                               [b / c for b, c in zip(ba, cnt)], tau_m)
+        return layout.passed
 
     def _gate_rows_of(self, tau: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The per-row constants of Q(τ) for τ per row (readings at several stamps):
@@ -288,7 +347,9 @@ class GateMixin:
         if every and tau_m > 0 and slots.size <= _FLOAT_READINGS:
             ok = d2 <= thr * thr
             if ok.all():        # the common case, a few readings: the same update as floats
-                self._gate_pass_floats(slots, t, power, base_var, tau_m)
+                self._gate_pass_floats(slots, slots.tolist(),
+                                       [t] * slots.size if isinstance(t, float) else t.tolist(),
+                                       power.tolist(), base_var.tolist(), tau_m)
                 return ok
         active = True if every else thr > 0
         on, ta, ba, pw = (slots, t, base_var, power) if every else \
@@ -326,27 +387,37 @@ class GateMixin:
                                                       float(d2[rej][i])))
         return keep
 
-    def _gate_pass_floats(self, slots: np.ndarray, t: np.ndarray | float, power: np.ndarray,
-                          base_var: np.ndarray, tau_m: float) -> None:
-        """:meth:`_gate_decide`'s update when every reading (of distinct sensors, at most
-        :data:`_FLOAT_READINGS`) passes, element by element as Python floats: the same
+    def _gate_pass_floats(self, slots: np.ndarray, ks: list[int], ts: list[float],
+                          power: list[float], base_var: list[float], tau_m: float) -> None:
+        """:meth:`_gate_decide`'s update when every reading (of distinct sensors ``slots``,
+        as a list ``ks``; at most :data:`_FLOAT_READINGS`) passes, element by element as
+        Python floats (stamps ``ts``, innovation powers and variances): the same
         operations in the same order on the same doubles as its array path (α = min(1,
         (t − min(t_m, t))/τ_m), ``s_m ← (1 − α) s_m + α max(0, min(p, 4 S) − S₀)``, t_m ←
-        max(t_m, t), NaN t_m read as t), without a dozen array calls on a few elements."""
-        mv, mt, rs = self._model_var, self._model_t, self._reject_since
-        ks = slots.tolist()
-        ts = [t] * len(ks) if isinstance(t, float) else t.tolist()
-        for k, ti, pw, ba in zip(ks, ts, power.tolist(), base_var.tolist()):
+        max(t_m, t), NaN t_m read as t), without a dozen array calls on a few elements; the
+        sensors' new state written back in one assignment per array."""
+        mv, mt = self._model_var, self._model_t
+        V, T = [], []
+        for k, ti, pw, ba in zip(ks, ts, power, base_var):
             ent_t = mt.item(k)
             ent_v = mv.item(k)
+            # min/max written out as Python's builtins evaluate them (the first argument
+            # unless the other is strictly beyond it): the same values, no call each
             if ent_t != ent_t or ent_t > ti:        # NaN (first reading) or newer: fmin
-                alpha = min(1.0, (ti - ti) / tau_m)
+                alpha = (ti - ti) / tau_m
             else:
-                alpha = min(1.0, (ti - ent_t) / tau_m)
+                alpha = (ti - ent_t) / tau_m
+            if not alpha < 1.0:
+                alpha = 1.0
             S = ba + ent_v
-            mv[k] = (1.0 - alpha) * ent_v + alpha * max(0.0, min(pw, 4.0 * S) - ba)
-            mt[k] = ti if ent_t != ent_t or ti > ent_t else ent_t
-            rs[k] = math.nan
+            cap = 4.0 * S
+            excess = (cap if cap < pw else pw) - ba
+            V.append((1.0 - alpha) * ent_v + alpha * (excess if excess > 0.0 else 0.0))
+            T.append(ti if ent_t != ent_t or ti > ent_t else ent_t)
+        # distinct sensors: one write each, as the array path's
+        mv[slots] = V
+        mt[slots] = T
+        self._reject_since[slots] = math.nan
 
     def _gate_sequential(self, slots: np.ndarray, t: np.ndarray | list[float],
                          thr: np.ndarray, d2: np.ndarray, power: np.ndarray, base_var: np.ndarray

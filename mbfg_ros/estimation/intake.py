@@ -74,9 +74,14 @@ class IntakeMixin:
             # no effort given since the reset (a passive mechanism): none in force, none
             # expired (every stamp −∞), zero torques
             return np.zeros(self._n_act)
-        live = (t - self._tau_t) <= self.config.sensor_timeout
-        every = bool(live.all())        # every effort known (the common case): none expired
-        if not every:
+        timeout = self.config.sensor_timeout
+        # every effort known (the common case): the oldest is live (t − t_a falls as t_a
+        # grows, rounding included: the largest difference is the oldest's)
+        every = not self._n_act or t - self._tau_t.min().item() <= timeout
+        if every:
+            live = self._tau_every
+        else:
+            live = (t - self._tau_t) <= timeout
             expired = self._tau_live & ~live
             if expired.any():
                 self._counters['effort_expired'] += int(expired.sum())

@@ -16,6 +16,7 @@ grouping it skips). The estimator keeps them per sequence (at most 64:
 """
 from __future__ import annotations
 
+import operator
 from typing import Sequence
 
 import numpy as np
@@ -23,9 +24,13 @@ import numpy as np
 from ..core.angles import wrap_angle, wrap_scalar
 from ..core.interface import SensorModel
 from ..core.observation import Observation
-from .observations import repeated_state, residuals
+from .observations import observation_sigmas, repeated_state, residuals
 
 __all__ = ['ReadingLayout', 'layout_rows', 'stamp_plan', 'layout_rows_at_stamps']
+
+SIGMA_MISSES = 4
+"""Calls of :meth:`ReadingLayout.sigmas` with σ's other than the kept ones before it stops
+keeping them."""
 
 
 def _rows(ids: list[int], start: list[int], sizes: list[int]) -> slice | np.ndarray:
@@ -40,20 +45,24 @@ class ReadingLayout:
     """The constants of one sequence of readings (module docstring).
 
     ``rows`` rows in all; ``row_of`` the reading of each row and ``cnt`` the rows of each
-    reading; per reading its gate slot (``slots``), whether it is an encoder (``joint``)
-    and its gate threshold (``thr``); per row its slot (``slot_rows``), whether it is a
+    reading (``row_of3``, ``cnt2``: them for the gate's three sums and two means at
+    once); per reading its gate slot (``slots``), whether it is an encoder (``joint``) and
+    its gate threshold (``thr``); per row its slot (``slot_rows``), whether it is a
     wrapped angle (``wrap_rows``) or an encoder (``enc_rows``); ``distinct``: no two
     readings of one sensor. With direct encoders (``plan``): their readings' positions,
     rows, level (0 angle, 1 rate) and coordinate, the IMU groups ``(imu, ids, rows)`` and
     ``H0``, the (rows, 3n) Jacobian with the encoders' unit rows filled in. With model
     encoders (revolute joints of natural coordinates, ``plan`` too): ``enc_groups``, per
     encoder ``(j, ids, rows, positions)``: its readings, their rows, and whether each
-    reads the angle (else the rate)."""
+    reads the angle (else the rate). ``used``: (``used_<kind>`` counter, readings of that
+    kind) of the sequence, for the tick's counts; :meth:`sigmas` the σ of each row."""
 
-    __slots__ = ('rows', 'row_of', 'cnt', 'slots', 'joint', 'thr', 'slot_rows', 'wrap_rows',
-                 'wrap_any', 'enc_rows', 'enc_any', 'distinct', 'plan', 'enc_ids', 'enc_at',
+    __slots__ = ('rows', 'row_of', 'row_of3', 'cnt', 'cnt2', 'slots', 'joint', 'thr',
+                 'slot_rows', 'wrap_rows', 'wrap_any', 'enc_rows', 'enc_any', 'distinct', 'plan',
+                 'enc_ids', 'enc_at',
                  'enc_lvl', 'enc_idx', 'enc_wrap', 'enc_wrap_all', 'enc_wrap_any', 'imu_groups',
-                 'H0', 'enc_groups', 'enc_take')
+                 'H0', 'enc_groups', 'enc_take', 'used', '_sig', 'slot_list', 'thr_list',
+                 'row_list', 'cnt_list', 'passed')
 
     def __init__(self, obs: Sequence[Observation], sm: SensorModel, slot_base: dict,
                  slot_wrap: np.ndarray, slot_joint: np.ndarray, joint_threshold: float,
@@ -67,11 +76,22 @@ class ReadingLayout:
         N = len(obs)
         self.row_of = np.repeat(np.arange(N), sizes)
         self.cnt = np.bincount(self.row_of, minlength=N)
+        # the gate's three sums per reading in one bincount, its two means in one division
+        self.row_of3 = np.concatenate((self.row_of, self.row_of + N, self.row_of + 2 * N))
+        self.cnt2 = np.concatenate((self.cnt, self.cnt))
         slot_list = [slot_base[ob.kind] + ob.index for ob in obs]
         self.slots = np.array(slot_list)
+        self.slot_list = slot_list
         self.distinct = len(set(slot_list)) == N
         self.joint = slot_joint[self.slots]
         self.thr = np.where(self.joint, joint_threshold, imu_threshold)
+        # the gate's float path (:meth:`~.innovation_gate.GateMixin._gate_floats`): the same
+        # as lists, and its verdict when every reading passes (read-only)
+        self.thr_list = self.thr.tolist()
+        self.row_list = self.row_of.tolist()
+        self.cnt_list = self.cnt.tolist()
+        self.passed = np.ones(N, dtype=bool)
+        self.passed.flags.writeable = False
         self.slot_rows = self.slots[self.row_of]
         self.wrap_rows = slot_wrap[self.slot_rows]
         self.wrap_any = bool(self.wrap_rows.any())
@@ -83,6 +103,11 @@ class ReadingLayout:
             direct is not None or all(sm.joint_is_angular(obs[i].index) for i in enc))
         self.enc_ids = enc
         self.enc_groups = None
+        kinds: dict[str, int] = {}
+        for ob in obs:
+            kinds[ob.kind] = kinds.get(ob.kind, 0) + 1
+        self.used = [(f'used_{kind}', c) for kind, c in kinds.items()]
+        self._sig: tuple[list, np.ndarray, int] | bool | None = None
         if not self.plan:
             return
         groups: dict[int, list[int]] = {}
@@ -114,6 +139,28 @@ class ReadingLayout:
         for i, lvl, j in zip(enc, self.enc_lvl.tolist(), self.enc_idx.tolist()):
             H0[start[i], lvl, j] = 1.0
         self.H0 = H0.reshape(self.rows, 3 * n)
+
+
+    def sigmas(self, obs: Sequence[Observation]) -> np.ndarray:
+        """:func:`~.observations.observation_sigmas` of readings ``obs`` (this layout's
+        sequence), read-only: kept while every reading's σ is the same read-only array as
+        the last call's (a URDF robot's intake keeps one per sensor and variances), so the
+        same numbers; otherwise stacked again. After :data:`SIGMA_MISSES` misses (σ's that
+        are new objects each tick, e.g. views cut per reading) it stops looking."""
+        held = self._sig
+        if held is False:
+            return observation_sigmas(obs)
+        src = [ob.sigma for ob in obs]
+        if held is not None and all(map(operator.is_, src, held[0])):
+            return held[1]
+        sig = observation_sigmas(obs)
+        sig.flags.writeable = False
+        misses = 0 if held is None else held[2] + 1
+        if misses >= SIGMA_MISSES:
+            self._sig = False
+        elif all(isinstance(s, np.ndarray) and not s.flags.writeable for s in src):
+            self._sig = (src, sig, misses)
+        return sig
 
 
 def _encoder_residuals(obs: Sequence[Observation], layout: ReadingLayout,

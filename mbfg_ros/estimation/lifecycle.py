@@ -22,6 +22,7 @@ import numpy as np
 from ..core import factors as F
 from ..core.measurements import Estimate
 from ..core.observation import Observation
+from .graph import _X0
 from .innovation_gate import _Diverged
 from .intake import _Pending
 from .observations import observation_factor
@@ -76,6 +77,8 @@ class LifecycleMixin:
         self._tau = np.zeros(self._n_act)
         self._tau_t = np.full(self._n_act, -math.inf)
         self._tau_live = np.zeros(self._n_act, dtype=bool)
+        self._tau_every = np.ones(self._n_act, dtype=bool)   # _tau_live when every one is
+        self._tau_every.flags.writeable = False
         self._tau_given = False                      # an effort given since the reset
         self._tau_all = not self._n_act              # _tau_live.all(), kept as a bool
         self._tau_prev = np.zeros(self._n_act)       # the previous tick's state-factor τ
@@ -180,9 +183,14 @@ class LifecycleMixin:
         n = self.n
         k = self._k + 1
         dt = t - self._t_last
-        key = gtsam.symbol('x', k)
-        q, qd, qdd = self._x_last[:n], self._x_last[n:2 * n], self._x_last[2 * n:]
-        guess = np.concatenate((q + dt * qd + 0.5 * dt * dt * qdd, qd + dt * qdd, qdd))
+        key = _X0 + k
+        # the Taylor prediction [q + dt q̇ + ½dt² q̈, q̇ + dt q̈, q̈] (module :mod:`.graph`):
+        # the same two-term sums in the same order as written out, in place in a copy
+        guess = self._x_last.copy()
+        G = guess.reshape(3, n)
+        X = self._x_last.reshape(3, n)
+        G[:2] += dt * X[1:]
+        G[0] += 0.5 * dt * dt * X[2]
         # the gate's process noise and the state factor use the same dynamics σ (one
         # evaluation per tick: with unknown efforts one factorisation, ∂q̈/∂τ = M⁻¹B)
         tau = self.applied_torque(t)
@@ -194,7 +202,8 @@ class LifecycleMixin:
             self._reset_keep_pending('diverged', str(exc))
             return None
         self._theta[k] = guess
-        graph, used = self._graph(k, dt, guess, tau, state_sigma, single, pairs, current)
+        graph, used, kinds = self._graph(k, dt, guess, tau, state_sigma, single, pairs,
+                                         current)
         values = gtsam.Values()
         values.insert(key, guess)
         try:
@@ -202,7 +211,7 @@ class LifecycleMixin:
         except Exception as exc:          # noqa: BLE001 - any GTSAM failure
             self._counters['dropped_reset'] += len(used)
             return self._recover(t, k, guess, repr(exc), start)
-        self._count_used(used)
+        self._count_used(used, kinds)
         self._last_reading = max(self._last_reading, newest)
         return self._advance(t, k, key, x, start)
 

@@ -31,8 +31,17 @@ _DBL_MAX = float(np.finfo(float).max)
 class OutputMixin:
     """Counting the readings used, the covariance, the Estimate (module docstring)."""
 
-    def _count_used(self, obs: Sequence[Observation]) -> None:
-        counters, key = self._counters, self._used_key
+    def _count_used(self, obs: Sequence[Observation],
+                    kinds: list[tuple[str, int]] | None = None) -> None:
+        """Count the readings used, ``obs``, per kind (``used_<kind>``); ``kinds``: their
+        (counter, count) pairs when the caller has them (a layout's,
+        :attr:`~.layout.ReadingLayout.used`): one addition per kind, not per reading."""
+        counters = self._counters
+        if kinds is not None:
+            for name, c in kinds:
+                counters[name] += c
+            return
+        key = self._used_key
         for o in obs:
             counters[key[o.kind]] += 1
 
@@ -67,9 +76,9 @@ class OutputMixin:
             status = 'stale'
             self._counters['stale_ticks'] += 1
         jp, jv = self.sm.joint_values(q, qd)     # every encoder's reading of (q, q̇)
-        # the Estimate's own arrays: one copy of x and of the σ's, split (views of them)
-        xc, sc = x.copy(), self._std_last[:2 * n].copy()
-        est = Estimate.of_tick(t, xc[:n], xc[n:2 * n], xc[2 * n:], sc[:n], sc[n:],
+        # the Estimate's own arrays: one copy of x and the σ's, split (views of it)
+        c = np.concatenate((x, self._std_last[:2 * n]))
+        est = Estimate.of_tick(t, c[:n], c[n:2 * n], c[2 * n:3 * n], c[3 * n:4 * n], c[4 * n:],
                                self.sys.torques(q, qd, qdd), jp, jv,
                                time.perf_counter() - start, status, dict(self._counters),
                                self._cov_last)

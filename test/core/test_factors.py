@@ -217,30 +217,53 @@ def test_a_stacked_linear_factor_is_the_custom_factors_rows_stacked(sys):
     np.testing.assert_array_equal(b, np.concatenate([r[1] for r in rows]))
 
 
-def test_a_stacked_linear_factor_on_a_kept_base_has_the_same_rows():
-    """Issue 24: with ``base`` (the A matrices with the whitened constant blocks in place,
-    kept by the estimator per dt) only the other blocks are written, into copies: the
-    factor's rows equal those built from scratch, and the kept base is not changed."""
-    rng = np.random.default_rng(8)
-    d, keys = 6, [gtsam.symbol('x', 0), gtsam.symbol('x', 1)]
-    xs = [rng.standard_normal(d), rng.standard_normal(d)]
-    values = gtsam.Values()
-    for k, x in zip(keys, xs):
-        values.insert(k, x)
-    const = ((0, 1), None, rng.standard_normal(4), [rng.standard_normal((4, d)) for _ in '01'])
-    for on in ((1,), (0, 1)):
-        blocks = [((1,), rng.uniform(0.1, 2.0, 3), rng.standard_normal(3),
-                   [rng.standard_normal((3, d))]), const,
-                  (on, rng.uniform(0.1, 2.0, 5), rng.standard_normal(5),
-                   [rng.standard_normal((5, d)) for _ in on])]
-        base = [np.zeros((12, d), order='F') for _ in '01']
-        for Ab, Ai in zip(base, const[3]):
-            Ab[3:7] = Ai
-            Ab.flags.writeable = False
-        kept = [Ab.copy() for Ab in base]
-        A, b = F.stacked_linear_factor(keys, xs, blocks, base=base).linearize(values).jacobian()
-        A0, b0 = F.stacked_linear_factor(keys, xs, blocks).linearize(values).jacobian()
-        np.testing.assert_array_equal(A, A0)
-        np.testing.assert_array_equal(b, b0)
-        for Ab, Ak in zip(base, kept):
-            np.testing.assert_array_equal(Ab, Ak)
+def _ur5():
+    from mbfg_ros.spatial.system import build_spatial_system
+    return build_spatial_system(CONFIG / 'urdf' / 'ur5.urdf', CONFIG / 'urdf' / 'ur5_sensors.yaml')
+
+
+@pytest.mark.parametrize('which', ['fourbar', 'pick-and-place', 'ur5'])
+def test_whitened_state_rows_are_the_state_factors_rows_whitened_bit_for_bit(which):
+    """Issue 24: whitened_state_rows writes, into buffers kept from call to call, exactly
+    the rows stacked_linear_factor makes of stacked_state_error's (A = Σ^-½ J, b = −Σ^-½ e):
+    on new buffers (``full``: every block of the kept Jacobian), at new states (only its
+    moving blocks: the constant ones left from before must still be right) and with a new
+    σ. Loops (Φ rows: the planar mechanisms) and a tree (the UR5)."""
+    sys = {'fourbar': SYSTEMS[0], 'pick-and-place': SYSTEMS[1]}.get(which) or _ur5()
+    rng = np.random.default_rng(11)
+    n, m = sys.n, sys.m
+    rows = 2 * m + n
+    n_act = len(sys.actuator_joints)
+    big = np.full((rows + 4, 3 * n), np.nan, order='F')     # rows of a larger kept buffer
+    A, b, Jk = big[2:2 + rows], np.full(rows, np.nan), np.full((rows, 3 * n), np.nan)
+    sigma = rng.uniform(0.01, 2.0, rows)
+    for i in range(5):
+        if i == 3:
+            sigma = rng.uniform(0.01, 2.0, rows)
+        x = rng.standard_normal(3 * n)
+        x[:n] += sys.q0
+        tau = rng.standard_normal(n_act)
+        inv = 1.0 / sigma
+        F.whitened_state_rows(sys, tau, x, inv, -inv, Jk, A, b, i == 0)
+        e, J = F.stacked_state_error(sys, tau, [x], True)
+        want_A = np.zeros((rows, 3 * n), order='F')
+        np.multiply(J[0], inv[:, None], out=want_A)
+        assert np.array_equal(A, want_A), i
+        assert np.array_equal(b, e * -inv), i
+        assert np.array_equal(Jk, J[0]), i
+    assert np.isnan(big[:2]).all() and np.isnan(big[2 + rows:]).all()   # only its rows
+
+
+def test_whitened_trapezoidal_b_is_the_trapezoidal_error_whitened_bit_for_bit():
+    """Issue 24: −Σ^-½ e of the trapezoidal rows (Eq. 23) written in place equals
+    ``-stacked_trapezoidal_error(...) * inv`` for random states, steps and σ's."""
+    rng = np.random.default_rng(12)
+    for n in (1, 4, 6, 7):
+        for dt in (1e-3, 2e-3 + 1e-12, 0.01):
+            x0, x1 = rng.standard_normal(3 * n) * 10, rng.standard_normal(3 * n) * 10
+            inv = 1.0 / rng.uniform(1e-9, 1e-3, 2 * n)
+            out = np.full(2 * n + 3, np.nan)
+            F.whitened_trapezoidal_b(n, dt, x0, x1, inv, out[1:1 + 2 * n])
+            want = -F.stacked_trapezoidal_error(n, dt, [x0, x1], False)[0] * inv
+            assert np.array_equal(out[1:1 + 2 * n], want)
+            assert np.isnan(out[0]) and np.isnan(out[1 + 2 * n:]).all()

@@ -149,3 +149,66 @@ def test_the_sequential_update_of_no_readings_is_an_empty_mask():
     assert keep.dtype == bool and keep.size == 0
     assert np.arange(3)[keep].size == 0
     assert np.array_equal(est._model_var, before)
+
+
+@pytest.mark.parametrize('one_stamp', [True, False])
+def test_the_gate_of_a_layouts_few_readings_as_floats_equals_its_array_path(monkeypatch,
+                                                                           one_stamp):
+    """Branch tick8e: a layout's few readings of distinct sensors (a JointState and an IMU)
+    go through the gate's end as Python floats (GateMixin._gate_floats: S₀, r², the sums
+    per reading, the verdicts, the passing update); the same verdicts and model
+    variances, stamps and rejected runs as the array path, bit for bit, at one stamp and
+    at a stamp per reading (τ per row), every reading passing or some rejected (the
+    array path then decides), with a contact's term on the encoders' rows."""
+    from conftest import CONFIG
+
+    from mbfg_ros.core.observation import Observation
+    from mbfg_ros.estimation.intake import _Pending
+    from mbfg_ros.estimation.layout import layout_rows
+    from mbfg_ros.spatial.system import build_spatial_system
+    system = build_spatial_system(CONFIG / 'urdf' / 'ur5.urdf',
+                                  CONFIG / 'urdf' / 'ur5_sensors.yaml')
+    n = system.n
+    est = Estimator(system, EstimatorConfig(frequency=1000.0, joint_rejection_threshold=4.0,
+                                            imu_rejection_threshold=5.0,
+                                            outlier_reset_time=0.5))
+    rng = np.random.default_rng(21)
+    passed = rejected = 0
+    for trial in range(40):
+        x = rng.standard_normal(3 * n) * 0.3
+        est._x_last, est._var_last = x, rng.uniform(0.0, 1e-4, 3 * n)
+        scale = 1e-3 if trial % 4 else 0.3           # some readings far off: rejected
+        obs = [Observation('joint_pos', j, np.array([x[j] + scale * rng.standard_normal()]),
+                           np.array([1e-3])) for j in rng.permutation(n)[:int(
+                               rng.integers(1, n + 1))]]
+        obs += [Observation('gyro', 0, rng.standard_normal(3) * scale, np.full(3, 0.005)),
+                Observation('accel', 0, rng.standard_normal(3), np.full(3, 0.05))][
+                    :int(rng.integers(0, 3))]
+        layout = est._layout_of(obs)
+        E, H = layout_rows(est.sm, obs, x.reshape(3, n), layout)
+        if not trial % 4 == 1:
+            E = E * 1e-2 / max(1e-12, np.abs(E).max())  # every reading passes
+        sig = np.concatenate([o.sigma for o in obs])
+        t0 = 2.0 + trial
+        if one_stamp:
+            items, tau = [_Pending(t0, o) for o in obs], 1e-3
+        else:
+            ts = t0 - 1e-4 * rng.integers(0, 3, len(obs))
+            items = [_Pending(float(t), o) for t, o in zip(ts, obs)]
+            tau = (ts - (t0 - 1e-3))[layout.row_of]
+        unseen = rng.uniform(0.0, 2.0, n) if trial % 2 else None
+        monkeypatch.setattr(est, '_external_var', lambda u=unseen: (0.0, u))
+        gate_state(est, rng, t0)
+        start = (est._model_var.copy(), est._model_t.copy(), est._reject_since.copy())
+        keep_f = est._gate(items, E, H, tau, layout.row_of, sig, layout=layout).copy()
+        floats = (est._model_var.copy(), est._model_t.copy(), est._reject_since.copy())
+        est._model_var[:], est._model_t[:], est._reject_since[:] = start
+        with monkeypatch.context() as m:
+            m.setattr(innovation_gate, '_FLOAT_READINGS', 0)    # the array path
+            keep_a = est._gate(items, E, H, tau, layout.row_of, sig, layout=layout)
+        assert np.array_equal(keep_f, keep_a)
+        for f, a in zip(floats, (est._model_var, est._model_t, est._reject_since)):
+            assert np.array_equal(f.view(np.int64), a.view(np.int64))     # bit for bit
+        passed += bool(keep_f.all())
+        rejected += not keep_f.all()
+    assert passed > 10 and rejected
