@@ -870,11 +870,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f'estimator_node throughput: {MECH.name}, {args.duration:g} s per row, python '
           f'{platform.python_version()}, {os.cpu_count()} CPUs, crank encoder + coupler IMU '
           'at the input rate, lag 0.1 s; errors after the first 0.5 s')
-    base = calibrate()
-    print(f'machine probe (bench/probe.py, thread CPU of a fixed piece of work): {base:.0f} µs '
-          'now; the column "machine x" is its median / 90th percentile during each row '
-          'relative to that (1.00: as fast as now; 1.3: a third slower, another guest or the '
-          'host taking the cores)')
+    print(f'machine probe (bench/probe.py, thread CPU of a fixed piece of work): {calibrate():.0f}'
+          ' µs before the rows; the column "probe µs" is its median / 90th percentile during '
+          'each row (~950-1000 µs when this machine kind runs quick: BENCHMARKS.md; 1150 is a '
+          'machine ~15 % slower)')
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         opts = Options(ticks=args.ticks, sim_time=args.sim_time,
@@ -897,7 +896,7 @@ def main(argv: list[str] | None = None) -> int:
             'node CPU % | '
             'estimates/s | smoothed / predicted / thinned ticks | merged ticks | '
             'resets | angle mrad | P1 mm | raw encoder mrad | beats raw | rate RMSE rad/s | '
-            'τ̂ RMSE % | machine x |')
+            'τ̂ RMSE % | probe µs |')
     print()
     print(head)
     print('|' + '---|' * (head.count('|') - 1))
@@ -917,7 +916,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{r['raw_mrad']:.3f} | {'yes' if r['crank_mrad'] < r['raw_mrad'] else 'NO'} | "
               f"{r['rate_rms']:.4f} | "
               f"{'-' if math.isnan(r['tau_pct']) else format(r['tau_pct'], '.2f')} | "
-              f"{'%.2f / %.2f' % slowdown(r['machine'], base)} |")
+              f"{'%.0f / %.0f' % slowdown(r['machine'], 1.0)} |")
     for r in rows:
         if r['governor']:       # predict_between_ticks: the governor's view (issue 24)
             print(f"governor {r['robot']} {'busy' if r['busy'] else 'quiet'}: "
