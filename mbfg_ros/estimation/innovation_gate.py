@@ -82,7 +82,8 @@ def contact_sigmas(sys: MultibodySystem, fraction: float) -> np.ndarray:
 
 _FLOAT_READINGS = 8
 """At most this many readings in a gate call: its passing update as floats
-(:meth:`GateMixin._gate_pass_floats`); more: one array operation each."""
+(:meth:`GateMixin._gate_pass_floats`), and with their layout its end too
+(:meth:`GateMixin._gate_floats`); more: one array operation each."""
 
 
 class _Diverged(Exception):
