@@ -166,7 +166,7 @@ class GateMixin:
         mv = self._model_var
         r = None                                        # z − h at the stamp, where wrapped
         if layout is not None:
-            slots, joint, thr, cnt = layout.slots, layout.joint, layout.thr, layout.cnt
+            slots, thr = layout.slots, layout.thr
             sm = mv[layout.slot_rows]
             enc, enc_any, distinct = layout.enc_rows, layout.enc_any, layout.distinct
             if layout.wrap_any and not (layout.plan and stamp):
