@@ -29,8 +29,8 @@ from .observations import observation_sigmas, repeated_state, residuals
 __all__ = ['ReadingLayout', 'layout_rows', 'stamp_plan', 'layout_rows_at_stamps']
 
 SIGMA_MISSES = 4
-"""Calls of :meth:`ReadingLayout.sigmas` with read-only σ's other than the kept ones before
-it stops keeping them."""
+"""Calls of :meth:`ReadingLayout.sigmas` with σ's other than the kept ones before it stops
+keeping them."""
 
 
 def _rows(ids: list[int], start: list[int], sizes: list[int]) -> slice | np.ndarray:
@@ -148,9 +148,9 @@ class ReadingLayout:
         """:func:`~.observations.observation_sigmas` of readings ``obs`` (this layout's
         sequence), read-only: kept while every reading's σ is the same read-only array as
         the last call's (a URDF robot's intake keeps one per sensor and variances), so the
-        same numbers; otherwise stacked again. After :data:`SIGMA_MISSES` misses by
-        read-only σ's (new objects each tick, e.g. views cut per reading) it stops looking;
-        writable σ's are never kept (they could change in place) nor counted."""
+        same numbers; otherwise stacked again. After :data:`SIGMA_MISSES` misses (σ's that
+        are new objects each tick, e.g. views cut per reading) it stops looking; writable
+        σ's are never kept (they could change in place)."""
         held = self._sig
         if held is False:
             return observation_sigmas(obs)
