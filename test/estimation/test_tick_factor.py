@@ -19,9 +19,13 @@ from mbfg_ros.core.observation import Observation
 from mbfg_ros.estimation.observations import observation_sigmas
 
 
-def _run(est: Estimator, recs: list, ticks: np.ndarray) -> list:
+def _run(est: Estimator, recs: list, ticks: np.ndarray, events: dict | None = None) -> list:
+    """Each tick's estimate (its q, q̇, q̈, σ_q and τ) after the records due; with
+    ``events``, ``events[j](est)`` called before tick ``j``."""
     out, i = [], 0
-    for t in ticks:
+    for j, t in enumerate(ticks):
+        if events and j in events:
+            events[j](est)
         while i < len(recs) and recs[i].t <= t + 1e-12:
             est.add(recs[i])
             i += 1
@@ -143,20 +147,6 @@ def test_a_layouts_sigmas_are_kept_only_while_the_same_read_only_arrays():
     assert layout._sig is False
 
 
-def _run_with(est: Estimator, recs: list, ticks: np.ndarray, events: dict) -> list:
-    """:func:`_run` with ``events[i](est)`` called before tick ``i``."""
-    out, i = [], 0
-    for j, t in enumerate(ticks):
-        if j in events:
-            events[j](est)
-        while i < len(recs) and recs[i].t <= t + 1e-12:
-            est.add(recs[i])
-            i += 1
-        e = est.tick(float(t))
-        out.append(None if e is None else np.concatenate((e.q, e.qd, e.qdd, e.q_std, e.tau)))
-    return out
-
-
 @pytest.mark.parametrize('which', ['fourbar', 'ur5'])
 def test_the_kept_buffers_follow_a_sigma_change_and_a_reset_mid_run(which):
     """What the per-tick path keeps from tick to tick (the tick factor's buffers, the state's
@@ -191,9 +181,9 @@ def test_the_kept_buffers_follow_a_sigma_change_and_a_reset_mid_run(which):
         layout._sig = False
         return layout
     general._layout_of = unkept
-    a = _run_with(fast, recs, ticks, events)
-    b = _run_with(general, recs, ticks, events)
-    c = _run_with(plain, recs, ticks, {})
+    a = _run(fast, recs, ticks, events)
+    b = _run(general, recs, ticks, events)
+    c = _run(plain, recs, ticks, {})
     assert sum(x is not None for x in a) > 0.8 * len(ticks)
     for x, y in zip(a, b):
         assert (x is None) == (y is None)
