@@ -295,7 +295,7 @@ class NodeRun:
         self.env = ros_env(domain)
         self.diags: list = []
         self.procs: list[subprocess.Popen] = []
-        self.monitor_delay: list[int] = []     # ns: callback − DDS reception, per message
+        self._delays: list[tuple[int, int]] = []   # (DDS reception, callback − it) ns
 
     def __enter__(self) -> 'NodeRun':
         import rclpy
@@ -328,6 +328,18 @@ class NodeRun:
         self.spin_while(lambda: not self.diags, 60)      # the node is up and matched
         return self
 
+    @property
+    def monitor_delay_at(self) -> list[tuple[int, int]]:
+        """(DDS reception ns, the monitor's callback − that) per message received."""
+        return self._delays
+
+    @property
+    def monitor_delay(self) -> list[int]:
+        return [d for _, d in self._delays]
+
+    def _delay(self, received: int) -> None:
+        self._delays.append((received, time.time_ns() - received))
+
     def _subscribe(self, topic: str, on_msg, qos) -> None:
         """A JointState subscription of the monitor (``raw``: class docstring)."""
         from mbfg_ros.ros import conversions as cv
@@ -337,15 +349,15 @@ class NodeRun:
         sub = None
 
         def on_raw(buf: bytes, info: dict) -> None:
-            on_msg(info.get('received_timestamp') or time.time_ns(), buf)
-            self.monitor_delay.append(time.time_ns() - on_arrival(info))
+            on_msg(on_arrival(info), buf)
+            self._delay(on_arrival(info))
             while True:
                 with sub.handle:
                     more = sub.handle.take_message(sub.msg_type, True)
                 if more is None:
                     break
                 on_msg(on_arrival(more[1]), more[0])
-                self.monitor_delay.append(time.time_ns() - on_arrival(more[1]))
+                self._delay(on_arrival(more[1]))
 
         def on_arrival(info: dict) -> int:
             # the middleware's reception time (the sample in this process's DDS reader),
@@ -658,6 +670,8 @@ def drive(params: dict, data: Path, busy: bool, domain: int, log: Path, tmp: Pat
         m = read(buf)
         effort[m.stamp[0] * NS + m.stamp[1]] = m.effort
     states = [s + (effort.get(s[1]),) for s in states]
+    for line in latency_tail(states, run.monitor_delay_at):
+        print('    ' + line)
     if opts.trace and prof is not None and prof.exists():
         if opts.keep_trace is not None:      # the raw trace, for a look of one's own
             opts.keep_trace.mkdir(parents=True, exist_ok=True)
@@ -675,6 +689,36 @@ def drive(params: dict, data: Path, busy: bool, domain: int, log: Path, tmp: Pat
               f'max: {np.percentile(delay, 50):.2f} / {np.percentile(delay, 99):.2f} / '
               f'{delay.max():.2f} (not in the latency columns)')
     return states, start, 100.0 * (cpu1 - cpu0) / (wall1 - wall0), diags, late, machine
+
+
+def latency_tail(states: list, monitor_at: list, over_ms: float = 10.0) -> list[str]:
+    """Where a row's latency tail sits, when it has one (estimates more than ``over_ms``
+    after their stamp): how many, within which seconds of the run, the longest silence
+    between two arrivals, and what the monitor's own callbacks were doing then (their delay
+    after the DDS reception, ``monitor_at``: (reception ns, delay ns)): a tail the node made
+    (late publishing) or one the middleware or this monitor's process made (starved of a
+    core: its DDS thread receives late) look different there."""
+    if not states:
+        return []
+    arr = np.array([s[0] for s in states], dtype=np.int64)
+    lat = (arr - np.array([s[1] for s in states], dtype=np.int64)) / 1e6
+    late = np.flatnonzero(lat > over_ms)
+    if late.size < max(1, len(states) // 200):
+        return []
+    t0 = arr[0]
+    gaps = np.diff(arr) / 1e6
+    g = int(np.argmax(gaps))
+    out = [f'latency tail: {late.size} estimates over {over_ms:g} ms (worst {lat.max():.1f}), '
+           f'arriving {(arr[late[0]] - t0) / 1e9:.2f}-{(arr[late[-1]] - t0) / 1e9:.2f} s into '
+           f'the run; longest silence between two arrivals {gaps[g]:.1f} ms, ending '
+           f'{(arr[g + 1] - t0) / 1e9:.2f} s in']
+    if monitor_at:
+        m = np.array(monitor_at, dtype=np.int64)
+        near = (m[:, 0] >= arr[late[0]] - 50_000_000) & (m[:, 0] <= arr[late[-1]])
+        if near.any():
+            out.append(f'  the monitor\'s own delay around it: max {m[near, 1].max() / 1e6:.1f} '
+                       'ms (a starved monitor would show it here too)')
+    return out
 
 
 def row_counts(v: dict, rate: int, busy: bool, d, lat: list, cpu: float,
