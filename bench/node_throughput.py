@@ -267,6 +267,11 @@ def generator_lateness(start_file: Path) -> dict[int, tuple[float, float]]:
     return {int(r[0]): (float(r[1]), float(r[2])) for r in rows}
 
 
+def matched(sub) -> int:
+    """Publishers matched with the subscription ``sub`` (rclpy's matched count, Iron on)."""
+    return sub.get_publisher_count()
+
+
 class NodeRun:
     """The estimator_node under test and this process's DDS monitor of its outputs.
 
@@ -296,6 +301,7 @@ class NodeRun:
         self.diags: list = []
         self.procs: list[subprocess.Popen] = []
         self._delays: list[tuple[int, int]] = []   # (DDS reception, callback − it) ns
+        self._subs: list = []                        # the monitor's estimate subscriptions
 
     def __enter__(self) -> 'NodeRun':
         import rclpy
@@ -326,6 +332,10 @@ class NodeRun:
         if self.on_joints is not None:
             self._subscribe('/estimator_node/joint_states', self.on_joints, qos)
         self.spin_while(lambda: not self.diags, 60)      # the node is up and matched
+        # and each estimate topic matched both ways: a RELIABLE writer that already knows
+        # this reader while the reader does not yet know it re-sends its history once they
+        # match, a burst of estimates hundreds of ms old at the row's start (not latency)
+        self.spin_while(lambda: any(matched(sub) == 0 for sub in self._subs), 60)
         return self
 
     @property
@@ -344,7 +354,8 @@ class NodeRun:
         """A JointState subscription of the monitor (``raw``: class docstring)."""
         from mbfg_ros.ros import conversions as cv
         if not self.raw:
-            self.mon.create_subscription(cv.message_class('JointState'), topic, on_msg, qos)
+            self._subs.append(self.mon.create_subscription(cv.message_class('JointState'),
+                                                           topic, on_msg, qos))
             return
         sub = None
 
@@ -365,6 +376,7 @@ class NodeRun:
             return info.get('received_timestamp') or time.time_ns()
         sub = self.mon.create_subscription(cv.message_class('JointState'), topic, on_raw, qos,
                                            raw=True)
+        self._subs.append(sub)
 
     def spin_while(self, cond, timeout: float = float('inf'), step: float = 0.05) -> None:
         end = time.monotonic() + timeout
