@@ -369,20 +369,20 @@ class NodeRun:
         sub = None
 
         def on_raw(buf: bytes, info: dict) -> None:
-            on_msg(on_arrival(info), buf)
-            self._delay(on_arrival(info))
+            deliver(buf, info)
             while True:
                 with sub.handle:
                     more = sub.handle.take_message(sub.msg_type, True)
                 if more is None:
                     break
-                on_msg(on_arrival(more[1]), more[0])
-                self._delay(on_arrival(more[1]))
+                deliver(*more)
 
-        def on_arrival(info: dict) -> int:
+        def deliver(buf: bytes, info: dict) -> None:
             # the middleware's reception time (the sample in this process's DDS reader),
             # not this Python callback's: the monitor's own backlog is not the node's latency
-            return info.get('received_timestamp') or time.time_ns()
+            arrival = info.get('received_timestamp') or time.time_ns()
+            on_msg(arrival, buf)
+            self._delay(arrival)
         sub = self.mon.create_subscription(cv.message_class(kind), topic, on_raw, qos,
                                            raw=True)
         self._subs.append(sub)
@@ -943,7 +943,7 @@ def main(argv: list[str] | None = None) -> int:
           'at the input rate, lag 0.1 s; errors after the first 0.5 s')
     print(f'machine probe (bench/probe.py, thread CPU of a fixed piece of work): {calibrate():.0f}'
           ' µs before the rows; the column "probe µs" is its median / 90th percentile during '
-          'each row (~950-1000 µs when this machine kind runs quick: BENCHMARKS.md; 1150 is a '
+          'each row (~940-1020 µs when this machine kind runs quick: BENCHMARKS.md; 1150 is a '
           'machine ~15 % slower)')
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
