@@ -267,6 +267,11 @@ def generator_lateness(start_file: Path) -> dict[int, tuple[float, float]]:
     return {int(r[0]): (float(r[1]), float(r[2])) for r in rows}
 
 
+def matched(sub) -> int:
+    """Publishers matched with the subscription ``sub`` (rclpy's matched count, Iron on)."""
+    return sub.get_publisher_count()
+
+
 class NodeRun:
     """The estimator_node under test and this process's DDS monitor of its outputs.
 
@@ -295,7 +300,9 @@ class NodeRun:
         self.env = ros_env(domain)
         self.diags: list = []
         self.procs: list[subprocess.Popen] = []
-        self.monitor_delay: list[int] = []     # ns: callback − DDS reception, per message
+        self._delays: list[tuple[int, int]] = []   # (DDS reception, callback − it) ns
+        self._subs: list = []                        # the monitor's estimate subscriptions
+        self.commands: list[int] = []                # torque commands' DDS reception, ns
 
     def __enter__(self) -> 'NodeRun':
         import rclpy
@@ -325,34 +332,60 @@ class NodeRun:
                                      self.diags.append, qos)
         if self.on_joints is not None:
             self._subscribe('/estimator_node/joint_states', self.on_joints, qos)
+        # the controller's side: the torque commands (their rmw publishing is part of the
+        # node's cost only while someone subscribes), counted by DDS reception time
+        self._subscribe('/estimator_node/torque_commands',
+                        lambda t, _b: self.commands.append(t), qos, 'Float64MultiArray')
         self.spin_while(lambda: not self.diags, 60)      # the node is up and matched
+        # and each estimate topic matched both ways: a RELIABLE writer that already knows
+        # this reader while the reader does not yet know it re-sends its history once they
+        # match, a burst of estimates hundreds of ms old at the row's start (not latency)
+        self.spin_while(lambda: any(matched(sub) == 0 for sub in self._subs), 60)
         return self
 
-    def _subscribe(self, topic: str, on_msg, qos) -> None:
-        """A JointState subscription of the monitor (``raw``: class docstring)."""
+    @property
+    def monitor_delay_at(self) -> list[tuple[int, int]]:
+        """(DDS reception ns, the monitor's callback − that) per message received."""
+        return self._delays
+
+    @property
+    def monitor_delay(self) -> list[int]:
+        return [d for _, d in self._delays]
+
+    def _delay(self, received: int) -> None:
+        self._delays.append((received, time.time_ns() - received))
+
+    def _subscribe(self, topic: str, on_msg, qos, kind: str = 'JointState') -> None:
+        """A subscription of the monitor (``raw``: class docstring)."""
         from mbfg_ros.ros import conversions as cv
         if not self.raw:
-            self.mon.create_subscription(cv.message_class('JointState'), topic, on_msg, qos)
+            if kind == 'JointState':
+                self._subs.append(self.mon.create_subscription(cv.message_class(kind),
+                                                               topic, on_msg, qos))
+            else:
+                self._subs.append(self.mon.create_subscription(
+                    cv.message_class(kind), topic, lambda m: on_msg(time.time_ns(), m), qos))
             return
         sub = None
 
         def on_raw(buf: bytes, info: dict) -> None:
-            on_msg(info.get('received_timestamp') or time.time_ns(), buf)
-            self.monitor_delay.append(time.time_ns() - on_arrival(info))
+            deliver(buf, info)
             while True:
                 with sub.handle:
                     more = sub.handle.take_message(sub.msg_type, True)
                 if more is None:
                     break
-                on_msg(on_arrival(more[1]), more[0])
-                self.monitor_delay.append(time.time_ns() - on_arrival(more[1]))
+                deliver(*more)
 
-        def on_arrival(info: dict) -> int:
+        def deliver(buf: bytes, info: dict) -> None:
             # the middleware's reception time (the sample in this process's DDS reader),
             # not this Python callback's: the monitor's own backlog is not the node's latency
-            return info.get('received_timestamp') or time.time_ns()
-        sub = self.mon.create_subscription(cv.message_class('JointState'), topic, on_raw, qos,
+            arrival = info.get('received_timestamp') or time.time_ns()
+            on_msg(arrival, buf)
+            self._delay(arrival)
+        sub = self.mon.create_subscription(cv.message_class(kind), topic, on_raw, qos,
                                            raw=True)
+        self._subs.append(sub)
 
     def spin_while(self, cond, timeout: float = float('inf'), step: float = 0.05) -> None:
         end = time.monotonic() + timeout
@@ -616,7 +649,8 @@ def drive(params: dict, data: Path, busy: bool, domain: int, log: Path, tmp: Pat
     """Run the node with ``params`` under the generator of ``data`` (and a busy core):
     (states received (arrival ns, stamp ns, q, q̇, τ̂ of the newest ~/joint_states),
     generator start ns, node CPU %, diagnostics, the generator's own lateness p99 / max ms,
-    the machine probe's samples while the generator ran (``bench/probe.py``, µs)); prints
+    {'machine': the machine probe's samples while the generator ran (``bench/probe.py``,
+    µs), 'cmd_hz': torque commands received per second}); prints
     the monitor's own delay (its callback after the DDS reception its arrivals are).
     """
     from mbfg_ros.ros.cdr import JointStateParser
@@ -637,8 +671,10 @@ def drive(params: dict, data: Path, busy: bool, domain: int, log: Path, tmp: Pat
                    str(probe_file)])
         gen = run.start_generator(data, start_file, opts.sim_time, grid)
         cpu0, wall0 = cpu_seconds(run.node.pid), time.monotonic()
+        n_cmd0 = len(run.commands)
         run.spin_while(lambda: gen.poll() is None, step=0.01)
         cpu1, wall1 = cpu_seconds(run.node.pid), time.monotonic()
+        cmd_hz = (len(run.commands) - n_cmd0) / (wall1 - wall0)
         machine = read_samples(probe_file)
         delay = np.array(run.monitor_delay) / 1e6
         start = int(start_file.read_text())
@@ -658,6 +694,8 @@ def drive(params: dict, data: Path, busy: bool, domain: int, log: Path, tmp: Pat
         m = read(buf)
         effort[m.stamp[0] * NS + m.stamp[1]] = m.effort
     states = [s + (effort.get(s[1]),) for s in states]
+    for line in latency_tail(states, run.monitor_delay_at):
+        print('    ' + line)
     if opts.trace and prof is not None and prof.exists():
         if opts.keep_trace is not None:      # the raw trace, for a look of one's own
             opts.keep_trace.mkdir(parents=True, exist_ok=True)
@@ -674,7 +712,38 @@ def drive(params: dict, data: Path, busy: bool, domain: int, log: Path, tmp: Pat
         print(f'    the monitor\'s own delay (its callback − the DDS reception), ms p50 / p99 / '
               f'max: {np.percentile(delay, 50):.2f} / {np.percentile(delay, 99):.2f} / '
               f'{delay.max():.2f} (not in the latency columns)')
-    return states, start, 100.0 * (cpu1 - cpu0) / (wall1 - wall0), diags, late, machine
+    return (states, start, 100.0 * (cpu1 - cpu0) / (wall1 - wall0), diags, late,
+            {'machine': machine, 'cmd_hz': cmd_hz})
+
+
+def latency_tail(states: list, monitor_at: list, over_ms: float = 10.0) -> list[str]:
+    """Where a row's latency tail sits, when it has one (estimates more than ``over_ms``
+    after their stamp): how many, within which seconds of the run, the longest silence
+    between two arrivals, and what the monitor's own callbacks were doing then (their delay
+    after the DDS reception, ``monitor_at``: (reception ns, delay ns)): a tail the node made
+    (late publishing) or one the middleware or this monitor's process made (starved of a
+    core: its DDS thread receives late) look different there."""
+    if not states:
+        return []
+    arr = np.array([s[0] for s in states], dtype=np.int64)
+    lat = (arr - np.array([s[1] for s in states], dtype=np.int64)) / 1e6
+    late = np.flatnonzero(lat > over_ms)
+    if late.size < max(1, len(states) // 200):
+        return []
+    t0 = arr[0]
+    gaps = np.diff(arr) / 1e6
+    g = int(np.argmax(gaps))
+    out = [f'latency tail: {late.size} estimates over {over_ms:g} ms (worst {lat.max():.1f}), '
+           f'arriving {(arr[late[0]] - t0) / 1e9:.2f}-{(arr[late[-1]] - t0) / 1e9:.2f} s into '
+           f'the run; longest silence between two arrivals {gaps[g]:.1f} ms, ending '
+           f'{(arr[g + 1] - t0) / 1e9:.2f} s in']
+    if monitor_at:
+        m = np.array(monitor_at, dtype=np.int64)
+        near = (m[:, 0] >= arr[late[0]] - 50_000_000) & (m[:, 0] <= arr[late[-1]])
+        if near.any():
+            out.append(f'  the monitor\'s own delay around it: max {m[near, 1].max() / 1e6:.1f} '
+                       'ms (a starved monitor would show it here too)')
+    return out
 
 
 def row_counts(v: dict, rate: int, busy: bool, d, lat: list, cpu: float,
@@ -713,6 +782,8 @@ def governor_view(diags: list, last: dict) -> dict:
     out = {k.split('.', 1)[1]: x for k, x in best.items() if k.startswith('governor.')}
     out['load per second'] = ' '.join(x['governor.load'] for x in seen)
     out['late readings'] = last.get('estimator.late', '-')
+    out['commands'] = ' '.join(f"{k.split('.', 1)[1]} {x}" for k, x in sorted(last.items())
+                               if k.startswith('commands.') and str(x) not in ('0', '-'))
     out['thin (total)'] = last.get('governor.thin', '-')
     return out
 
@@ -731,7 +802,7 @@ def run_row(rate: int, busy: bool, duration: float, domain: int, tmp: Path,
     params = node_params({'mechanism': MECH, 'lag_duration': 0.1, 'encoder_sigma': ENC_SIGMA,
                           'executor': os.environ.get('MBFG_BENCH_EXECUTOR', 'auto')},
                          opts, TICKS[rate])
-    states, start, cpu, diags, late, machine = drive(params, data, busy, domain,
+    states, start, cpu, diags, late, extra = drive(params, data, busy, domain,
                                             tmp / f'node_{rate}_{busy}.log', tmp, opts)
     v = {kv.key: kv.value for kv in diags[-1].status[0].values}
     if os.environ.get('MBFG_BENCH_TRACE'):
@@ -767,7 +838,7 @@ def run_row(rate: int, busy: bool, duration: float, domain: int, tmp: Path,
     raw = [float(wrap_angle(z - crank(true_q(s))))
            for z, s in zip(d['enc'][enc], d['stamp'][enc]) if 0.5 <= s <= duration]
     return dict(row_counts(v, rate, busy, d, lat, cpu, duration, diags), robot='fourbar',
-                late=late, machine=machine,
+                late=late, **extra,
                 ticks=params['frequency'], crank_mrad=1e3 * rms(ea), p1_mm=1e3 * rms(ep),
                 raw_mrad=1e3 * rms(raw), rate_rms=rms(er), tau_pct=float('nan'))
 
@@ -788,7 +859,7 @@ def run_row_ur5(rate: int, busy: bool, duration: float, domain: int, tmp: Path,
                    'executor': os.environ.get('MBFG_BENCH_EXECUTOR', 'auto')})
     opts = opts or Options()
     params = node_params(params, opts, TICKS[rate])
-    states, start, cpu, diags, late, machine = drive(params, data, busy, domain,
+    states, start, cpu, diags, late, extra = drive(params, data, busy, domain,
                                             tmp / f'node_ur5_{rate}_{busy}.log', tmp, opts)
     v = {kv.key: kv.value for kv in diags[-1].status[0].values}
     t, q = d['t'], d['q']
@@ -814,7 +885,7 @@ def run_row_ur5(rate: int, busy: bool, duration: float, domain: int, tmp: Path,
     raw = [z - true_q(st) for z, st in zip(d['enc'][enc], d['stamp'][enc])
            if 0.5 <= st <= duration]
     return dict(row_counts(v, rate, busy, d, lat, cpu, duration, diags), robot='ur5', late=late,
-                machine=machine,
+                **extra,
                 ticks=params['frequency'], crank_mrad=1e3 * rms(ea), p1_mm=float('nan'),
                 raw_mrad=1e3 * rms(raw), rate_rms=rms(er),
                 tau_pct=100 * rms(et) / rms(tt) if tt else float('nan'))
@@ -872,7 +943,7 @@ def main(argv: list[str] | None = None) -> int:
           'at the input rate, lag 0.1 s; errors after the first 0.5 s')
     print(f'machine probe (bench/probe.py, thread CPU of a fixed piece of work): {calibrate():.0f}'
           ' µs before the rows; the column "probe µs" is its median / 90th percentile during '
-          'each row (~950-1000 µs when this machine kind runs quick: BENCHMARKS.md; 1150 is a '
+          'each row (~940-1020 µs when this machine kind runs quick: BENCHMARKS.md; 1150 is a '
           'machine ~15 % slower)')
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -894,7 +965,7 @@ def main(argv: list[str] | None = None) -> int:
     head = ('| robot | inputs | ticks | load | sent | received | used | dropped (reason: n) | '
             'too old | latency p50 / p99 ms (node\'s own p99) | generator late p99 / max ms | '
             'node CPU % | '
-            'estimates/s | smoothed / predicted / thinned ticks | merged ticks | '
+            'estimates/s | commands/s | smoothed / predicted / thinned ticks | merged ticks | '
             'resets | angle mrad | P1 mm | raw encoder mrad | beats raw | rate RMSE rad/s | '
             'τ̂ RMSE % | probe µs |')
     print()
@@ -908,7 +979,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{'one core busy' if r['busy'] else 'quiet'} | {r['sent']} | {r['received']} | "
               f"{r['used']} | {dropped} | {r['too_old']} | {r['lat50']:.1f} / "
               f"{r['lat99']:.1f} ({r['node_lat99']}) | {r['late'][0]:.1f} / {r['late'][1]:.1f} | "
-              f"{r['cpu']:.0f} | {r['est_hz']:.0f} | {r['run']} / {r['predicted']} / "
+              f"{r['cpu']:.0f} | {r['est_hz']:.0f} | {r['cmd_hz']:.0f} | "
+              f"{r['run']} / {r['predicted']} / "
               f"{r['thinned']} | "
               f"{r['merged']} | "
               f"{r['resets']} | {r['crank_mrad']:.3f} | "

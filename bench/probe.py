@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ['reference_work', 'calibrate', 'slowdown']
+__all__ = ['reference_work', 'calibrate', 'slowdown', 'read_samples']
 
 
 def reference_work(rounds: int = 150) -> float:
@@ -57,7 +57,8 @@ def calibrate(n: int = 30) -> float:
 
 def slowdown(samples: list[float], base: float) -> tuple[float, float]:
     """(median, worst 1-in-10) of ``samples`` (µs) relative to ``base``: 1.0 the machine as
-    fast as when ``base`` was taken, 1.3 a third slower."""
+    fast as when ``base`` was taken, 1.3 a third slower; ``base`` 1.0 gives them in µs
+    (``bench/node_throughput.py``'s column)."""
     if not samples or not base > 0:
         return float('nan'), float('nan')
     a = np.asarray(samples) / base
@@ -65,11 +66,19 @@ def slowdown(samples: list[float], base: float) -> tuple[float, float]:
 
 
 def read_samples(path: Path) -> list[float]:
-    """The µs column of a probe process's file (empty if it wrote none)."""
+    """The µs column of a probe process's file (empty if it wrote none). The file is read
+    while the probe still runs: a line it has not finished is skipped, not the file."""
     try:
-        return [float(line.split()[1]) for line in path.read_text().splitlines() if line]
-    except (OSError, IndexError, ValueError):
+        lines = path.read_text().splitlines()
+    except OSError:
         return []
+    out = []
+    for line in lines:
+        try:
+            out.append(float(line.split()[1]))
+        except (IndexError, ValueError):
+            continue
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -99,8 +99,9 @@ class System:
     """:func:`_effort_plan`'s maps of the inverse dynamics' matrix (None: built per call)."""
     _quad: tuple | None = field(init=False, repr=False)
     """With ``_C2`` and every Φq entry exact (:func:`_quadratic_plan`): (``big``, ``off``,
-    mq·n), the maps giving Φq and the augmented matrix A of seed 000 Eq. 5 from q in one
-    product (:func:`_quadratic_state_terms`); None otherwise."""
+    mq·n, ``rate``), the maps giving Φq and the augmented matrix A of seed 000 Eq. 5 from q
+    in one product and [Φ̇q; −Φ̇q[rows]; −2 Φ̇q[rows]] from q̇ in another
+    (:func:`_quadratic_state_terms`); None otherwise."""
 
     def __post_init__(self) -> None:
         lean = LeanKinematics(self.constraints)
@@ -495,9 +496,10 @@ def _effort_plan(lean: LeanKinematics, rows: np.ndarray, n_act: int
 
 
 def _quadratic_plan(lean: LeanKinematics, rows: np.ndarray, A0: np.ndarray
-                    ) -> tuple[np.ndarray, np.ndarray, int] | None:
+                    ) -> tuple[np.ndarray, np.ndarray, int, np.ndarray] | None:
     """The constant maps of :func:`_quadratic_state_terms` (built once per model), or None
-    where they would not give :meth:`LeanKinematics.rates`' bits.
+    where they would not give :meth:`LeanKinematics.rates`' bits: (``big``, ``off``, mq·n
+    (where Φq ends in ``np.dot(big, q) + off``), ``rate``).
 
     Every row quadratic (seed 000 Eqs. 41-43): Φq = T q + J0 is affine in q, and so is the
     augmented matrix A = [M Φqᵀ; Φq 0] (Eq. 5) on the rows ``rows``. ``big`` stacks T's
@@ -507,7 +509,10 @@ def _quadratic_plan(lean: LeanKinematics, rows: np.ndarray, A0: np.ndarray
     most two nonzero coefficients per row of T, each a power of two (every distance or
     slider row of the configs: ±2), so every product is exact and a sum of two exact terms
     (plus exact zeros) is rounded once whatever the kernel's order or fused multiply-adds;
-    J0 is added after the product in both. Other coefficients: None (the general path)."""
+    J0 is added after the product in both. ``rate`` stacks T, −T[rows] and −2 T[rows]:
+    ``np.dot(rate, q̇)`` is [Φ̇q; −Φ̇q[rows]; −2 Φ̇q[rows]] (Eq. 3's c and Eq. 47's −2 Φ̇q
+    from one product; scaling by −1 and −2 is exact). Other coefficients: None (the
+    general path)."""
     if not _exact_affine(lean):
         return None
     Tm = lean.Tm

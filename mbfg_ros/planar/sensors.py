@@ -76,6 +76,7 @@ def _entries(sel: np.ndarray) -> tuple[tuple[int, int, float], ...]:
     (one per row: each local entry lands on one column of q)."""
     return tuple((int(r), int(i), float(sel[r, i])) for r, i in zip(*np.nonzero(sel)))
 
+
 def _flat_gather(gather: itemgetter, n: int, W: int) -> itemgetter:
     """``gather`` (positions in [q, consts, q̇, 0, q̈, 0]) moved to the flat one-state layout
     [q, q̇, q̈, consts, 0] (``x.reshape(-1).tolist()`` and the constants: one list instead

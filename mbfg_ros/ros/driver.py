@@ -54,7 +54,9 @@ Live only (``live=True``):
   than the others must stay within ``lag_duration`` of them.
 * **Ticks wait for every flowing stream.** They never run further than what
   every flowing sensor stream has delivered (:meth:`EstimatorDriver.data_horizon`:
-  its newest stamp plus 1.5 of its stamp spacing, at least one tick period). A
+  its newest stamp plus 7/8 of its stamp spacing for a stream at the tick rate or faster,
+  so a tick waits for that stream's reading at its stamp; plus 1.5 of its spacing, at least
+  one tick period, for a slower one). A
   tick run past readings still on their way (a sensor driver that stalled, one
   topic delivered before the other) puts them on keys deep in the window; a
   factor there makes ISAM2 re-eliminate most of the window, and past 65 % of it
@@ -712,7 +714,10 @@ class EstimatorDriver:
 
     def data_horizon(self, wall: int | None = None) -> int:
         """Live: the stamp up to which every flowing sensor stream has delivered, plus
-        1.5 of its stamp spacing (at least one tick period, at most half a window); no
+        7/8 of its stamp spacing for a stream at the tick rate or faster (a tick waits for
+        its reading at the tick: under a simulator's clock, which comes before the readings
+        of its stamp, a tick would otherwise run first and its readings come late, onto an
+        older key), else 1.5 of it (at least one tick period, at most half a window); no
         limit (a huge value) when no stream is flowing. ``wall``: ``time.monotonic_ns()``
         if the caller has it. Module docstring."""
         if wall is None:
@@ -721,7 +726,13 @@ class EstimatorDriver:
         horizon = 1 << 62
         for stamp, spacing, last in self._streams.values():
             if wall - last <= self.silence_ns and stamp >= newest - self.lag_ns // 2:
-                allow = min(max(self.period, (3 * spacing) // 2), self.lag_ns // 2)
+                if 0 < spacing <= self.period:
+                    # a stream at the tick rate or faster: a tick waits for its reading at
+                    # or before the tick (due within 7/8 of its spacing after its newest:
+                    # a stamp's jitter of an eighth of the spacing does not hold it)
+                    allow = spacing - spacing // 8
+                else:
+                    allow = min(max(self.period, (3 * spacing) // 2), self.lag_ns // 2)
                 horizon = min(horizon, stamp + allow)
         return horizon
 

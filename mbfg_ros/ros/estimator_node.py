@@ -561,6 +561,14 @@ class EstimatorNode(Node):
         d = self.driver
         if d.last_tick is None:
             return None
+        clock_sub = self.clock_sub
+        if clock_sub is not None:
+            # sim time: the node clock is the /clock the pass began with, a smoother pass
+            # (~0.5 ms) ago; aimed from it, the wait overshoots the next grid tick by that
+            # much, every pass after the smoother's, until the loop is a period late
+            buf = newest_raw(clock_sub)
+            if buf is not None:
+                self._set_clock(clock_sub, buf)
         now = self._now_ns()
         if d.due_grid(now)[1]:
             return 0.0

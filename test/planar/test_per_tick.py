@@ -99,11 +99,13 @@ def test_float_wrap_is_wrap_angle_bit_for_bit():
         assert got == want and np.signbit(got) == np.signbit(want), a
 
 
-@pytest.mark.parametrize('name', ['fourbar.yaml', 'slider_crank.yaml', 'five_bar.yaml'])
-def test_one_state_imu_errors_equal_the_batch_errors(name):
+def _with_imu(name: str) -> tuple:
+    """(system, its sensor model, a gyro, an accelerometer and a yaw reading of IMU 0) of
+    config ``name``; the four-bar's IMU added on body 1 where the config has none (the
+    slider-crank and the five-bar)."""
     sys = load_system(CONFIG / name)
     sm = sys.sensor_model()
-    if not sm.imu_names:                     # the slider-crank and five-bar: add one
+    if not sm.imu_names:
         mech = load_system(CONFIG / 'fourbar.yaml').mech
         sys = build_system(replace(sys.mech, sensors=(replace(mech.sensors[0], body=1,
                                                               point=(0.3, -0.2), angle=0.4),)))
@@ -111,6 +113,12 @@ def test_one_state_imu_errors_equal_the_batch_errors(name):
     obs = [Observation('gyro', 0, np.array([0.3]), np.array([0.01])),
            Observation('accel', 0, np.array([1.5, -2.0]), np.array([0.05, 0.05])),
            Observation('orient', 0, np.array([3.1]), np.array([0.02]))]
+    return sys, sm, obs
+
+
+@pytest.mark.parametrize('name', ['fourbar.yaml', 'slider_crank.yaml', 'five_bar.yaml'])
+def test_one_state_imu_errors_equal_the_batch_errors(name):
+    sys, sm, obs = _with_imu(name)
     for q, qd, qdd, _ in _states(sys, 3, 6):
         x = np.stack((q, qd, qdd))
         for readings in (obs, obs[1:], obs[::-1], obs[:1]):
@@ -413,16 +421,7 @@ def test_one_state_sensor_rows_are_the_scalar_models_values(name):
     IMU's rows gathered per reading kind) give exactly the scalar models' numbers
     (``joint``, ``imu``: the local rows scattered by a product), every reading kind in
     every order, without the tolerance of the batch comparison."""
-    sys_ = load_system(CONFIG / name)
-    sm = sys_.sensor_model()
-    if not sm.imu_names:
-        mech = load_system(CONFIG / 'fourbar.yaml').mech
-        sys_ = build_system(replace(sys_.mech, sensors=(replace(mech.sensors[0], body=1,
-                                                                point=(0.3, -0.2), angle=0.4),)))
-        sm = sys_.sensor_model()
-    obs = [Observation('gyro', 0, np.array([0.3]), np.array([0.01])),
-           Observation('accel', 0, np.array([1.5, -2.0]), np.array([0.05, 0.05])),
-           Observation('orient', 0, np.array([3.1]), np.array([0.02]))]
+    sys_, sm, obs = _with_imu(name)
     for q, qd, qdd, _ in _states(sys_, 10, 13):
         x = np.stack((q, qd, qdd))
         for j in range(len(sm.joint_names)):

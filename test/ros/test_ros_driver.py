@@ -278,6 +278,36 @@ def test_ticks_wait_for_a_stalled_sensor_stream_instead_of_running_past_its_read
     assert count > 300 and err < raw_encoder_error(system, recs)
 
 
+def test_a_tick_waits_for_the_readings_at_its_stamp_of_streams_at_the_tick_rate():
+    """Encoders and IMU at 1 kHz on the tick grid under a simulator's clock, which comes
+    before the readings of its stamp (``/clock`` first, a simulator's order): each
+    ``/clock`` 0.5 ms after its time, the readings 0.1 ms after that, the loop looking every
+    0.1 ms. Once each stream's spacing is known (its first readings), a tick waits for its
+    own readings, so none arrives after its tick and lands on an older key (a "late"
+    reading: a two-key factor, a longer re-elimination). A horizon of
+    1.5 spacings ran tick k as soon as the clock reached its stamp with reading k − 1 in."""
+    system, traj, recs = fourbar_data(duration=0.3, rate=1000.0)
+    d = EstimatorDriver(system, settings(frequency=1000.0), live=True)
+    arrivals = sorted((stamp_of(r) + 600_000, i) for i, r in enumerate(recs))
+    start = stamp_of(recs[0])
+    wall, j, outs, settled = start, 0, [], None
+    while j < len(arrivals):
+        wall += 100_000
+        clock = start + (wall - 500_000 - start) // MS * MS     # the newest /clock
+        while j < len(arrivals) and arrivals[j][0] <= wall:
+            r = recs[arrivals[j][1]]
+            d.push(stamp_of(r), r, clock)
+            j += 1
+        outs += d.advance(clock)
+        if settled is None and clock >= start + 10 * MS:   # each stream's spacing known
+            settled = d.estimator.counters['late']
+    c = d.estimator.counters
+    assert c['late'] == settled and c['dropped_too_old'] == 0, (settled, c)
+    assert d.ticks['run'] > 250, d.ticks
+    err, count = crank_error(system, outs, traj)
+    assert count > 250 and err < raw_encoder_error(system, recs)
+
+
 def test_a_silent_stream_stops_holding_the_ticks_back_after_the_sensor_timeout():
     """The IMU stops at 50 ms; encoders go on to 80 ms: ticks wait at the IMU's last
     reading. Once the IMU has been silent for ``sensor_timeout`` (wall time), the

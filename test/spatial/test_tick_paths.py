@@ -143,3 +143,37 @@ def test_an_unactuated_joint_or_friction_takes_the_general_path():
         F[1] = 0.5 * qd[1]
         np.testing.assert_allclose(fric.accelerations(q, qd, tau),
                                    pin.aba(pm, pd, q, qd, tau - F), rtol=1e-9, atol=1e-9)
+
+
+def test_rotors_urdf_damping_and_loops_take_the_general_path():
+    """The other ways out of the plain tree (issue 24's fast path must not swallow them): a
+    rotor (``Ir``: ``M + M_r``), the URDF's own ``<dynamics damping>`` (friction by default,
+    no overlay key) and a loop (the four-bar URDF with its loop overlay). q̈ is then what
+    the general equations give, ``(M + M_r)⁻¹ (τ − h)`` and ``ABA(τ − b q̇)``, not the rigid
+    tree's ABA of τ."""
+    joints = ('shoulder_pan_joint', 'shoulder_lift_joint', 'elbow_joint', 'wrist_1_joint',
+              'wrist_2_joint', 'wrist_3_joint')
+    rotor = build_spatial_system(URDF / 'ur5.urdf', {'joints': {joints[2]: {
+        'Ir': 1e-4, 'gr': 100.0}}}, 'pinocchio')
+    text = (URDF / 'ur5.urdf').read_text()
+    head, sep, tail = text.partition('<joint name="elbow_joint" type="revolute">')
+    damped = build_spatial_system(head + sep + '\n    <dynamics damping="0.7"/>' + tail, None,
+                                  'pinocchio')
+    loop = build_spatial_system(URDF / 'fourbar.urdf', URDF / 'fourbar_loops.yaml',
+                                'pinocchio')
+    assert not (rotor._plain_tree or damped._plain_tree or loop._plain_tree)
+    pm = pin.buildModelFromUrdf(str(URDF / 'ur5.urdf'))
+    pd = pm.createData()
+    for q, qd, _, tau in _states(6, 5, 5):
+        M = pin.crba(pm, pd, q)
+        M = np.triu(M) + np.triu(M, 1).T
+        M[2, 2] += 1e-4 * 100.0 ** 2
+        h = pin.rnea(pm, pd, q, qd, np.zeros(6))
+        np.testing.assert_allclose(rotor.accelerations(q, qd, tau), np.linalg.solve(M, tau - h),
+                                   rtol=1e-9, atol=1e-9)
+        F = np.zeros(6)
+        F[2] = 0.7 * qd[2]
+        np.testing.assert_allclose(damped.accelerations(q, qd, tau),
+                                   pin.aba(pm, pd, q, qd, tau - F), rtol=1e-9, atol=1e-9)
+    q = np.asarray(loop.q0)
+    assert loop.state_terms(q, np.zeros(loop.n), None, True).phi.shape == (loop.m,)
