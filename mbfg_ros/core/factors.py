@@ -169,7 +169,7 @@ def _unit(rows: int) -> gtsam.noiseModel.Unit:
 
 
 def stacked_linear_factor(keys: Sequence[int], xs: Sequence[np.ndarray],
-                          blocks: Sequence[tuple[Sequence[int], np.ndarray | None, np.ndarray,
+                          blocks: Sequence[tuple[Sequence[int], np.ndarray, np.ndarray,
                                                  Sequence[np.ndarray]]],
                           point: bool = True) -> gtsam.LinearContainerFactor:
     """Several factors linearised at ``xs`` (the values of ``keys``) as ONE whitened
@@ -179,8 +179,7 @@ def stacked_linear_factor(keys: Sequence[int], xs: Sequence[np.ndarray],
     error e and Jacobians J, one per variable it has): the rows of each, stacked in order,
     are those :func:`linear_factor` gives it (A = Σ^-½ J, b = −Σ^-½ e; zero columns on
     the variables it does not have), so the linear system is the same as with one factor
-    each; GTSAM builds and indexes one object instead of several. A block whose σ is None
-    is whitened already: its e and J are b and A.
+    each; GTSAM builds and indexes one object instead of several.
 
     ``point`` False: the container holds no linearisation point, for a solver whose own
     linearisation point of ``keys`` is ``xs`` and stays there (ISAM2 without
@@ -193,18 +192,13 @@ def stacked_linear_factor(keys: Sequence[int], xs: Sequence[np.ndarray],
     A = [np.zeros((rows, x.size), order='F') for x in xs]
     b = np.empty(rows)
     r = 0
-    for on, sigma, e, J in blocks:
+    for on, sigma, e, J in blocks:      # b = −Σ^-½ e, A = Σ^-½ J
         m = e.size
-        if sigma is None:               # whitened already: b = e, A = J
-            b[r:r + m] = e
-            for pos, Ai in zip(on, J):
-                A[pos][r:r + m] = Ai
-        else:                           # b = −Σ^-½ e, A = Σ^-½ J
-            inv = 1.0 / sigma
-            np.multiply(e, -inv, out=b[r:r + m])
-            col = inv[:, None]
-            for pos, Ji in zip(on, J):
-                np.multiply(Ji, col, out=A[pos][r:r + m])
+        inv = 1.0 / sigma
+        np.multiply(e, -inv, out=b[r:r + m])
+        col = inv[:, None]
+        for pos, Ji in zip(on, J):
+            np.multiply(Ji, col, out=A[pos][r:r + m])
         r += m
     return _container(keys, xs, A, b, 'stacked_linear_factor', point)
 

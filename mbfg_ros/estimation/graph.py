@@ -204,7 +204,7 @@ class GraphMixin:
         self._gate_rows: dict[bytes, tuple] = {}      # the gate's Q(τ) constants per τ rows
         self._factor_bufs: dict[tuple, list] = {}     # the tick factor's A and b, kept
         self._state_invs: tuple | None = None         # (σ, 1/σ, −1/σ) of the state factor
-        self._reading_invs: tuple | None = None       # (σ, 1/σ, −1/σ) of the tick's readings
+        self._reading_invs: tuple | None = None       # (σ, 1/σ column, −1/σ): tick's readings
         self._tick_dyn_sigma = self._dyn_sigma
         self._state_sigma = np.concatenate((np.full(2 * self.sys.m, cfg.constraint_sigma),
                                             self._dyn_sigma))
@@ -640,8 +640,10 @@ class GraphMixin:
         The new interval's readings (``current``) were evaluated once by :meth:`_attach`
         at this factor's linearisation point, for the gate too (issue 24). Relinearisation
         off, the state, integrator and those readings' rows go to GTSAM as one linear
-        factor on (x_{k−1}, x_k) (:func:`factors.stacked_linear_factor`: the same rows as
-        three factors, one JacobianFactor to build and for ISAM2 to index)."""
+        factor on (x_{k−1}, x_k) (the same rows as three factors, one JacobianFactor to
+        build and for ISAM2 to index): written into kept buffers (:meth:`_tick_factor`),
+        or for the disturbance rows, whose Jacobians move with the state, stacked afresh
+        (:func:`factors.stacked_linear_factor`)."""
         n = self.n
         key, prev = _X0 + k, _X0 + self._k
         graph = gtsam.NonlinearFactorGraph()

@@ -82,7 +82,8 @@ def contact_sigmas(sys: MultibodySystem, fraction: float) -> np.ndarray:
 
 _FLOAT_READINGS = 8
 """At most this many readings in a gate call: its passing update as floats
-(:meth:`GateMixin._gate_pass_floats`); more: one array operation each."""
+(:meth:`GateMixin._gate_pass_floats`), and with their layout its end too
+(:meth:`GateMixin._gate_floats`); more: one array operation each."""
 
 
 class _Diverged(Exception):
@@ -165,7 +166,7 @@ class GateMixin:
         mv = self._model_var
         r = None                                        # z − h at the stamp, where wrapped
         if layout is not None:
-            slots, joint, thr, cnt = layout.slots, layout.joint, layout.thr, layout.cnt
+            slots, thr = layout.slots, layout.thr
             sm = mv[layout.slot_rows]
             enc, enc_any, distinct = layout.enc_rows, layout.enc_any, layout.distinct
             if layout.wrap_any and not (layout.plan and stamp):

@@ -49,7 +49,10 @@ class ReadingLayout:
     once); per reading its gate slot (``slots``), whether it is an encoder (``joint``) and
     its gate threshold (``thr``); per row its slot (``slot_rows``), whether it is a
     wrapped angle (``wrap_rows``) or an encoder (``enc_rows``); ``distinct``: no two
-    readings of one sensor. With direct encoders (``plan``): their readings' positions,
+    readings of one sensor; ``slot_list``, ``thr_list``, ``row_list``, ``cnt_list``: slots,
+    thr, row_of and cnt as lists, and ``passed`` the verdict when every reading passes
+    (read-only), for the gate's float path (:meth:`~.innovation_gate.GateMixin._gate_floats`).
+    With direct encoders (``plan``): their readings' positions,
     rows, level (0 angle, 1 rate) and coordinate, the IMU groups ``(imu, ids, rows)`` and
     ``H0``, the (rows, 3n) Jacobian with the encoders' unit rows filled in. With model
     encoders (revolute joints of natural coordinates, ``plan`` too): ``enc_groups``, per
@@ -146,7 +149,8 @@ class ReadingLayout:
         sequence), read-only: kept while every reading's σ is the same read-only array as
         the last call's (a URDF robot's intake keeps one per sensor and variances), so the
         same numbers; otherwise stacked again. After :data:`SIGMA_MISSES` misses (σ's that
-        are new objects each tick, e.g. views cut per reading) it stops looking."""
+        are new objects each tick, e.g. views cut per reading) it stops looking; writable
+        σ's are never kept (they could change in place)."""
         held = self._sig
         if held is False:
             return observation_sigmas(obs)

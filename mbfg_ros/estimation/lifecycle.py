@@ -155,7 +155,7 @@ class LifecycleMixin:
                          (n, cfg.init_sigma_qdd))
         self._smoother = self._new_smoother()
         self._k = 0
-        key = gtsam.symbol('x', 0)
+        key = _X0
         graph = gtsam.NonlinearFactorGraph()
         graph.add(F.prior_factor(key, x0, prior))
         self._theta = {0: x0}
@@ -225,7 +225,7 @@ class LifecycleMixin:
         floor = np.concatenate((np.full(n, cfg.init_sigma_q), np.full(n, cfg.init_sigma_qd),
                                 np.full(n, cfg.init_sigma_qdd)))
         prior = gtsam.noiseModel.Diagonal.Sigmas(np.maximum(10.0 * std, 0.1 * floor))
-        key = gtsam.symbol('x', k)
+        key = _X0 + k
         graph = gtsam.NonlinearFactorGraph()
         graph.add(F.prior_factor(key, guess, prior))
         graph.add(self._state_factor(key, t, guess))

@@ -19,9 +19,13 @@ from mbfg_ros.core.observation import Observation
 from mbfg_ros.estimation.observations import observation_sigmas
 
 
-def _run(est: Estimator, recs: list, ticks: np.ndarray) -> list:
+def _run(est: Estimator, recs: list, ticks: np.ndarray, events: dict | None = None) -> list:
+    """Each tick's estimate (its q, q̇, q̈, σ_q and τ) after the records due; with
+    ``events``, ``events[j](est)`` called before tick ``j``."""
     out, i = [], 0
-    for t in ticks:
+    for j, t in enumerate(ticks):
+        if events and j in events:
+            events[j](est)
         while i < len(recs) and recs[i].t <= t + 1e-12:
             est.add(recs[i])
             i += 1
@@ -141,3 +145,51 @@ def test_a_layouts_sigmas_are_kept_only_while_the_same_read_only_arrays():
         new = [obs[0], obs[1]._replace(sigma=ro([1.0 + i]))]
         assert np.array_equal(layout.sigmas(new), [0.1, 1.0 + i])
     assert layout._sig is False
+
+
+@pytest.mark.parametrize('which', ['fourbar', 'ur5'])
+def test_the_kept_buffers_follow_a_sigma_change_and_a_reset_mid_run(which):
+    """What the per-tick path keeps from tick to tick (the tick factor's buffers, the state's
+    and the readings' 1/σ, a layout's σ's, the gate's kept Q(τ)) follows
+    Estimator.reconfigure (new dynamics and sensor σ's) and a reset in the middle of a run:
+    every estimate bit for bit the general path's, which builds each factor afresh from
+    σ's stacked every tick; and
+    the σ change does move the estimates (else the comparison would prove nothing)."""
+    if which == 'fourbar':
+        system, _, recs = fourbar_data(1.0, 200.0)
+        ticks = recs[0].t + np.arange(0, 1.0, 1 / 200.0)
+        cfg = EstimatorConfig(frequency=200.0, lag_duration=0.05)
+    else:
+        from mbfg_ros.spatial.system import build_spatial_system
+        from conftest import CONFIG
+        system = build_spatial_system(CONFIG / 'urdf' / 'ur5.urdf',
+                                      CONFIG / 'urdf' / 'ur5_sensors.yaml')
+        tr, taus = simulate_ur5(system, 0.6, 2e-3)
+        recs = readings(system, tr, taus, np.random.default_rng(4))
+        ticks = tr.t[1:]
+        cfg = EstimatorConfig(frequency=500.0, lag_duration=0.05)
+    third = len(ticks) // 3
+    events = {third: lambda e: e.reconfigure(dynamics_sigma=2.0, encoder_sigma=3e-3,
+                                             gyro_sigma=0.03, accel_sigma=0.1),
+              2 * third: lambda e: e.reset()}
+    fast, general, plain = Estimator(system, cfg), Estimator(system, cfg), Estimator(system, cfg)
+    general._tick_factor = lambda *a, **k: None         # the general stacked factor
+    layout_of = general._layout_of
+
+    def unkept(obs, key=None):                          # its layouts stack σ's every tick
+        layout = layout_of(obs, key)
+        layout._sig = False
+        return layout
+    general._layout_of = unkept
+    a = _run(fast, recs, ticks, events)
+    b = _run(general, recs, ticks, events)
+    c = _run(plain, recs, ticks, {})
+    assert sum(x is not None for x in a) > 0.8 * len(ticks)
+    for x, y in zip(a, b):
+        assert (x is None) == (y is None)
+        if x is not None:
+            assert np.array_equal(x, y, equal_nan=True)
+    assert fast.counters == general.counters and fast.counters['resets'] == 1
+    moved = [not np.array_equal(x, y) for x, y in zip(a[third:2 * third], c[third:2 * third])
+             if x is not None and y is not None]
+    assert moved and all(moved)
