@@ -163,7 +163,7 @@ class IntakeMixin:
     @staticmethod
     def _sigmas(var: np.ndarray | None, k: int, default: float) -> np.ndarray:
         """σ per reading: sqrt of a finite positive variance, else ``default``
-        (:meth:`_sigma` for ``k`` readings at once)."""
+        (``k`` readings at once)."""
         if var is None:
             return np.full(k, default)
         ok = np.isfinite(var) & (var > 0)
