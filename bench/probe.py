@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ['reference_work', 'calibrate', 'spread', 'read_samples']
+__all__ = ['reference_work', 'calibrate', 'before_after', 'spread', 'read_samples']
 
 
 def reference_work(rounds: int = 150) -> float:
@@ -53,6 +53,14 @@ def calibrate(n: int = 30) -> float:
     """The median of ``n`` samples of :func:`reference_work` (µs), after one warm-up."""
     reference_work()
     return float(np.median([reference_work() for _ in range(n)]))
+
+
+def before_after(before: float, after: float) -> str:
+    """The line a benchmark prints under its timings: the probe (:func:`calibrate`, µs)
+    taken before and after its rows."""
+    return ('Machine probe (bench/probe.py, the same fixed work timed before and after the '
+            f'rows): {before:.0f} / {after:.0f} µs; the ticks scale with it (BENCHMARKS.md: '
+            'its value when this machine runs quick)')
 
 
 def spread(samples: list[float]) -> tuple[float, float]:
