@@ -32,7 +32,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from common import truth  # noqa: E402
-from probe import calibrate  # noqa: E402  bench/probe.py: how fast the machine runs now
+from probe import before_after, calibrate  # noqa: E402  bench/probe.py: how fast the machine runs now
 
 from mbfg_ros.estimation.estimator import Estimator, EstimatorConfig  # noqa: E402
 from mbfg_ros.planar.dynamics import System, build_system, load_system  # noqa: E402
@@ -196,7 +196,7 @@ def main(argv=None) -> int:
         truths['mismatch'] = truth(build_system(replace(mech, bodies=tuple(bodies))),
                                    duration, 1000.0)
     rows, trows = [], []
-    probe = [calibrate()]
+    before = calibrate()
     for name, scfg, ecfg, window, start, which in scenarios:
         tt, tq, tqd, tqdd = truths[which]
         r = run(sys_, tt, tq, tqd, tqdd, scfg, ecfg, args.seed, start)
@@ -226,10 +226,7 @@ def main(argv=None) -> int:
           'below the raw encoder; median <= 1 ms, p99 <= 2 ms per tick.\n'
           'ms = wall clock per tick (Estimate.tick_seconds; on a shared machine it includes '
           'time the process was preempted); CPU ms = this thread\'s CPU time per tick.')
-    probe.append(calibrate())
-    print('Machine probe (bench/probe.py, the same fixed work timed before and after the '
-          f'rows): {probe[0]:.0f} / {probe[1]:.0f} µs; the ticks scale with it '
-          '(BENCHMARKS.md: its value when this machine runs quick)')
+    print(before_after(before, calibrate()))
     return 0
 
 

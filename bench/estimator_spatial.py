@@ -41,7 +41,7 @@ for _p in (str(REPO), str(REPO / 'bench')):
     if _p not in sys.path:
         sys.path.insert(0, _p)
 
-from probe import calibrate  # noqa: E402  bench/probe.py: how fast the machine runs now
+from probe import before_after, calibrate  # noqa: E402  bench/probe.py: how fast the machine runs now
 
 from mbfg_ros.estimation.estimator import Estimator, EstimatorConfig  # noqa: E402
 from mbfg_ros.spatial.sensor_sim import (SpatialSensorConfig, reference_motion,  # noqa: E402
@@ -165,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
           f'ticks at {RATE:g} Hz, lag 0.05 s, dynamics_sigma {a.dynamics_sigma:g}, '
           f'unknown_effort_sigma {a.unknown_effort_sigma:g}; python {platform.python_version()}, '
           f'backend {type(system.dyn).__name__}; errors after {SKIP:g} s', flush=True)
-    probe = [calibrate()]
+    before = calibrate()
     rows = []
     for label, truth, effort in (('nominal', system, True), ('payload +20 %', heavy, True),
                                  ('nominal, no effort', system, False)):
@@ -215,11 +215,8 @@ def main(argv: list[str] | None = None) -> int:
     print('\nTargets (nominal row):')
     for what, ok, val in checks:
         print(f'  {"PASS" if ok else "MISS"}  {what}: {val}')
-    probe.append(calibrate())
-    print('Timings on a shared 2-core machine are pessimistic. Machine probe (bench/probe.py, '
-          f'the same fixed work timed before and after the rows): {probe[0]:.0f} / '
-          f'{probe[1]:.0f} µs; the ticks scale with it (BENCHMARKS.md: its value when this '
-          'machine runs quick)')
+    print('Timings on a shared 2-core machine are pessimistic.')
+    print(before_after(before, calibrate()))
     return 0
 
 

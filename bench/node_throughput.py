@@ -70,7 +70,7 @@ for p in (str(REPO), str(BENCH)):
     if p not in sys.path:
         sys.path.insert(0, p)
 
-from probe import calibrate, read_samples, slowdown  # noqa: E402  bench/probe.py
+from probe import calibrate, read_samples, spread  # noqa: E402  bench/probe.py
 
 NS = 1_000_000_000
 MECH = REPO / 'config' / 'fourbar.yaml'
@@ -267,11 +267,6 @@ def generator_lateness(start_file: Path) -> dict[int, tuple[float, float]]:
     return {int(r[0]): (float(r[1]), float(r[2])) for r in rows}
 
 
-def matched(sub) -> int:
-    """Publishers matched with the subscription ``sub`` (rclpy's matched count, Iron on)."""
-    return sub.get_publisher_count()
-
-
 class NodeRun:
     """The estimator_node under test and this process's DDS monitor of its outputs.
 
@@ -300,7 +295,7 @@ class NodeRun:
         self.env = ros_env(domain)
         self.diags: list = []
         self.procs: list[subprocess.Popen] = []
-        self._delays: list[tuple[int, int]] = []   # (DDS reception, callback − it) ns
+        self.monitor_delay: list[tuple[int, int]] = []   # (DDS reception, callback − it) ns
         self._subs: list = []                        # the monitor's estimate subscriptions
         self.commands: list[int] = []                # torque commands' DDS reception, ns
 
@@ -335,36 +330,21 @@ class NodeRun:
         # the controller's side: the torque commands (their rmw publishing is part of the
         # node's cost only while someone subscribes), counted by DDS reception time
         self._subscribe('/estimator_node/torque_commands',
-                        lambda t, _b: self.commands.append(t), qos, 'Float64MultiArray')
+                        lambda t, _b: self.commands.append(t), qos, 'Float64MultiArray', raw=True)
         self.spin_while(lambda: not self.diags, 60)      # the node is up and matched
         # and each estimate topic matched both ways: a RELIABLE writer that already knows
         # this reader while the reader does not yet know it re-sends its history once they
         # match, a burst of estimates hundreds of ms old at the row's start (not latency)
-        self.spin_while(lambda: any(matched(sub) == 0 for sub in self._subs), 60)
+        self.spin_while(lambda: any(sub.get_publisher_count() == 0 for sub in self._subs), 60)
         return self
 
-    @property
-    def monitor_delay_at(self) -> list[tuple[int, int]]:
-        """(DDS reception ns, the monitor's callback − that) per message received."""
-        return self._delays
-
-    @property
-    def monitor_delay(self) -> list[int]:
-        return [d for _, d in self._delays]
-
-    def _delay(self, received: int) -> None:
-        self._delays.append((received, time.time_ns() - received))
-
-    def _subscribe(self, topic: str, on_msg, qos, kind: str = 'JointState') -> None:
-        """A subscription of the monitor (``raw``: class docstring)."""
+    def _subscribe(self, topic: str, on_msg, qos, kind: str = 'JointState',
+                   raw: bool | None = None) -> None:
+        """A subscription of the monitor (``raw``, by default the run's: class docstring)."""
         from mbfg_ros.ros import conversions as cv
-        if not self.raw:
-            if kind == 'JointState':
-                self._subs.append(self.mon.create_subscription(cv.message_class(kind),
-                                                               topic, on_msg, qos))
-            else:
-                self._subs.append(self.mon.create_subscription(
-                    cv.message_class(kind), topic, lambda m: on_msg(time.time_ns(), m), qos))
+        if not (self.raw if raw is None else raw):
+            self._subs.append(self.mon.create_subscription(cv.message_class(kind), topic,
+                                                           on_msg, qos))
             return
         sub = None
 
@@ -382,7 +362,7 @@ class NodeRun:
             # not this Python callback's: the monitor's own backlog is not the node's latency
             arrival = info.get('received_timestamp') or time.time_ns()
             on_msg(arrival, buf)
-            self._delay(arrival)
+            self.monitor_delay.append((arrival, time.time_ns() - arrival))
         sub = self.mon.create_subscription(cv.message_class(kind), topic, on_raw, qos,
                                            raw=True)
         self._subs.append(sub)
@@ -676,7 +656,7 @@ def drive(params: dict, data: Path, busy: bool, domain: int, log: Path, tmp: Pat
         cpu1, wall1 = cpu_seconds(run.node.pid), time.monotonic()
         cmd_hz = (len(run.commands) - n_cmd0) / (wall1 - wall0)
         machine = read_samples(probe_file)
-        delay = np.array(run.monitor_delay) / 1e6
+        delay = np.array([d for _, d in run.monitor_delay]) / 1e6
         start = int(start_file.read_text())
         run.spin_while(lambda: True, 2.5)               # two diagnostics after the end
         diags = run.diags
@@ -694,7 +674,7 @@ def drive(params: dict, data: Path, busy: bool, domain: int, log: Path, tmp: Pat
         m = read(buf)
         effort[m.stamp[0] * NS + m.stamp[1]] = m.effort
     states = [s + (effort.get(s[1]),) for s in states]
-    for line in latency_tail(states, run.monitor_delay_at):
+    for line in latency_tail(states, run.monitor_delay):
         print('    ' + line)
     if opts.trace and prof is not None and prof.exists():
         if opts.keep_trace is not None:      # the raw trace, for a look of one's own
@@ -988,7 +968,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{r['raw_mrad']:.3f} | {'yes' if r['crank_mrad'] < r['raw_mrad'] else 'NO'} | "
               f"{r['rate_rms']:.4f} | "
               f"{'-' if math.isnan(r['tau_pct']) else format(r['tau_pct'], '.2f')} | "
-              f"{'%.0f / %.0f' % slowdown(r['machine'], 1.0)} |")
+              f"{'%.0f / %.0f' % spread(r['machine'])} |")
     for r in rows:
         if r['governor']:       # predict_between_ticks: the governor's view (issue 24)
             print(f"governor {r['robot']} {'busy' if r['busy'] else 'quiet'}: "

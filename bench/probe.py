@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ['reference_work', 'calibrate', 'slowdown', 'read_samples']
+__all__ = ['reference_work', 'calibrate', 'before_after', 'spread', 'read_samples']
 
 
 def reference_work(rounds: int = 150) -> float:
@@ -55,14 +55,20 @@ def calibrate(n: int = 30) -> float:
     return float(np.median([reference_work() for _ in range(n)]))
 
 
-def slowdown(samples: list[float], base: float) -> tuple[float, float]:
-    """(median, worst 1-in-10) of ``samples`` (µs) relative to ``base``: 1.0 the machine as
-    fast as when ``base`` was taken, 1.3 a third slower; ``base`` 1.0 gives them in µs
-    (``bench/node_throughput.py``'s column)."""
-    if not samples or not base > 0:
+def before_after(before: float, after: float) -> str:
+    """The line a benchmark prints under its timings: the probe (:func:`calibrate`, µs)
+    taken before and after its rows."""
+    return ('Machine probe (bench/probe.py, the same fixed work timed before and after the '
+            f'rows): {before:.0f} / {after:.0f} µs; the ticks scale with it (BENCHMARKS.md: '
+            'its value when this machine runs quick)')
+
+
+def spread(samples: list[float]) -> tuple[float, float]:
+    """(median, worst 1-in-10) of ``samples`` (µs; NaN, NaN for none): how fast the
+    machine ran during a benchmark row (``bench/node_throughput.py``'s column)."""
+    if not samples:
         return float('nan'), float('nan')
-    a = np.asarray(samples) / base
-    return float(np.median(a)), float(np.percentile(a, 90))
+    return float(np.median(samples)), float(np.percentile(samples, 90))
 
 
 def read_samples(path: Path) -> list[float]:

@@ -327,12 +327,8 @@ class EstimatorNode(Node):
         number of messages taken."""
         taken = 0
         queued = False
-        clock_sub = self.clock_sub
         while True:
-            if clock_sub is not None:
-                buf = newest_raw(clock_sub)
-                if buf is not None:
-                    self._set_clock(clock_sub, buf)
+            self._take_clock()
             now = self._now_ns()
             batch = 0
             for handler, msg in drain(self._polled_inputs, POLL_BATCH, take_raw):
@@ -344,6 +340,15 @@ class EstimatorNode(Node):
         if queued:
             self._wake()
         return taken
+
+    def _take_clock(self) -> None:
+        """Loop mode under ``use_sim_time``: the newest ``/clock`` waiting, if any, sets the
+        node clock (:meth:`_set_clock`); nothing without sim time."""
+        clock_sub = self.clock_sub
+        if clock_sub is not None:
+            buf = newest_raw(clock_sub)
+            if buf is not None:
+                self._set_clock(clock_sub, buf)
 
     def _set_clock(self, clock_sub: Any, buf: bytes) -> None:
         """The ``/clock`` message in ``buf`` (its bytes) to rclpy's TimeSource (the
@@ -561,14 +566,10 @@ class EstimatorNode(Node):
         d = self.driver
         if d.last_tick is None:
             return None
-        clock_sub = self.clock_sub
-        if clock_sub is not None:
-            # sim time: the node clock is the /clock the pass began with, a smoother pass
-            # (~0.5 ms) ago; aimed from it, the wait overshoots the next grid tick by that
-            # much, every pass after the smoother's, until the loop is a period late
-            buf = newest_raw(clock_sub)
-            if buf is not None:
-                self._set_clock(clock_sub, buf)
+        # sim time: the node clock is the /clock the pass began with, a smoother pass
+        # (~0.5 ms) ago; aimed from it, the wait overshoots the next grid tick by that
+        # much, every pass after the smoother's, until the loop is a period late
+        self._take_clock()
         now = self._now_ns()
         if d.due_grid(now)[1]:
             return 0.0
