@@ -1,7 +1,7 @@
 """Bounded caches: the one way a per-object cache of constants stays small (issue 24).
 
 The per-tick path keeps what it can work out once per key (a reading sequence's layout,
-the integrator's rows per dt, the gate's Q(τ) per τ, the σ's per variances); the keys
+the tick factor's buffers per dt, the gate's Q(τ) per τ, the σ's per variances); the keys
 come from the wire or from the stamps, so a stream of new ones must not grow a cache
 without end. Each cache is a plain dict owned by its object, read with ``dict.get`` by the
 caller; :func:`remember` stores a new entry, emptying the dict first when it is full (a tick

@@ -126,7 +126,7 @@ class Estimator(IntakeMixin, GateMixin, GraphMixin, LifecycleMixin, OutputMixin,
         self._unknown: set[str] = set()
         self._layouts: dict[tuple, tuple[list, list, bool]] = {}   # JointState names -> indices
         # (σ array, its one-element rows) per (variances' bytes or None, count, default σ)
-        # (IntakeMixin._sigmas_keep); read-only, bounded
+        # (IntakeMixin._sigmas_kept); read-only, bounded
         self._sigma_cache: dict[tuple, tuple[np.ndarray, list]] = {}
         self._last_reset_reason = ''
         # the gate's sensors (kind, index), one slot each: the arrays of its state

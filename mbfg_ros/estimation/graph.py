@@ -199,7 +199,6 @@ class GraphMixin:
         self._jerk2 = self._jerk ** 2
         self._gate_jerk: dict[float, tuple] = {}      # the gate's jerk terms of Q(τ) per τ²
         self._gate_q: tuple | None = None             # (σ_d, {τ²: Q(τ)}) of the gates
-        self._integ_rows: dict[tuple, tuple] = {}     # the integrator's whitened rows per dt
         self._step_sigma: dict[float, tuple] = {}     # the integrator's σ's per dt
         self._gate_rows: dict[bytes, tuple] = {}      # the gate's Q(τ) constants per τ rows
         self._factor_bufs: dict[tuple, list] = {}     # the tick factor's A and b, kept
@@ -519,47 +518,32 @@ class GraphMixin:
                 cfg.joint_rejection_threshold, cfg.imu_rejection_threshold))
         return layout
 
-    def _integrator_rows(self, fn: F.ErrorFn, sigma: np.ndarray, dt: float
-                         ) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]] | None:
-        """(Σ^-½, (Σ^-½ J_{k−1}, Σ^-½ J_k)) of the integrator ``fn`` over ``dt`` with σ
-        ``sigma``: constants of dt for the trapezoidal rows (Eq. 23) and their jerk rows,
-        kept per dt (a tick loop has a handful of dt's; cleared when the σ's change); None
-        for the disturbance rows (their Jacobians move with the state)."""
-        if fn is not F.stacked_trapezoidal_error and fn is not F.stacked_trapezoidal_jerk_error:
-            return None
-        key = (fn, dt)
-        rows = self._integ_rows.get(key)
-        if rows is None:
-            n = self.n
-            J = fn(n, dt, [np.zeros(3 * n)] * 2, True)[1]
-            inv = 1.0 / sigma
-            rows = remember(self._integ_rows, key, (inv, tuple((Ji.T * inv).T for Ji in J)))
-        return rows
-
     def _factor_buffers(self, fn: F.ErrorFn, dt: float, sigma: np.ndarray, reading_rows: int,
                         on: tuple[int, ...]) -> list | None:
         """The tick factor's A matrices and b, kept and written in place per tick
         (:meth:`_tick_factor`): [A_{k−1}, A_k (column-major, rows: state, integrator,
         readings), b, the state rows' Jacobian (:func:`factors.whitened_state_rows`'s
         ``J``; None until the first tick writes it whole), the state's rows, the
-        integrator's 1/σ (its b's whitening)], the integrator's
-        whitened constant rows (:meth:`_integrator_rows` of ``fn``, ``sigma``) in place and
-        zeros elsewhere; kept per (integrator, dt, readings' rows and keys), at most 64,
-        cleared with the integrator's rows when the σ's change; None for an integrator
-        whose rows move with the state. GTSAM copies A and b into each factor, and nothing
-        else holds them, so the next tick may write them again."""
+        integrator's 1/σ (its b's whitening)], the integrator's whitened rows
+        (Σ^-½ J_{k−1}, Σ^-½ J_k of ``fn`` over ``dt`` with σ ``sigma``: constants of dt for
+        the trapezoidal rows, Eq. 23, and their jerk rows) in place and zeros elsewhere;
+        kept per (integrator, dt, readings' rows and keys), at most 64, cleared when the
+        σ's change; None for an integrator whose rows move with the state (the
+        disturbance rows). GTSAM copies A and b into each factor, and nothing else holds
+        them, so the next tick may write them again."""
         key = (fn, dt, reading_rows, on)
         buf = self._factor_bufs.get(key)
         if buf is None:
-            rows = self._integrator_rows(fn, sigma, dt)
-            if rows is None:
+            if fn not in (F.stacked_trapezoidal_error, F.stacked_trapezoidal_jerk_error):
                 return None
-            inv_i, A = rows
-            state_rows = 2 * self.sys.m + self.n
-            total = state_rows + A[0].shape[0] + reading_rows
-            mats = [np.zeros((total, Ai.shape[1]), order='F') for Ai in A]
-            for Ab, Ai in zip(mats, A):
-                Ab[state_rows:state_rows + Ai.shape[0]] = Ai
+            n = self.n
+            J = fn(n, dt, [np.zeros(3 * n)] * 2, True)[1]
+            inv_i = 1.0 / sigma
+            state_rows = 2 * self.sys.m + n
+            total = state_rows + inv_i.size + reading_rows
+            mats = [np.zeros((total, Ji.shape[1]), order='F') for Ji in J]
+            for Ab, Ji in zip(mats, J):
+                Ab[state_rows:state_rows + inv_i.size] = (Ji.T * inv_i).T
             buf = remember(self._factor_bufs, key,
                            [*mats, np.empty(total), None, state_rows, inv_i])
         return buf

@@ -306,7 +306,7 @@ class GateMixin:
     def _gate_rows_of(self, tau: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The per-row constants of Q(τ) for τ per row (readings at several stamps):
         (σ_d²'s coefficients for q, q̇, q̈ (R, 3, 1), the jerk's share (R, 3, n), Q_c(τ)'s
-        coefficients (R, 3)), kept per τ (its bytes: merged ticks and stamps off the grid
+        coefficients (R, 3): σ_d²'s), kept per τ (its bytes: merged ticks and stamps off the grid
         repeat a few patterns; at most 64, cleared when the σ's change); read-only."""
         key = tau.tobytes()
         held = self._gate_rows.get(key)
@@ -321,12 +321,10 @@ class GateMixin:
             Cj[:, 0] = a4 * a2 / 36.0
             Cj[:, 1] = 0.25 * a4
             Cj[:, 2] = a2
-            C = np.empty((a2.size, 3))                  # the contact's: q, q̇, q̈
-            C[:, 0] = 0.25 * a2 * a2
-            C[:, 1] = a2
-            C[:, 2] = 1.0
+            # Q_c(τ)'s coefficients are σ_d²'s: ¼τ⁴, τ², 1 (0.25·(τ²·τ²) is (0.25·τ²)·τ²
+            # exactly: a product by 0.25 is exact)
             held = remember(self._gate_rows, key,
-                            (Cd[:, :, None], Cj[:, :, None] * self._jerk2, C))
+                            (Cd[:, :, None], Cj[:, :, None] * self._jerk2, Cd))
             for c in held:
                 c.flags.writeable = False
         return held

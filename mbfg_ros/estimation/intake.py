@@ -163,35 +163,26 @@ class IntakeMixin:
     @staticmethod
     def _sigmas(var: np.ndarray | None, k: int, default: float) -> np.ndarray:
         """σ per reading: sqrt of a finite positive variance, else ``default``
-        (:meth:`_sigma` for ``k`` readings at once)."""
+        (``k`` readings at once)."""
         if var is None:
             return np.full(k, default)
         ok = np.isfinite(var) & (var > 0)
         return np.where(ok, np.sqrt(np.where(ok, var, 1.0)), default)
 
-    def _sigmas_kept(self, var: np.ndarray | None, k: int, default: float) -> np.ndarray:
-        """:meth:`_sigmas`, kept per distinct (variances, count, default): a sensor sends
-        the same covariance (or none) in every message, so its σ's are computed once
+    def _sigmas_kept(self, var: np.ndarray | None, k: int, default: float
+                     ) -> tuple[np.ndarray, list]:
+        """(:meth:`_sigmas`, its ``k`` one-element rows ``s[i:i + 1]``: each joint
+        reading's σ), kept per distinct (variances, count, default): a sensor sends the
+        same covariance (or none) in every message, so its σ's are computed once
         (read-only: observations share them). At most :data:`~mbfg_ros.core.bounded.KEPT`
         kept (variances come from the wire)."""
         key = (None if var is None else var.tobytes(), k, default)
         entry = self._sigma_cache.get(key)
-        return (entry or self._sigmas_keep(key, var, k, default))[0]
-
-    def _sigma_rows(self, var: np.ndarray | None, k: int, default: float) -> list:
-        """The ``k`` one-element rows ``s[i:i + 1]`` of :meth:`_sigmas_kept`'s array (each
-        joint reading's σ), kept with it (the same cache and key)."""
-        key = (None if var is None else var.tobytes(), k, default)
-        entry = self._sigma_cache.get(key)
-        return (entry or self._sigmas_keep(key, var, k, default))[1]
-
-    def _sigmas_keep(self, key: tuple, var: np.ndarray | None, k: int, default: float
-                     ) -> tuple[np.ndarray, list]:
-        """(σ array, its one-element rows) of ``var`` made and kept under ``key`` (the one
-        cache of :meth:`_sigmas_kept` and :meth:`_sigma_rows`)."""
-        s = self._sigmas(var, k, default)
-        s.setflags(write=False)
-        return remember(self._sigma_cache, key, (s, [s[i:i + 1] for i in range(k)]))
+        if entry is None:
+            s = self._sigmas(var, k, default)
+            s.setflags(write=False)
+            entry = remember(self._sigma_cache, key, (s, [s[i:i + 1] for i in range(k)]))
+        return entry
 
     def _joint_layout(self, names: tuple
                       ) -> tuple[list[tuple[int, int]], list[tuple[int, int]], bool]:
@@ -253,7 +244,7 @@ class IntakeMixin:
         # reading a view of the copy
         p_ok = [x == x for x in p_list] if p_list is not None else None
         v_ok = [x == x for x in v_list] if v_list is not None else None
-        sp = self._sigma_rows(pvar, k, cfg.encoder_sigma) \
+        sp = self._sigmas_kept(pvar, k, cfg.encoder_sigma)[1] \
             if p_ok is not None and any(p_ok) else None
         if v_ok is None or not any(v_ok):               # angles only (the common case)
             if sp is None:
@@ -263,7 +254,7 @@ class IntakeMixin:
                 out = [Observation('joint_pos', j, z[i:i + 1], sp[i])
                        for i, j in known if p_ok[i]]
         else:
-            sv = self._sigma_rows(vvar, k, cfg.encoder_rate_sigma)
+            sv = self._sigmas_kept(vvar, k, cfg.encoder_rate_sigma)[1]
             zp = pos.copy() if sp is not None else None
             zv = vel.copy()
             out = []
@@ -304,9 +295,9 @@ class IntakeMixin:
         quat = self._listed(m.orientation, 4)[0]
         kept, var3 = self._sigmas_kept, self._var3
         return self.sm.imu_observations(
-            k, g, a, quat, kept(var3(m.gyro_var), 3, cfg.gyro_sigma),
-            kept(var3(m.accel_var), 3, cfg.accel_sigma),
-            kept(var3(m.orientation_var), 3, cfg.orientation_sigma))
+            k, g, a, quat, kept(var3(m.gyro_var), 3, cfg.gyro_sigma)[0],
+            kept(var3(m.accel_var), 3, cfg.accel_sigma)[0],
+            kept(var3(m.orientation_var), 3, cfg.orientation_sigma)[0])
 
     @staticmethod
     def _var3(var) -> np.ndarray | None:
