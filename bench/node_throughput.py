@@ -298,6 +298,7 @@ class NodeRun:
         self.monitor_delay: list[tuple[int, int]] = []   # (DDS reception, callback − it) ns
         self._subs: list = []                        # the monitor's estimate subscriptions
         self.commands: list[int] = []                # torque commands' DDS reception, ns
+        self.state_at: list[tuple[int, int]] = []    # ~/state: (DDS reception, source) ns
 
     def __enter__(self) -> 'NodeRun':
         import rclpy
@@ -361,6 +362,8 @@ class NodeRun:
             # the middleware's reception time (the sample in this process's DDS reader),
             # not this Python callback's: the monitor's own backlog is not the node's latency
             arrival = info.get('received_timestamp') or time.time_ns()
+            if topic == '/estimator_node/state':     # the writer's stamp: when it wrote
+                self.state_at.append((arrival, info.get('source_timestamp') or 0))
             on_msg(arrival, buf)
             self.monitor_delay.append((arrival, time.time_ns() - arrival))
         sub = self.mon.create_subscription(cv.message_class(kind), topic, on_raw, qos,
@@ -599,7 +602,9 @@ class Options(argparse.Namespace):
     (``/clock`` from the generator, node on ``use_sim_time``), ``profile`` (a directory:
     the node runs with timers on its callbacks; ``trace``: instead a trace of its loop,
     :func:`latency_trace`), ``grid_stamps`` (the generator's stamps on the tick grid),
-    ``unaligned`` (the node with ``align_ticks`` false: its grid at whole periods)."""
+    ``unaligned`` (the node with ``align_ticks`` false: its grid at whole periods),
+    ``max_tick_load`` (0: the node's default), ``witness`` (a second subscriber process:
+    :func:`witness`)."""
 
     ticks: float = 0.0
     sim_time: bool = False
@@ -609,6 +614,8 @@ class Options(argparse.Namespace):
     keep_trace: Path | None = None
     grid_stamps: bool = False
     unaligned: bool = False
+    max_tick_load: float = 0.0
+    witness: bool = False
 
 
 def node_params(params: dict, opts: Options, default_ticks: float) -> dict:
@@ -620,6 +627,8 @@ def node_params(params: dict, opts: Options, default_ticks: float) -> dict:
         out['predict_between_ticks'] = 'true'
     if opts.unaligned:
         out['align_ticks'] = 'false'
+    if opts.max_tick_load:
+        out['max_tick_load'] = opts.max_tick_load
     return out
 
 
@@ -649,6 +658,14 @@ def drive(params: dict, data: Path, busy: bool, domain: int, log: Path, tmp: Pat
         probe_file.unlink(missing_ok=True)
         run.start([sys.executable, str(Path(__file__).resolve().parent / 'probe.py'),
                    str(probe_file)])
+        witness_file = tmp / f'witness_{log.stem}.txt'
+        if opts.witness:
+            ready = witness_file.with_suffix('.ready')
+            for f in (witness_file, ready):
+                f.unlink(missing_ok=True)
+            run.start([sys.executable, str(Path(__file__).resolve()), '--witness-process',
+                       str(witness_file)], env=run.env)
+            run.spin_while(lambda: not ready.exists(), 60)
         gen = run.start_generator(data, start_file, opts.sim_time, grid)
         cpu0, wall0 = cpu_seconds(run.node.pid), time.monotonic()
         n_cmd0 = len(run.commands)
@@ -676,6 +693,9 @@ def drive(params: dict, data: Path, busy: bool, domain: int, log: Path, tmp: Pat
     states = [s + (effort.get(s[1]),) for s in states]
     for line in latency_tail(states, run.monitor_delay):
         print('    ' + line)
+    if opts.witness:
+        print('    ' + delivery_line('monitor ~/state', run.state_at))
+        print('    ' + delivery_line('witness ~/state', read_witness(witness_file)))
     if opts.trace and prof is not None and prof.exists():
         if opts.keep_trace is not None:      # the raw trace, for a look of one's own
             opts.keep_trace.mkdir(parents=True, exist_ok=True)
@@ -694,6 +714,75 @@ def drive(params: dict, data: Path, busy: bool, domain: int, log: Path, tmp: Pat
               f'{delay.max():.2f} (not in the latency columns)')
     return (states, start, 100.0 * (cpu1 - cpu0) / (wall1 - wall0), diags, late,
             {'machine': machine, 'cmd_hz': cmd_hz})
+
+
+def witness(out: Path) -> int:
+    """``--witness-process``: a second subscriber of ``/estimator_node/state`` in its own
+    process (RELIABLE, depth 1000, as the monitor), appending per sample its DDS reception
+    and the writer's source timestamp (ns) to ``out``; ``out``.ready once it matched the
+    node's publisher. A delivery stall both subscribers see at once is the writer's side or
+    the middleware's, not the monitor's."""
+    import rclpy
+    import rclpy.executors
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+
+    from mbfg_ros.ros import conversions as cv
+
+    rclpy.init()
+    node = rclpy.create_node('mbfg_bench_witness')
+    f = open(out, 'w')
+    sub = None
+
+    def on_raw(_buf: bytes, info: dict) -> None:
+        f.write(f"{info.get('received_timestamp', 0)} {info.get('source_timestamp', 0)}\n")
+        while True:                          # every sample waiting, each with its own times
+            with sub.handle:
+                more = sub.handle.take_message(sub.msg_type, True)
+            if more is None:
+                break
+            f.write(f"{more[1].get('received_timestamp', 0)} "
+                    f"{more[1].get('source_timestamp', 0)}\n")
+    sub = node.create_subscription(cv.message_class('JointState'), '/estimator_node/state',
+                                   on_raw, QoSProfile(depth=1000,
+                                                      reliability=ReliabilityPolicy.RELIABLE),
+                                   raw=True)
+    while sub.get_publisher_count() == 0:
+        rclpy.spin_once(node, timeout_sec=0.05)
+    out.with_suffix('.ready').write_text('matched')
+    try:
+        while rclpy.ok():
+            rclpy.spin_once(node, timeout_sec=0.05)
+            f.flush()
+    except (KeyboardInterrupt, rclpy.executors.ExternalShutdownException):
+        pass
+    return 0
+
+
+def read_witness(path: Path) -> list[tuple[int, int]]:
+    """The witness's (reception, source) ns pairs (lines it finished writing)."""
+    try:
+        lines = path.read_text().splitlines()
+    except OSError:
+        return []
+    return [(int(a), int(b)) for a, b in (ln.split() for ln in lines if ln.count(' ') == 1)]
+
+
+def delivery_line(name: str, at: list[tuple[int, int]]) -> str:
+    """One subscriber's delivery of ``~/state`` (``at``: (DDS reception, writer's source
+    timestamp) ns per sample): samples, the longest gap between two receptions and between
+    their writes (a stall in delivery: the first long, the second not), reception − write
+    p99 / max, and how many took over 10 ms."""
+    if len(at) < 3:
+        return f'{name}: {len(at)} samples'
+    a = np.array(at, dtype=np.int64)
+    t0 = a[0, 0]
+    rec, src = np.diff(a[:, 0]) / 1e6, np.diff(a[:, 1]) / 1e6
+    i, j = int(np.argmax(rec)), int(np.argmax(src))
+    d = (a[:, 0] - a[:, 1]) / 1e6
+    return (f'{name}: {len(a)} samples; longest gap between receptions {rec[i]:.1f} ms '
+            f'(ending {(a[i + 1, 0] - t0) / 1e9:.2f} s in), between writes {src[j]:.1f} ms '
+            f'(ending {(a[j + 1, 1] - t0) / 1e9:.2f} s in); reception − write p99 / max '
+            f'{np.percentile(d, 99):.2f} / {d.max():.1f} ms, {int((d > 10).sum())} over 10 ms')
 
 
 def latency_tail(states: list, monitor_at: list, over_ms: float = 10.0) -> list[str]:
@@ -898,6 +987,16 @@ def main(argv: list[str] | None = None) -> int:
                          'of the period, not on the encoders\' stamps (the default before '
                          'issue 24\'s fifth session; with the generator\'s stamps 0-1 ms off it '
                          'every reading sits between two ticks)')
+    ap.add_argument('--max-tick-load', type=float, default=0.0, metavar='LOAD',
+                    help='the node\'s max_tick_load (default: its own, 0.6); a lower one '
+                         'shows how the loop spends a smaller budget, as on a slower machine '
+                         '(0.5 at 0.6\'s work: a machine ~20 %% slower)')
+    ap.add_argument('--witness', action='store_true',
+                    help='a second subscriber of ~/state in its own process; per row both '
+                         'subscribers\' delivery (gaps between receptions and between the '
+                         'writer\'s writes, reception − write): a stall both see is the '
+                         'writer\'s or the middleware\'s (costs the machine ~10 %% of a core)')
+    ap.add_argument('--witness-process', type=Path, help=argparse.SUPPRESS)
     ap.add_argument('--keep-trace', type=Path, default=None, metavar='DIR',
                     help='with --trace: also keep each row\'s raw trace (JSON: per loop pass '
                          'the governor\'s credit, counts and running costs) in DIR')
@@ -915,6 +1014,8 @@ def main(argv: list[str] | None = None) -> int:
                          'a random 0-1 ms off them; the node\'s grid follows them either way '
                          'unless --unaligned)')
     args = ap.parse_args(argv)
+    if args.witness_process:
+        return witness(args.witness_process)
     if args.generator:
         return generator(Path(args.generator[0]), Path(args.generator[1]), args.clock,
                          args.grid_ns)
@@ -930,7 +1031,8 @@ def main(argv: list[str] | None = None) -> int:
         opts = Options(ticks=args.ticks, sim_time=args.sim_time,
                        profile=Path(tmp) if args.profile or args.trace else None,
                        predict=args.predict, trace=args.trace, grid_stamps=args.grid_stamps,
-                       keep_trace=args.keep_trace, unaligned=args.unaligned)
+                       keep_trace=args.keep_trace, unaligned=args.unaligned,
+                       max_tick_load=args.max_tick_load, witness=args.witness)
         domain = 60 + os.getpid() % 40
         loads = (False,) if args.quiet_only else (False, True)
         jobs = ([('fourbar', r) for r in args.rates] if 'fourbar' in args.robots else []) \
