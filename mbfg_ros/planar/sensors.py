@@ -231,6 +231,17 @@ class SensorModel:
         w, wd = self.ext.of(q), self.ext.rate(qd)
         return self._prismatic(a, b, offset, w, wd, want)
 
+    def joint_rows(self, j: int, q: np.ndarray, qd: np.ndarray
+                   ) -> tuple[float, float, np.ndarray]:
+        """Position and rate of joint ``j`` and the rows [∂h/∂q; ∂ḣ/∂q] (2, n): the numbers
+        of :meth:`joint` with ``want`` (∂ḣ/∂q̇ = ∂h/∂q) without its records and zero
+        blocks (the command law's J_s and J̇_s q̇, ~2 µs less per revolute actuator,
+        issue 24)."""
+        if self._joints[j][0] == 'rev':
+            return self._rev_rows(j, q, qd)
+        p, v = self.joint(j, q, qd, want=True)
+        return float(p.h[0]), float(v.h[0]), np.concatenate((p.Hq, v.Hq))
+
     def _stacked(self, gather: itemgetter, *x: np.ndarray) -> tuple:
         """The entries ``gather`` (an itemgetter of the plan) of [q, consts, q̇, 0(, q̈, 0)]
         as floats (Python lists: cheaper than numpy's concatenate and fancy indexing at
