@@ -200,21 +200,24 @@ class CommandLaw:
         """(s, ṡ, J_s, J̇_s q̇) of the actuated quantities."""
         J = self._J0.copy()
         s, sd, Jdqd = self._rates(q, qd, J)
-        return s, sd, J, Jdqd
+        return np.array(s), np.array(sd), J, np.array(Jdqd)
 
     def _rates(self, q: np.ndarray, qd: np.ndarray, J: np.ndarray
-               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(s, ṡ, J̇_s q̇), the rows of J_s of the actuated joints written into ``J`` (those
-        of actuated coordinates are constant: ``J`` holds them already)."""
-        k = self.n_act
-        s, sd, Jdqd = np.empty(k), np.empty(k), np.zeros(k)
+               ) -> tuple[list, list, list]:
+        """(s, ṡ, J̇_s q̇) as lists of floats, the rows of J_s of the actuated joints written
+        into ``J`` (those of actuated coordinates are constant: ``J`` holds them already)."""
+        s, sd, Jdqd = [], [], []
         for i, j, c in self._act:
             if j is None:
-                s[i], sd[i] = q[c], qd[c]
+                s.append(q[c])
+                sd.append(qd[c])
+                Jdqd.append(0.0)
             else:
-                s[i], sd[i], rows = self.sm.joint_rows(j, q, qd)
+                p, v, rows = self.sm.joint_rows(j, q, qd)
                 J[i] = rows[0]
-                Jdqd[i] = np.dot(rows[1], qd)
+                s.append(p)
+                sd.append(v)
+                Jdqd.append(np.dot(rows[1], qd))
         return s, sd, Jdqd
 
     def track(self, q: np.ndarray, qd: np.ndarray, s_ref: np.ndarray, sd_ref: np.ndarray,
@@ -231,12 +234,12 @@ class CommandLaw:
         if self.n_act == 1:
             # one actuator: the same IEEE operations on floats, without five ufuncs (~2.5 µs
             # of the four-bar's command, issue 24); wrap_scalar is wrap_angle bit for bit
-            e = float(s_ref[0]) - float(s[0])
+            e = float(s_ref[0]) - s[0]
             if wrap:
                 e = wrap_scalar(e)
-            sdd = np.array([float(sdd_ref[0]) + self.kp * e
-                            + self.kd * (float(sd_ref[0]) - float(sd[0]))])
+            sdd = float(sdd_ref[0]) + self.kp * e + self.kd * (float(sd_ref[0]) - sd[0])
         else:
+            s, sd = np.asarray(s), np.asarray(sd)
             err = s_ref - s
             if wrap:
                 err = wrap_angle(err)
@@ -252,7 +255,10 @@ class CommandLaw:
         Jq, gamma = sys.constraint_jacobian(q, qd)
         A[:m] = Jq
         np.negative(gamma, out=b[:m])
-        np.subtract(sdd, Jdqd, out=b[m:])
+        if self.n_act == 1:
+            b[m] = sdd - Jdqd[0]
+        else:
+            np.subtract(sdd, Jdqd, out=b[m:])
         return sys.torques(q, qd, solve_linear_system(A, b))[self.order]
 
 
