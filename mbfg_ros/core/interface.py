@@ -11,7 +11,8 @@ reports) does not reach into either one's internals:
   of q for joint coordinates, seed 004 §7);
 * ``actuator_matrix(q)``: B(q), generalized forces of unit actuator efforts;
 * ``constraint_terms(q, qd)``: (φ, φ_q, γ) with ``φ_q q̈ + γ = 0`` (seed 000 Eqs. 24-26,
-  seed 002 §VII);
+  seed 002 §VII); ``constraint_jacobian(q, qd)``: (φ_q, γ) alone, the same numbers without
+  φ (what an acceleration problem needs: the command law's, issue 24);
 * ``generalized_forces(q, qd, tau)``: Q with ``M(q) q̈ = Q + φ_qᵀ λ`` (applied forces and
   actuator efforts; for joint coordinates also the velocity-product terms);
 * ``accelerations(q, qd, tau, jacobians=False)``: q̈ (forward dynamics), with
@@ -177,6 +178,9 @@ class SensorModel(Protocol):
 
     * ``n``, ``joint_names``, ``imu_names``: state size, encoder and IMU names (indices);
     * ``joint(j, q, q̇, want)``: (position, rate) :class:`Model` of encoder ``j``;
+      ``joint_rows(j, q, q̇)``: its position and rate as floats with the rows
+      [∂h/∂q; ∂ḣ/∂q] (2, n) (∂ḣ/∂q̇ = ∂h/∂q), the numbers of ``joint(..., want=True)``
+      without the records (the command law's actuated quantities, issue 24);
       ``joint_is_angular(j)``: its position is an angle (revolute); ``joint_values(q, q̇)``:
       every encoder's (position, rate) values at once (the published joint readings);
     * ``joint_batch(j, X)``: position and rate of encoder ``j`` at states X (N, 3, n) with
@@ -203,6 +207,9 @@ class SensorModel(Protocol):
 
     def joint(self, j: int, q: np.ndarray, qd: np.ndarray, want: bool = False
               ) -> tuple[Model, Model]: ...
+
+    def joint_rows(self, j: int, q: np.ndarray, qd: np.ndarray
+                   ) -> tuple[float, float, np.ndarray]: ...
 
     def joint_batch(self, j: int, X: np.ndarray) -> tuple[tuple, tuple] | None: ...
 
@@ -245,6 +252,9 @@ class MultibodySystem(Protocol):
 
     def constraint_terms(self, q: np.ndarray, qd: np.ndarray
                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]: ...
+
+    def constraint_jacobian(self, q: np.ndarray, qd: np.ndarray
+                            ) -> tuple[np.ndarray, np.ndarray]: ...
 
     def generalized_forces(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray
                            ) -> np.ndarray: ...

@@ -99,6 +99,23 @@ class CommandLaw:
         self._direct = (np.array(coords, dtype=int) if (
             self.sm.direct_encoders is not None and sys.m == 0
             and len(coords) == self.n_act == sys.n and len(set(coords)) == sys.n) else None)
+        # per actuator (index, encoder or None, coordinate or None): an actuated coordinate
+        # s = q_c has the constant row J_s = e_c and J̇_s q̇ = 0 (written once below), an
+        # actuated joint its encoder's rows per state (issue 24)
+        self._act = tuple((i, j, a.coordinate if j is None else None)
+                          for i, (a, j) in enumerate(zip(desc.actuators, self._act_joint)))
+        self._J0 = np.zeros((self.n_act, sys.n))
+        for i, j, c in self._act:
+            if j is None:
+                self._J0[i, c] = 1.0
+        self._J0.flags.writeable = False
+        # the acceleration problem's A = [Φq; J_s] and b = [−γ; s̈* − J̇_s q̇] of
+        # :meth:`track` (seed 000 Eqs. 3, 12): kept buffers, every entry written per call
+        # but the constant rows of actuated coordinates (no state: nothing is read before
+        # it is written for this call)
+        self._m = sys.m
+        self._A = np.concatenate((np.zeros((sys.m, sys.n)), self._J0))
+        self._b = np.zeros(sys.m + self.n_act)
         # limits of each actuator's joint; an actuator of a coordinate has no joint limits:
         # the sanity bound of the planar defaults caps its commands
         joints = {j.name: j.limits for j in sys.description.joints}
@@ -181,18 +198,27 @@ class CommandLaw:
     def actuated(self, q: np.ndarray, qd: np.ndarray
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(s, ṡ, J_s, J̇_s q̇) of the actuated quantities."""
-        k = self.n_act
-        s, sd, J, Jdqd = np.empty(k), np.empty(k), np.zeros((k, self.sys.n)), np.zeros(k)
-        for i, a in enumerate(self.sys.description.actuators):
-            j = self._act_joint[i]
+        J = self._J0.copy()
+        s, sd, Jdqd = self._rates(q, qd, J)
+        return np.array(s), np.array(sd), J, np.array(Jdqd)
+
+    def _rates(self, q: np.ndarray, qd: np.ndarray, J: np.ndarray
+               ) -> tuple[list, list, list]:
+        """(s, ṡ, J̇_s q̇) as lists of floats, the rows of J_s of the actuated joints written
+        into ``J`` (those of actuated coordinates are constant: ``J`` holds them already)."""
+        s, sd, Jdqd = [], [], []
+        for i, j, c in self._act:
             if j is None:
-                c = a.coordinate
-                s[i], sd[i], J[i, c] = q[c], qd[c], 1.0
+                s.append(q[c])
+                sd.append(qd[c])
+                Jdqd.append(0.0)
             else:
-                p, v = self.sm.joint(j, q, qd, want=True)
-                s[i], sd[i], J[i] = p.h[0], v.h[0], p.Hq[0]
-                Jdqd[i] = v.Hq[0] @ qd
-        return s, sd, J, Jdqd
+                p, v, rows = self.sm.joint_rows(j, q, qd)
+                J[i] = rows[0]
+                s.append(p)
+                sd.append(v)
+                Jdqd.append(np.dot(rows[1], qd))
+        return s, sd, Jdqd
 
     def track(self, q: np.ndarray, qd: np.ndarray, s_ref: np.ndarray, sd_ref: np.ndarray,
               sdd_ref: np.ndarray) -> np.ndarray:
@@ -202,17 +228,18 @@ class CommandLaw:
         if idx is not None:
             s, sd = q[idx], qd[idx]
         else:
-            s, sd, J, Jdqd = self.actuated(q, qd)
+            m, A, b = self._m, self._A, self._b
+            s, sd, Jdqd = self._rates(q, qd, A[m:])
         wrap = self._wrap
         if self.n_act == 1:
             # one actuator: the same IEEE operations on floats, without five ufuncs (~2.5 µs
             # of the four-bar's command, issue 24); wrap_scalar is wrap_angle bit for bit
-            e = float(s_ref[0]) - float(s[0])
+            e = float(s_ref[0]) - s[0]
             if wrap:
                 e = wrap_scalar(e)
-            sdd = np.array([float(sdd_ref[0]) + self.kp * e
-                            + self.kd * (float(sd_ref[0]) - float(sd[0]))])
+            sdd = float(sdd_ref[0]) + self.kp * e + self.kd * (float(sd_ref[0]) - sd[0])
         else:
+            s, sd = np.asarray(s), np.asarray(sd)
             err = s_ref - s
             if wrap:
                 err = wrap_angle(err)
@@ -223,9 +250,15 @@ class CommandLaw:
             qdd = np.empty(sys.n)
             qdd[idx] = sdd
             return sys.torques(q, qd, qdd)[self.order]
-        _, Jq, gamma = sys.constraint_terms(q, qd)
-        A = np.concatenate((Jq, J))
-        b = np.concatenate((-gamma, sdd - Jdqd))
+        # the acceleration problem [Φq; J_s] q̈ = [−γ; s̈* − J̇_s q̇] in the kept buffers
+        # (J_s written above; Φ itself is not needed: constraint_jacobian, issue 24)
+        Jq, gamma = sys.constraint_jacobian(q, qd)
+        A[:m] = Jq
+        np.negative(gamma, out=b[:m])
+        if self.n_act == 1:
+            b[m] = sdd - Jdqd[0]
+        else:
+            np.subtract(sdd, Jdqd, out=b[m:])
         return sys.torques(q, qd, solve_linear_system(A, b))[self.order]
 
 

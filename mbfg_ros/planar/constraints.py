@@ -243,6 +243,22 @@ class Constraints:
         """Φ̇q = d(Φq)/dt = Φqq q̇ (seed 000 Eq. 40a)."""
         return self.hess_vec(q, qd)
 
+    def rates(self, q: np.ndarray, qd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(Φq, Φ̇q) at one state: :meth:`phi_q` and :meth:`phi_q_dot`'s numbers (the same
+        operations) with the angle rows' local derivatives evaluated once (the command
+        law's acceleration problem, issue 24)."""
+        w = self.ext.of(q)
+        ve = self.ext.rate(qd)
+        gq = hq = ga = ha = None
+        if self.m_quad:
+            gq = np.einsum('kij,kj->ki', self._qH, w[self._qi])
+            hq = np.einsum('kij,kj->ki', self._qH, ve[self._qi])
+        if len(self._ra):
+            _, g, H = self._angle_grad_hess(w)
+            ga = g @ ANGLE_U_MAP
+            ha = np.einsum('kij,kj->ki', H, ve[self._ai] @ ANGLE_U_MAP.T) @ ANGLE_U_MAP
+        return self._scatter_rows(gq, ga), self._scatter_rows(hq, ha)
+
     def phidot_q_qd_q(self, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
         """(Φ̇q q̇)_q = ∂(q̇ᵀ Φqq q̇)/∂q: zero for distances and sliders (41e, 43e)."""
         J = np.zeros((self.m, self.n))

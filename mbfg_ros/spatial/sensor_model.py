@@ -91,6 +91,10 @@ class SpatialSensorModel:
         zero = np.zeros((1, n))
         self._pos_H = [(eye[j:j + 1], zero, zero) for j in range(n)]
         self._vel_H = [(zero, eye[j:j + 1], zero) for j in range(n)]
+        rows = np.zeros((n, 2, n))
+        rows[:, 0] = eye
+        rows.flags.writeable = False
+        self._rows = rows
 
     # -- encoders ---------------------------------------------------------------------
     def angle_residual(self, kind: str, index: int) -> bool:
@@ -119,6 +123,12 @@ class SpatialSensorModel:
             return Model(np.array([q[j]])), Model(np.array([qd[j]]))
         return Model(np.array([q[j]]), *self._pos_H[j]), Model(np.array([qd[j]]),
                                                                 *self._vel_H[j])
+
+    def joint_rows(self, j: int, q: np.ndarray, qd: np.ndarray
+                   ) -> tuple[float, float, np.ndarray]:
+        """(q_j, q̇_j, [e_j; 0]): :meth:`joint`'s numbers without the records (the rows
+        shared, read only)."""
+        return float(q[j]), float(qd[j]), self._rows[j]
 
     def joint_batch(self, j: int, X: np.ndarray) -> tuple[tuple, tuple] | None:
         """Vectorised over states X (N, 3, n); None for a prismatic joint (its position

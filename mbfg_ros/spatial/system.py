@@ -128,6 +128,11 @@ class SpatialSystem:
         Jc, gamma = self.loops.jacobian(q, qd)
         return self.loops.phi(q), Jc, gamma
 
+    def constraint_jacobian(self, q: np.ndarray, qd: np.ndarray
+                            ) -> tuple[np.ndarray, np.ndarray]:
+        """(φ_q, γ) of :meth:`constraint_terms` without φ."""
+        return self.loops.jacobian(q, qd)
+
     def generalized_forces(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray
                            ) -> np.ndarray:
         """Q = B τ − h(q, q̇): motor torques, gravity and velocity-product terms, so that

@@ -154,3 +154,26 @@ def test_acceleration_gain_is_the_change_of_the_forward_dynamics_per_torque(both
         pushed[a] += 10.0
         col = (system.accelerations(q, qd, pushed) - base) / 10.0
         assert np.abs(G[:, a] - col).max() <= 1e-8 * max(1.0, np.abs(col).max())
+
+
+@pytest.mark.parametrize('which', ['planar', 'spatial', 'spatial_tree'])
+def test_the_command_laws_questions_are_the_general_answers(both, which):
+    """``constraint_jacobian`` is ``constraint_terms`` without φ and ``joint_rows`` is
+    ``joint(..., want=True)``'s numbers ([∂h/∂q; ∂ḣ/∂q], ∂ḣ/∂q̇ = ∂h/∂q), bit for bit, on
+    both formulations (what the command law asks per command, issue 24)."""
+    system = (build_spatial_system(URDF / 'ur5.urdf') if which == 'spatial_tree'
+              else both[0] if which == 'planar' else both[1])
+    sm = system.sensor_model()
+    rng = np.random.default_rng(8)
+    for _ in range(3):
+        q = np.asarray(system.q0, float) + 0.05 * rng.normal(size=system.n)
+        qd = rng.normal(size=system.n)
+        _, phi_q, gamma = system.constraint_terms(q, qd)
+        got_q, got_gamma = system.constraint_jacobian(q, qd)
+        assert got_q.tobytes() == phi_q.tobytes() and got_gamma.tobytes() == gamma.tobytes()
+        for j in range(len(sm.joint_names)):
+            p, v = sm.joint(j, q, qd, want=True)
+            pos, vel, rows = sm.joint_rows(j, q, qd)
+            assert (pos, vel) == (p.h[0], v.h[0])
+            assert rows.tobytes() == np.concatenate((p.Hq, v.Hq)).tobytes()
+            assert np.array_equal(v.Hqd, p.Hq)

@@ -115,3 +115,116 @@ def test_the_one_actuator_command_is_the_array_arithmetic_bit_for_bit(name):
             got = (law.track(q, qd, ref, want_sd, want_sdd) if want_sd is sd_ref
                    else law.hold_at(q, qd, ref))
             assert got.tobytes() == want.tobytes()
+
+
+# every mechanism YAML of config/ with an actuator (the ROS parameter files are no mechanism)
+_MECHANISMS = sorted(p.name for p in CONFIG.glob('*.yaml')
+                     if 'ros__parameters' not in p.read_text() and 'actuators:' in p.read_text())
+
+
+def _general_track(sys_, law, q, qd, s_ref, sd_ref, sdd_ref):
+    """The class docstring's computed torque by the general path, in arrays: s, ṡ, J_s and
+    J̇_s q̇ from the encoders' Model records (unit rows for actuated coordinates), Φq and γ
+    from ``constraint_terms`` (Φ and all), A and b concatenated (what ``track`` did before
+    issue 24's buffers, constraint_jacobian and joint_rows)."""
+    from mbfg_ros.core.angles import wrap_angle
+    from mbfg_ros.estimation.control import solve_linear_system
+
+    sm = sys_.sensor_model()
+    acts = sys_.description.actuators
+    k = len(acts)
+    s, sd, J, Jdqd = np.empty(k), np.empty(k), np.zeros((k, sys_.n)), np.zeros(k)
+    for i, a in enumerate(acts):
+        if a.joint is None:
+            c = a.coordinate
+            s[i], sd[i], J[i, c] = q[c], qd[c], 1.0
+        else:
+            p, v = sm.joint(sm.joint_names.index(a.joint), q, qd, want=True)
+            s[i], sd[i], J[i] = p.h[0], v.h[0], p.Hq[0]
+            Jdqd[i] = v.Hq[0] @ qd
+    angular = law._angular
+    err = s_ref - s
+    err = np.where(angular, wrap_angle(err), err)
+    sdd = sdd_ref + law.kp * err + law.kd * (sd_ref - sd)
+    _, Jq, gamma = sys_.constraint_terms(q, qd)
+    A = np.concatenate((Jq, J))
+    b = np.concatenate((-gamma, sdd - Jdqd))
+    return sys_.torques(q, qd, solve_linear_system(A, b))[law.order], (s, sd, J, Jdqd)
+
+
+@pytest.mark.parametrize('name', _MECHANISMS)
+def test_the_planar_command_equals_the_general_path_bit_for_bit(name):
+    """Issue 24's command path (the acceleration problem in kept buffers, Φq and γ without
+    Φ, the encoders' rows without Model records, the actuated coordinates' constant rows
+    written once) gives the general path's torques bit for bit on every mechanism of
+    config/: at the assembled pose (exact zeros in the rows: a horizontal crank) and random
+    states, gains on and off (kp = kd = 0: s̈* = s̈_ref), with a reference and holding a
+    pose, calls interleaved between two laws of one system (the buffers hold no state)."""
+    from mbfg_ros.planar.dynamics import load_system
+
+    sys_ = load_system(CONFIG / name)
+    rng = np.random.default_rng(24)
+    n = sys_.n
+    laws = [CommandLaw(sys_, [], kp=0.0, kd=0.0), CommandLaw(sys_, [], kp=400.0, kd=40.0)]
+    k = laws[0].n_act
+    for trial in range(12):
+        q = np.array(sys_.q0, float) if trial == 0 else sys_.q0 + 0.05 * rng.normal(size=n)
+        qd = np.zeros(n) if trial == 0 else rng.normal(size=n)
+        s_ref, sd_ref, sdd_ref = rng.uniform(-3, 3, k), rng.normal(size=k), rng.normal(size=k)
+        for law in laws:
+            want, parts = _general_track(sys_, law, q, qd, s_ref, sd_ref, sdd_ref)
+            got = law.track(q, qd, s_ref, sd_ref, sdd_ref)
+            assert got.tobytes() == want.tobytes(), (name, trial, law.kp)
+            zero = np.zeros(k)
+            want, _ = _general_track(sys_, law, q, qd, s_ref, zero, zero)
+            assert law.hold_at(q, qd, s_ref).tobytes() == want.tobytes(), (name, trial)
+            for got_part, want_part in zip(law.actuated(q, qd), parts):
+                assert np.asarray(got_part).tobytes() == want_part.tobytes()
+
+
+@pytest.mark.parametrize('name', _MECHANISMS + ['pendulum3.yaml'])
+def test_joint_rows_and_constraint_jacobian_are_the_general_numbers(name):
+    """``SensorModel.joint_rows`` is ``joint(..., want=True)``'s numbers for every encoder
+    (revolute and prismatic), ∂ḣ/∂q̇ = ∂h/∂q; ``System.constraint_jacobian`` is
+    ``constraint_terms`` without Φ, bit for bit (issue 24)."""
+    from mbfg_ros.planar.dynamics import load_system
+
+    sys_ = load_system(CONFIG / name)
+    sm = sys_.sensor_model()
+    rng = np.random.default_rng(5)
+    for trial in range(6):
+        q = np.array(sys_.q0, float) if trial == 0 else sys_.q0 + 0.05 * rng.normal(size=sys_.n)
+        qd = rng.normal(size=sys_.n)
+        for j in range(len(sm.joint_names)):
+            p, v = sm.joint(j, q, qd, want=True)
+            pos, vel, rows = sm.joint_rows(j, q, qd)
+            assert (pos, vel) == (p.h[0], v.h[0])
+            assert rows.shape == (2, sys_.n)
+            assert rows.tobytes() == np.concatenate((p.Hq, v.Hq)).tobytes()
+            assert v.Hqd.tobytes() == p.Hq.tobytes()
+        _, Jq, gamma = sys_.constraint_terms(q, qd)
+        got_Jq, got_gamma = sys_.constraint_jacobian(q, qd)
+        assert got_Jq.tobytes() == Jq.tobytes() and got_gamma.tobytes() == gamma.tobytes()
+
+
+def test_only_actuated_coordinates_take_the_constant_rows():
+    """The constant J_s rows (J̇_s q̇ = 0) belong to actuated coordinates only: a revolute
+    joint's angle is atan2 of its bodies' points in natural coordinates (seed 000 §2), its
+    row changes with q even where a relative coordinate measures the same angle (the DFKI
+    pendulum), so it must come from the encoder at each state."""
+    from mbfg_ros.planar.dynamics import load_system
+
+    for name, coords in (('fourbar.yaml', [None]), ('five_bar.yaml', [True, True]),
+                         ('dfki_double_pendulum.yaml', [None, None]),
+                         ('fourbar_two_motors.yaml', [True, True])):
+        sys_ = load_system(CONFIG / name)
+        law = CommandLaw(sys_, [], kp=1.0, kd=1.0)
+        assert [c is not None or None for _, _, c in law._act] == coords, name
+        rng = np.random.default_rng(1)
+        J = [law.actuated(sys_.q0 + 0.1 * rng.normal(size=sys_.n), np.ones(sys_.n))[2]
+             for _ in range(2)]
+        for i, _, c in law._act:
+            if c is None:      # an encoder's row: moves with the pose, has a rate term
+                assert not np.array_equal(J[0][i], J[1][i]), name
+            else:
+                assert np.array_equal(J[0][i], np.eye(sys_.n)[c]), name
