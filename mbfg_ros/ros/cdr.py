@@ -112,55 +112,58 @@ class ImuFields:
 class JointStateLayout:
     """Where the stamp and the values of a JointState sit in its bytes, learnt from a
     message :class:`JointStateParser` read (issue 24): a message of the same ``size``, with
-    the same frame_id length, the same name section (``section`` at byte ``names_at``) and
-    the same value ``counts`` holds them at the same offsets, so one ``struct`` call reads
-    them (:meth:`read`) as Python floats, where the parser's field by field reading costs
-    ~2 µs. ``unpack`` reads from byte 4: sec, nanosec, the frame_id length, then per
-    sequence its count and values; ``starts`` is the index of each sequence's first value
-    in that tuple; ``names`` the decoded names of ``section``."""
+    the same frame_id length, the same names (their lengths and bytes) and the same value
+    counts holds them at the same offsets, so one ``struct`` call reads them (:meth:`read`)
+    as Python floats, where the parser's field by field reading costs ~2 µs. ``unpack``
+    reads from byte 4: sec, nanosec, the frame_id length, the name count, each name's
+    length and bytes (without the NUL, as the parser reads them), then per sequence its
+    count and values; ``shape_of`` picks from that tuple what must equal ``shape`` (all but
+    the stamp and the values: padding and frame_id bytes are not read, as by the parser);
+    ``starts`` is the index of each sequence's first value in it."""
 
     size: int
-    names_at: int
-    section: bytes
     names: tuple[str, ...]
-    shape: tuple[int, int, int, int]          # frame_id length and the three counts
+    counts: tuple[int, int, int]
+    shape: tuple
     unpack: Callable[[bytes, int], tuple]
-    shape_of: Callable[[tuple], tuple]        # the tuple's frame_id length and counts
+    shape_of: Callable[[tuple], tuple]
     starts: tuple[int, int, int]
 
-    @property
-    def counts(self) -> tuple[int, int, int]:
-        """The value counts of position, velocity and effort."""
-        return self.shape[1:]
-
     def read(self, buf: bytes) -> tuple | None:
-        """(sec, nanosec, frame_id length, then per sequence its count and values) of the
-        JointState in ``buf`` if it has this layout (XCDR1 little-endian, the same size,
-        frame_id length, name section and counts; padding and frame_id bytes not read, as
-        by the parser), else None."""
-        if (len(buf) != self.size or not buf.startswith(_XCDR1_LE)
-                or not buf.startswith(self.section, self.names_at)):
+        """The unpacked tuple (class docstring) of the JointState in ``buf`` if it has this
+        layout (XCDR1 little-endian, the same size, frame_id length, names and counts),
+        else None."""
+        if len(buf) != self.size or not buf.startswith(_XCDR1_LE):
             return None
         values = self.unpack(buf, 4)
         return values if self.shape_of(values) == self.shape else None
 
 
-def _layout(size: int, flen: int, names_at: int, section: bytes, names: tuple[str, ...],
-            sequences: list[tuple[int, int, int]]) -> JointStateLayout:
+def _layout(size: int, flen: int, names_at: int, names: tuple[str, ...],
+            lengths: tuple[int, ...], sequences: list[tuple[int, int, int]]
+            ) -> JointStateLayout:
     """The :class:`JointStateLayout` of a message of ``size`` bytes whose frame_id is
-    ``flen`` bytes, name section ``section`` at ``names_at``, and ``sequences`` (offset of
-    the count, offset of the values, count) of position, velocity and effort."""
-    fmt, o, index = ['<iII'], _HEADER + 12, 3       # after sec, nanosec, frame_id length
-    at, starts = [2], []
+    ``flen`` bytes, whose names (string lengths ``lengths``, NUL counted) start at
+    ``names_at``, and ``sequences`` (offset of the count, offset of the values, count) of
+    position, velocity and effort."""
+    fmt = [f'<iII{names_at - _HEADER - 12}xI']     # sec, nanosec, frame_id length, count
+    shape, fixed = [flen, len(names)], [2, 3]
+    o, index = names_at + 4, 4
+    for name, n in zip(names, lengths):
+        pad = -(o - _HEADER) % 4
+        fmt.append(f'{pad}xI{max(n - 1, 0)}s{min(n, 1)}x')
+        shape += [n, name.encode()]
+        fixed += [index, index + 1]
+        o, index = o + pad + 4 + n, index + 2
+    starts = []
     for count_at, values_at, count in sequences:
         fmt.append(f'{count_at - o}xI{values_at - count_at - 4}x{count}d')
-        at.append(index)
+        shape.append(count)
+        fixed.append(index)
         starts.append(index + 1)
-        index += 1 + count
-        o = values_at + 8 * count
-    return JointStateLayout(size, names_at, section, names,
-                            (flen,) + tuple(c for _, _, c in sequences),
-                            struct.Struct(''.join(fmt)).unpack_from, itemgetter(*at),
+        o, index = values_at + 8 * count, index + 1 + count
+    return JointStateLayout(size, names, tuple(c for _, _, c in sequences), tuple(shape),
+                            struct.Struct(''.join(fmt)).unpack_from, itemgetter(*fixed),
                             tuple(starts))
 
 
@@ -177,6 +180,7 @@ class JointStateParser:
     def __init__(self) -> None:
         self._section = b''                      # count + strings of the last names
         self._names: tuple[str, ...] = ()
+        self._lengths: tuple[int, ...] = ()      # their string lengths (NUL counted)
         self._layouts: dict[int, JointStateLayout] = {}
 
     def layout(self, buf: bytes) -> JointStateLayout | None:
@@ -196,7 +200,7 @@ class JointStateParser:
         if count > (size - o - 4) // 4:
             raise Malformed(f'{count} names in {size} bytes')
         start, p = o, o + 4
-        names = []
+        names, lengths = [], []
         for _ in range(count):
             p = _aligned(p, 4)
             if p + 4 > size:
@@ -209,8 +213,10 @@ class JointStateParser:
                 names.append(buf[p:p + n - 1].decode() if n else '')
             except UnicodeDecodeError:
                 raise Malformed(f'name {len(names)} is not UTF-8') from None
+            lengths.append(n)
             p += n
         self._section, self._names = bytes(buf[start:p]), tuple(names)
+        self._lengths = tuple(lengths)
         return self._names, p
 
     def __call__(self, buf: bytes) -> JointStateFields:
@@ -245,7 +251,7 @@ class JointStateParser:
         known = self._layouts.get(size)
         if known is None or known.read(buf) is None:
             remember(self._layouts, size,
-                     _layout(size, flen, names_at, self._section, names,
+                     _layout(size, flen, names_at, names, self._lengths,
                              sequences), self.LAYOUTS)
         return JointStateFields((sec, nanosec), names, *arrays)
 
