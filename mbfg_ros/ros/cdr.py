@@ -5,7 +5,9 @@ deserialisation into a Python message costs 4-15 µs more and the conversion the
 it field by field; these readers put a ``sensor_msgs/JointState``, ``sensor_msgs/Imu`` or
 ``rosgraph_msgs/Clock`` into numpy arrays in a few calls (:class:`JointStateFields`,
 :class:`ImuFields`), which :mod:`.conversions` turns into records exactly as it does a
-deserialised message (the same doubles, so live and replay stay bit-identical).
+deserialised message (the same doubles, so live and replay stay bit-identical). A
+JointState whose layout (size, frame_id length, names, counts) was seen before is read in
+one ``struct`` call (:class:`JointStateLayout`).
 
 The format (OMG DDS-XTypes 1.3 §7.4.3.4-5, plain CDR of final types, what ROS 2's rmws
 send): a 4-byte encapsulation header, the representation id big-endian (``00 01``: CDR_LE,

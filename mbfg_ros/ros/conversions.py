@@ -180,7 +180,8 @@ class JointStateReader:
     read from its bytes: the same doubles in, the same record out (live = replay).
     ``limits``: a name tuple's (lower, upper, |velocity|, |effort|) arrays
     (:func:`~mbfg_ros.estimation.gate.limit_arrays`), worked out with its plan, so that
-    :meth:`checked` tells whether the limit gate has anything to do.
+    :meth:`checked` tells whether the limit gate has anything to do; :meth:`fast` does
+    the same for bytes of a layout seen before, in a fraction of the time.
     """
 
     PLANS = 64
@@ -246,8 +247,9 @@ class JointStateReader:
         are all known and usable, and every value is finite and within the limits; None
         otherwise (the caller takes :meth:`checked`'s path, which says what is wrong).
         The record equals :meth:`checked`'s bit for bit (the same doubles; issue 24: one
-        ``struct`` call, the checks on Python floats, one array, ~1/3 of :meth:`checked`'s
-        cost for a few joints); a stamp of zero takes :meth:`checked`'s path too."""
+        ``struct`` call, the checks on Python floats, one array: ~2.7 µs for the four-bar's
+        message where the parser and :meth:`checked` take ~6.4); a stamp of zero takes
+        :meth:`checked`'s path too."""
         layout = parser.layout(buf)
         if layout is None:
             return None
