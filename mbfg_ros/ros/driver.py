@@ -313,6 +313,11 @@ class EstimatorDriver:
         if it was dropped (counted)."""
         self.counters['received'] += 1
         if isinstance(msg, bytes):
+            # a known layout, usable names, every value finite and within the limits:
+            # the record without the general checks (issue 24; the same record)
+            fast = self._joint_reader.fast(msg, self._joint_parser, now_ns)
+            if fast is not None:
+                return fast[1] if self.push(fast[0], fast[1], now_ns) else None
             msg = self._raw(self._joint_parser, msg, 'JointState', 'joint_states')
             if msg is None:
                 return None

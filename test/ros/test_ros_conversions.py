@@ -89,6 +89,28 @@ def test_imu_reads_the_3_axis_gyro_accel_and_the_unit_quaternion(kit):
     assert rec.accel_var is None          # zero covariance: use the configured σ
 
 
+def test_the_quaternion_is_normalised_by_numpy_s_norm_bit_for_bit(kit):
+    """The record's orientation is ``q / np.linalg.norm(q)`` exactly (issue 24 computes the
+    norm as numpy does, sqrt of ``q.dot(q)``, without its overhead), and None where that
+    norm is not above 1e-6; quaternions of every magnitude, some just around the bound."""
+    rng = np.random.default_rng(8)
+    seen = [0, 0]
+    for k in range(3000):
+        q = rng.standard_normal(4) * 10.0 ** rng.uniform(-160, 150)
+        if k % 3 == 0:
+            q = q / np.linalg.norm(q) * 1e-6 * (1.0 + rng.uniform(-1e-15, 1e-15))
+        msg = cv.imu_msg(kit, 10**9, 'imu', [0.1, 0.2, 0.3], [0.0, 0.0, 9.8], q)
+        quat = cv.imu_to_record(msg, 'x')[1].orientation
+        a = cv._imu_values(msg)[0:4]
+        norm = float(np.linalg.norm(a))
+        if norm > 1e-6:
+            assert quat.tobytes() == (a / norm).tobytes(), q
+        else:
+            assert quat is None, q
+        seen[quat is None] += 1
+    assert min(seen) > 100, seen
+
+
 def test_a_planar_reading_keeps_its_yaw_through_the_quaternion(kit):
     angle = 2.5
     msg = cv.imu_msg(kit, 10**9, 'imu', [0, 0, 0.7], [1.5, -9.0, 0], quaternion_from_yaw(angle))
