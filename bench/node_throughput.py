@@ -420,6 +420,7 @@ sys.argv = ['estimator_node'] + sys.argv[2:]
 from mbfg_ros.estimation import estimator as E
 from mbfg_ros.estimation import external as X
 from mbfg_ros.ros import cdr as C
+from mbfg_ros.ros import conversions as V
 from mbfg_ros.ros import driver as D
 from mbfg_ros.ros import estimator_node as N
 spent, calls = {}, {}
@@ -440,7 +441,7 @@ def timed(owner, name, label):
     setattr(owner, name, call)
 
 for owner, name, label in TIMED:
-    timed({'N': N, 'E': E, 'D': D, 'C': C, 'CP': C.JointStateParser,
+    timed({'N': N, 'E': E, 'D': D, 'C': C, 'CP': C.JointStateParser, 'JR': V.JointStateReader,
            'EN': N.EstimatorNode, 'ES': E.Estimator,
            'ED': D.EstimatorDriver, 'EX': X.ExternalTorques}[owner], name, label)
 timed(N, '_spin', 'running')          # the node's life after start-up (imports, loading)
@@ -479,15 +480,17 @@ loop pass (wall ns, wall and thread CPU ns it took, smoother ticks run so far) a
 
 # (owner, function, label): the timed functions (cumulative thread-CPU time each, nested ones
 # included in their callers); N/E/D/C the node, estimator, driver and cdr modules, EN/ES/ED
-# their classes, CP cdr's JointStateParser, EX the external-torque estimator. Labels starting
-# with a space are nested in the unindented one above them.
+# their classes, CP cdr's JointStateParser, JR conversions' JointStateReader, EX the
+# external-torque estimator. Labels starting with a space are nested in the unindented one
+# above them.
 TIMED = (
     ('EN', 'poll', 'intake: the loop\'s poll (/clock + sensor messages)'),
     ('EN', '_on_sensor', 'intake: sensor callbacks (idle wake-up; executor single/events)'),
     ('N', '_take', '  take + deserialise (callback designs)'),
     ('N', '_take_raw', '  take (serialised bytes, the loop)'),
     ('ED', 'joint_state', '  JointState: conversion + validation + queue'),
-    ('CP', '__call__', '    its bytes read (cdr.JointStateParser)'),
+    ('JR', 'fast', '    a known byte layout read (JointStateReader.fast)'),
+    ('CP', '__call__', '    its bytes read (cdr.JointStateParser: a new layout)'),
     ('ED', 'imu', '  Imu: conversion + validation + queue'),
     ('C', 'read_imu', '    its bytes read (cdr.read_imu)'),
     ('EN', '_on_timer', 'tick + publishing (the loop\'s tick call / the tick timer)'),
