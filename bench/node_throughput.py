@@ -46,6 +46,14 @@ then one core busy):
     .venv/bin/python bench/node_throughput.py [--duration 10] [--rates 100 500 1000]
                                               [--robots fourbar ur5] [--quiet-only]
                                               [--ticks HZ] [--sim-time] [--profile]
+                                              [--max-tick-load LOAD] [--witness]
+                                              [--domain ID]
+
+``--witness`` starts a second subscriber of ``~/state`` in its own process and prints, per
+row, both subscribers' delivery (the longest gap between receptions and between the
+writer's DDS source timestamps, reception − write): a stall both see while the writes run
+on time is the middleware's (issue 24's start-of-stream stall). ``--max-tick-load`` sets the
+node's budget (a smaller one: how the loop spends it on a slower machine).
 """
 from __future__ import annotations
 
@@ -999,6 +1007,9 @@ def main(argv: list[str] | None = None) -> int:
                          'subscribers\' delivery (gaps between receptions and between the '
                          'writer\'s writes, reception − write): a stall both see is the '
                          'writer\'s or the middleware\'s (costs the machine ~10 %% of a core)')
+    ap.add_argument('--domain', type=int, default=None, metavar='ID',
+                    help='the ROS_DOMAIN_ID of the rows (default: 60 + this process\'s pid '
+                         'modulo 40)')
     ap.add_argument('--witness-process', type=Path, help=argparse.SUPPRESS)
     ap.add_argument('--keep-trace', type=Path, default=None, metavar='DIR',
                     help='with --trace: also keep each row\'s raw trace (JSON: per loop pass '
@@ -1036,7 +1047,8 @@ def main(argv: list[str] | None = None) -> int:
                        predict=args.predict, trace=args.trace, grid_stamps=args.grid_stamps,
                        keep_trace=args.keep_trace, unaligned=args.unaligned,
                        max_tick_load=args.max_tick_load, witness=args.witness)
-        domain = 60 + os.getpid() % 40
+        domain = args.domain if args.domain is not None else 60 + os.getpid() % 40
+        print(f'ROS_DOMAIN_ID {domain}', flush=True)
         loads = (False,) if args.quiet_only else (False, True)
         jobs = ([('fourbar', r) for r in args.rates] if 'fourbar' in args.robots else []) \
             + ([('ur5', 1000)] if 'ur5' in args.robots else [])
