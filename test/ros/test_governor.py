@@ -6,27 +6,30 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mbfg_ros.ros.governor import PREDICT, SMOOTH, THIN, TickGovernor
+from mbfg_ros.ros.governor import BANK_PERIODS, PREDICT, SMOOTH, THIN, TickGovernor
 
 PERIOD = 1e-3
 
 
 def simulate(load: float, smoother: float, prediction: float, other: float, spacing: int,
-             periods: int = 3000) -> tuple[list[str], float]:
+             periods: int = 3000, slow: np.ndarray | None = None,
+             gov: TickGovernor | None = None) -> tuple[list[str], float]:
     """Decisions of a governor over ``periods`` grid ticks of a loop whose smoother tick costs
-    ``smoother`` s of CPU, a prediction ``prediction`` s and the rest ``other`` s per period;
-    (the decisions, CPU used per wall second)."""
-    gov = TickGovernor(load, PERIOD, spacing)
+    ``smoother`` s of CPU, a prediction ``prediction`` s and the rest ``other`` s per period,
+    each times ``slow[k]`` in period k (a machine whose speed varies; default 1); (the
+    decisions, CPU used per wall second)."""
+    gov = gov or TickGovernor(load, PERIOD, spacing)
     wall = cpu = 0.0
     since, kinds = 0, []
     gov.charge(wall, cpu)
-    for _ in range(periods):
+    for k in range(periods):
+        f = 1.0 if slow is None else float(slow[k])
         wall += PERIOD
-        cpu += other
+        cpu += other * f
         gov.charge(wall, cpu)
         since += 1
         kind = gov.decide(since)
-        cost = smoother if kind == SMOOTH else prediction if kind == PREDICT else 0.0
+        cost = (smoother if kind == SMOOTH else prediction if kind == PREDICT else 0.0) * f
         cpu += cost
         gov.spent(kind, cost)
         since = 0 if kind == SMOOTH else since
@@ -84,11 +87,48 @@ def test_the_credit_banked_after_a_quiet_spell_is_capped():
     gov = TickGovernor(0.5, PERIOD, 3)
     gov.charge(0.0, 0.0)
     gov.charge(10.0, 0.0)                     # ten idle seconds
-    assert gov.credit == pytest.approx(4 * 0.5 * PERIOD)
+    assert gov.credit == pytest.approx(BANK_PERIODS * 0.5 * PERIOD)
+
+
+def bursts(periods: int, share: float, factor: float, length: int) -> np.ndarray:
+    """A machine that runs ``factor`` times slower in stretches of ``length`` periods,
+    ``share`` of them at random (seeded)."""
+    rng = np.random.default_rng(7)
+    slow = np.ones(periods)
+    for k in range(0, periods, length):
+        if rng.random() < share:
+            slow[k:k + length] = factor
+    return slow
+
+
+@pytest.mark.parametrize('smoother, prediction, other', [(0.5e-3, 0.12e-3, 0.19e-3),
+                                                         (0.42e-3, 0.17e-3, 0.18e-3)])
+def test_the_reserve_pays_a_slow_stretchs_predictions_instead_of_thinning_them(
+        smoother, prediction, other):
+    # the UR5's and the four-bar's live costs; 40 % of 20 ms stretches 1.5x slower
+    slow = bursts(20000, 0.4, 1.5, 20)
+    args = (0.6, smoother, prediction, other, 3, 20000, slow)
+    kinds, share = simulate(*args)
+    old, old_share = simulate(*args, gov=TickGovernor(0.6, PERIOD, 3, 4, 0))
+    given = 1.0 - kinds.count(THIN) / len(kinds)
+    given_old = 1.0 - old.count(THIN) / len(old)
+    assert given > given_old + 0.02, (given, given_old)
+    assert given > 0.98
+    assert share <= 0.6 + 2e-3 and old_share <= 0.6 + 6e-3
+    assert spacings(kinds).max() <= 3
+
+
+def test_in_steady_running_the_reserve_changes_nothing():
+    for costs in ((0.5e-3, 0.12e-3, 0.19e-3), (0.42e-3, 0.17e-3, 0.18e-3)):
+        kinds, share = simulate(0.6, *costs, 3, 20000)
+        old, old_share = simulate(0.6, *costs, 3, 20000, gov=TickGovernor(0.6, PERIOD, 3, 4, 0))
+        assert abs(kinds.count(SMOOTH) - old.count(SMOOTH)) <= 0.01 * len(kinds)
+        assert kinds.count(THIN) == old.count(THIN) == 0
+        assert share == pytest.approx(old_share, abs=2e-3)
 
 
 @pytest.mark.parametrize('args', [(0.0, 1e-3, 3), (1.5, 1e-3, 3), (0.5, 0.0, 3),
-                                  (0.5, 1e-3, 0)])
+                                  (0.5, 1e-3, 0), (0.5, 1e-3, 3, 4, 4), (0.5, 1e-3, 3, 4, -1)])
 def test_bad_settings_are_refused(args):
     with pytest.raises(ValueError):
         TickGovernor(*args)
