@@ -43,7 +43,7 @@ from __future__ import annotations
 
 __all__ = ['TickGovernor', 'BANK_PERIODS', 'RESERVE_PERIODS', 'SMOOTH', 'PREDICT', 'THIN']
 
-BANK_PERIODS = 40
+BANK_PERIODS = 14
 """Most credit banked, in periods' worth of budget (default): after a quiet spell the
 smoother runs back to back for at most ``BANK_PERIODS - RESERVE_PERIODS`` periods' worth."""
 
