@@ -27,8 +27,8 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from mbfg_ros.ros.governor import (BANK_PERIODS, PREDICT, RESERVE_PERIODS,  # noqa: E402
-                                   SMOOTH, THIN, TickGovernor)
+from mbfg_ros.ros.governor import (BANK_PERIODS, RESERVE_PERIODS, SMOOTH,  # noqa: E402
+                                   THIN, TickGovernor, dry_run)
 
 PERIOD = 1e-3
 LOAD = 0.6
@@ -40,25 +40,11 @@ COSTS = {'ur5': (0.50e-3, 0.12e-3, 0.19e-3),          # smoother, prediction, ot
 def run(gov: TickGovernor, costs: tuple[float, float, float], slow: np.ndarray
         ) -> tuple[float, float, float, int]:
     """(share of grid ticks with an estimate, share smoothed, CPU per wall second, widest
-    smoother spacing) of ``gov`` over the periods of ``slow``."""
-    smoother, prediction, other = costs
-    wall = cpu = 0.0
-    since, kinds = 0, []
-    gov.charge(wall, cpu)
-    for f in slow.tolist():
-        wall += PERIOD
-        cpu += other * f
-        gov.charge(wall, cpu)
-        since += 1
-        kind = gov.decide(since)
-        cost = (smoother if kind == SMOOTH else prediction if kind == PREDICT else 0.0) * f
-        cpu += cost
-        gov.spent(kind, cost)
-        since = 0 if kind == SMOOTH else since
-        kinds.append(kind)
+    smoother spacing) of ``gov`` over the periods of ``slow`` (:func:`dry_run`)."""
+    kinds, share = dry_run(gov, *costs, slow.tolist())
     k = np.array(kinds)
     at = np.flatnonzero(k == SMOOTH)
-    return (float((k != THIN).mean()), float((k == SMOOTH).mean()), cpu / wall,
+    return (float((k != THIN).mean()), float((k == SMOOTH).mean()), share,
             int(np.diff(at).max()) if at.size > 1 else 0)
 
 

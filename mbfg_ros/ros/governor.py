@@ -41,7 +41,10 @@ clocks, :meth:`spent` after each smoother tick and prediction (their loop-thread
 """
 from __future__ import annotations
 
-__all__ = ['TickGovernor', 'BANK_PERIODS', 'RESERVE_PERIODS', 'SMOOTH', 'PREDICT', 'THIN']
+from typing import Sequence
+
+__all__ = ['TickGovernor', 'BANK_PERIODS', 'RESERVE_PERIODS', 'SMOOTH', 'PREDICT', 'THIN',
+           'dry_run']
 
 BANK_PERIODS = 14
 """Most credit banked, in periods' worth of budget (default): after a quiet spell the
@@ -157,3 +160,27 @@ class TickGovernor:
                     else THIN)
         self.counts[kind] += 1
         return kind
+
+
+def dry_run(gov: TickGovernor, smoother: float, prediction: float, other: float,
+            slow: Sequence[float]) -> tuple[list[str], float]:
+    """``gov``'s decisions as the live loop takes them, one per grid period, on a synthetic
+    machine: a smoother tick costs ``smoother`` s of CPU, a prediction ``prediction`` s and
+    the loop's other work ``other`` s per period, each times ``slow[k]`` in period k (its
+    slowness; 1: as given). (the decisions, CPU per wall second). For
+    ``bench/governor_bursts.py`` and the tests: no rclpy, no clock."""
+    wall = cpu = 0.0
+    since, kinds = 0, []
+    gov.charge(wall, cpu)
+    for f in slow:
+        wall += gov.period
+        cpu += other * f
+        gov.charge(wall, cpu)
+        since += 1
+        kind = gov.decide(since)
+        cost = (smoother if kind == SMOOTH else prediction if kind == PREDICT else 0.0) * f
+        cpu += cost
+        gov.spent(kind, cost)
+        since = 0 if kind == SMOOTH else since
+        kinds.append(kind)
+    return kinds, cpu / wall if wall > 0.0 else float('nan')

@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mbfg_ros.ros.governor import BANK_PERIODS, PREDICT, SMOOTH, THIN, TickGovernor
+from mbfg_ros.ros.governor import (BANK_PERIODS, PREDICT, SMOOTH, THIN, TickGovernor,
+                                   dry_run)
 
 PERIOD = 1e-3
 
@@ -19,22 +20,8 @@ def simulate(load: float, smoother: float, prediction: float, other: float, spac
     each times ``slow[k]`` in period k (a machine whose speed varies; default 1); (the
     decisions, CPU used per wall second)."""
     gov = gov or TickGovernor(load, PERIOD, spacing)
-    wall = cpu = 0.0
-    since, kinds = 0, []
-    gov.charge(wall, cpu)
-    for k in range(periods):
-        f = 1.0 if slow is None else float(slow[k])
-        wall += PERIOD
-        cpu += other * f
-        gov.charge(wall, cpu)
-        since += 1
-        kind = gov.decide(since)
-        cost = (smoother if kind == SMOOTH else prediction if kind == PREDICT else 0.0) * f
-        cpu += cost
-        gov.spent(kind, cost)
-        since = 0 if kind == SMOOTH else since
-        kinds.append(kind)
-    return kinds, cpu / wall
+    return dry_run(gov, smoother, prediction, other,
+                   np.ones(periods) if slow is None else slow[:periods])
 
 
 def spacings(kinds: list[str]) -> np.ndarray:
