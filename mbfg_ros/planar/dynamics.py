@@ -158,13 +158,11 @@ class System:
         quadratic in q (distances and sliders, Eqs. 41-43; no angle row): Φq and Φ̇q from
         the lean kinematics (its affine Φq: each entry the same one- or two-term sum as the
         general path's, so the same bits; ~7 µs less on the four-bar's torque commands,
-        issue 24), Φ from the general path (the lean one sums in another order)."""
-        if not self.lean.K:
-            phi_q, phi_q_dot = self.lean.rates(q, qd)
-        else:
-            t = self.constraints.terms(q, qd)
-            phi_q, phi_q_dot = t.phi_q, t.phi_q_dot
-        return self.constraints.phi(q), phi_q, phi_q_dot @ qd
+        issue 24; with angle rows :meth:`Constraints.rates`, the same bits as ``terms``
+        without its third derivatives): :meth:`constraint_jacobian`, and Φ from the
+        general path (the lean one sums in another order)."""
+        phi_q, gamma = self.constraint_jacobian(q, qd)
+        return self.constraints.phi(q), phi_q, gamma
 
     def constraint_jacobian(self, q: np.ndarray, qd: np.ndarray
                             ) -> tuple[np.ndarray, np.ndarray]:
