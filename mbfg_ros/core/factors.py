@@ -37,7 +37,7 @@ import gtsam
 import numpy as np
 
 if TYPE_CHECKING:
-    from .interface import MultibodySystem
+    from .interface import MultibodySystem, StateTerms
 
 __all__ = [
     'ErrorFn', 'custom_factor', 'linear_factor', 'stacked_linear_factor', 'linear_container',
@@ -245,14 +245,25 @@ def stacked_state_error(sys: MultibodySystem, tau: np.ndarray | None, xs: Sequen
     e = np.concatenate((t.phi, t.phi_q @ qd, a.qdd - qdd))
     if not want:
         return e, None
-    J = np.zeros((2 * m + n, 3 * n))
-    J[:m, :n] = t.phi_q
-    J[m:2 * m, :n] = t.phi_q_dot
-    J[m:2 * m, n:2 * n] = t.phi_q
-    J[2 * m:, :n] = a.qdd_q
-    J[2 * m:, n:2 * n] = a.qdd_qd
-    J[2 * m:, 2 * n:] = _neg_eye(n)
+    J = np.empty((2 * m + n, 3 * n))
+    _state_jacobian(t, n, m, J, True)
     return e, [J]
+
+
+def _state_jacobian(t: StateTerms, n: int, m: int, J: np.ndarray, full: bool) -> None:
+    """The state factor's Jacobian (Eqs. 24-26) from ``t`` (``state_terms`` with
+    Jacobians) written into ``J`` (2m + n, 3n): its blocks that move with the state (Φq,
+    Φ̇q, ∂q̈/∂q, ∂q̈/∂q̇), the constant ones (zeros, the −I of Eq. 26) only with ``full``."""
+    r = 2 * m
+    if full:
+        J[:] = 0.0
+        J[r:, 2 * n:] = _neg_eye(n)
+    J[r:, :n] = t.qdd_q
+    J[r:, n:2 * n] = t.qdd_qd
+    if m:                                       # loops: the constraint rows (Eqs. 24-25)
+        J[:m, :n] = t.phi_q
+        J[m:r, :n] = t.phi_q_dot
+        J[m:r, n:2 * n] = t.phi_q
 
 
 def whitened_state_rows(sys: MultibodySystem, tau: np.ndarray | None, x: np.ndarray,
@@ -273,16 +284,9 @@ def whitened_state_rows(sys: MultibodySystem, tau: np.ndarray | None, x: np.ndar
     q, qd, qdd = x[:n], x[n:2 * n], x[2 * n:]
     t = sys.state_terms(q, qd, tau, True)
     r = 2 * m
-    if full:
-        J[:] = 0.0
-        J[r:, 2 * n:] = _neg_eye(n)
-    J[r:, :n] = t.qdd_q
-    J[r:, n:2 * n] = t.qdd_qd
+    _state_jacobian(t, n, m, J, full)
     np.subtract(t.qdd, qdd, out=b[r:])
     if m:                                       # loops: the constraint rows (Eqs. 24-25)
-        J[:m, :n] = t.phi_q
-        J[m:r, :n] = t.phi_q_dot
-        J[m:r, n:2 * n] = t.phi_q
         b[:m] = t.phi
         np.matmul(t.phi_q, qd, out=b[m:r])
     np.multiply(J, inv[:, None], out=A)
