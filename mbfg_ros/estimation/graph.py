@@ -113,6 +113,17 @@ def _interval_weights(span: Sequence[float], dt: float) -> tuple[np.ndarray, np.
     return np.array(A), np.array(B)
 
 
+def _inverses(held: tuple | None, sigma: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(σ, 1/σ, 1/σ as a column, −1/σ) of ``sigma`` (the tick factor's whitening): ``held``
+    (this function's previous answer) again while ``sigma`` is the same object (σ's kept
+    read-only by their owner), else computed anew."""
+    if held is None or held[0] is not sigma:
+        inv = 1.0 / sigma
+        held = (sigma, inv, inv[:, None], -inv)
+    return held
+
+
 class _Current:
     """The new interval's readings evaluated once (:meth:`GraphMixin._current_rows`):
     pending ``items`` and their observations ``obs`` (factor order), the factor's key
@@ -202,8 +213,8 @@ class GraphMixin:
         self._step_sigma: dict[float, tuple] = {}     # the integrator's σ's per dt
         self._gate_rows: dict[bytes, tuple] = {}      # the gate's Q(τ) constants per τ rows
         self._factor_bufs: dict[tuple, list] = {}     # the tick factor's A and b, kept
-        self._state_invs: tuple | None = None         # (σ, 1/σ, −1/σ) of the state factor
-        self._reading_invs: tuple | None = None       # (σ, 1/σ column, −1/σ): tick's readings
+        self._state_invs: tuple | None = None         # _inverses of the state factor's σ
+        self._reading_invs: tuple | None = None       # _inverses of the tick's readings' σ
         self._tick_dyn_sigma = self._dyn_sigma
         self._state_sigma = np.concatenate((np.full(2 * self.sys.m, cfg.constraint_sigma),
                                             self._dyn_sigma))
@@ -548,24 +559,6 @@ class GraphMixin:
                            [*mats, np.empty(total), None, state_rows, inv_i])
         return buf
 
-    def _state_inv(self, sigma: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(1/σ, −1/σ) of the state factor's σ ``sigma``, kept while it is the same object
-        (known efforts: ``_state_sigma``, the same every tick)."""
-        held = self._state_invs
-        if held is None or held[0] is not sigma:
-            inv = 1.0 / sigma
-            held = self._state_invs = (sigma, inv, -inv)
-        return held[1], held[2]
-
-    def _reading_inv(self, sig: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(1/σ as a column, −1/σ) of the new interval's readings' σ ``sig``, kept while it is
-        the same object (a layout's kept σ's: :meth:`~.layout.ReadingLayout.sigmas`)."""
-        held = self._reading_invs
-        if held is None or held[0] is not sig:
-            inv = 1.0 / sig
-            held = self._reading_invs = (sig, inv[:, None], -inv)
-        return held[1], held[2]
-
     def _tick_factor(self, prev: int, key: int, fn: F.ErrorFn, dt: float, sigma: np.ndarray,
                      theta_prev: np.ndarray, guess: np.ndarray, tau: np.ndarray,
                      state_sigma: np.ndarray, current: _Current | None
@@ -586,7 +579,9 @@ class GraphMixin:
         new = J_s is None                   # its constant blocks written on the first tick
         if new:
             J_s = buf[3] = np.empty((rs, 3 * self.n))
-        inv_s, ninv_s = self._state_inv(state_sigma)
+        # 1/σ and −1/σ kept while σ is the same object (known efforts: ``_state_sigma``,
+        # the same every tick; the readings: a layout's kept σ's, ReadingLayout.sigmas)
+        _, inv_s, _, ninv_s = self._state_invs = _inverses(self._state_invs, state_sigma)
         F.whitened_state_rows(self.sys, tau, guess, inv_s, ninv_s, J_s, A1[:rs], b[:rs], new)
         n = self.n
         r = rs + inv_i.size
@@ -595,7 +590,7 @@ class GraphMixin:
         else:
             b[rs:r] = -fn(n, dt, [theta_prev, guess], False)[0] * inv_i
         if on:
-            col, ninv = self._reading_inv(current.sig)
+            _, _, col, ninv = self._reading_invs = _inverses(self._reading_invs, current.sig)
             np.multiply(current.e, ninv, out=b[r:])
             for pos, Ji in zip(on, current.J):
                 np.multiply(Ji, col, out=(A0, A1)[pos][r:])
