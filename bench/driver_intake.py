@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
             d, fast = make(), 0                       # an untimed pass: which took the fast path
             for k, buf in enumerate(msgs):
                 now = T0 + k * 1_000_000 + 100_000
-                fast += d._joint_reader.fast(buf, d._joint_parser, now) is not None
+                fast += d._joint_reader.fast(buf, d._joint_parser) is not None
                 d.joint_state(buf, now)
             share = fast / len(msgs)
             print(f'{name:10s} {"JointState " + given:16s} {us:7.2f}  {100 * share:.0f} %')

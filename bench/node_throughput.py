@@ -102,6 +102,18 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
 
 
+def waiting_raw(sub):
+    """(serialised bytes, message info) of each message waiting on the raw subscription
+    ``sub``, taken one by one until none is left (:func:`mbfg_ros.ros.polling.take_raw`'s
+    way, keeping the info: its DDS reception and source timestamps)."""
+    while True:
+        with sub.handle:
+            more = sub.handle.take_message(sub.msg_type, True)
+        if more is None:
+            return
+        yield more
+
+
 # ------------------------------------------------------------------ data
 
 def make_data(rate: float, duration: float, path: Path, seed: int = 0,
@@ -359,11 +371,7 @@ class NodeRun:
 
         def on_raw(buf: bytes, info: dict) -> None:
             deliver(buf, info)
-            while True:
-                with sub.handle:
-                    more = sub.handle.take_message(sub.msg_type, True)
-                if more is None:
-                    break
+            for more in waiting_raw(sub):
                 deliver(*more)
 
         def deliver(buf: bytes, info: dict) -> None:
@@ -745,14 +753,12 @@ def witness(out: Path) -> int:
     sub = None
 
     def on_raw(_buf: bytes, info: dict) -> None:
+        write(info)
+        for _, more in waiting_raw(sub):     # every sample waiting, each with its own times
+            write(more)
+
+    def write(info: dict) -> None:
         f.write(f"{info.get('received_timestamp', 0)} {info.get('source_timestamp', 0)}\n")
-        while True:                          # every sample waiting, each with its own times
-            with sub.handle:
-                more = sub.handle.take_message(sub.msg_type, True)
-            if more is None:
-                break
-            f.write(f"{more[1].get('received_timestamp', 0)} "
-                    f"{more[1].get('source_timestamp', 0)}\n")
     sub = node.create_subscription(cv.message_class('JointState'), '/estimator_node/state',
                                    on_raw, QoSProfile(depth=1000,
                                                       reliability=ReliabilityPolicy.RELIABLE),

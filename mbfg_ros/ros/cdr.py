@@ -121,7 +121,10 @@ class JointStateLayout:
     length and bytes (without the NUL, as the parser reads them), then per sequence its
     count and values; ``shape_of`` picks from that tuple what must equal ``shape`` (all but
     the stamp and the values: padding and frame_id bytes are not read, as by the parser);
-    ``starts`` is the index of each sequence's first value in it."""
+    ``starts`` is the index of each sequence's first value in it. ``source``: what the
+    parser read of the message it was learnt from (frame_id length, names, their lengths,
+    each sequence's count offset, values offset and count), by which it tells a message
+    it parses has this layout without unpacking it again."""
 
     size: int
     names: tuple[str, ...]
@@ -130,6 +133,7 @@ class JointStateLayout:
     unpack: Callable[[bytes, int], tuple]
     shape_of: Callable[[tuple], tuple]
     starts: tuple[int, int, int]
+    source: tuple
 
     def read(self, buf: bytes) -> tuple | None:
         """The unpacked tuple (class docstring) of the JointState in ``buf`` if it has this
@@ -166,7 +170,7 @@ def _layout(size: int, flen: int, names_at: int, names: tuple[str, ...],
         o, index = values_at + 8 * count, index + 1 + count
     return JointStateLayout(size, names, tuple(c for _, _, c in sequences), tuple(shape),
                             struct.Struct(''.join(fmt)).unpack_from, itemgetter(*fixed),
-                            tuple(starts))
+                            tuple(starts), (flen, names, lengths, tuple(sequences)))
 
 
 class JointStateParser:
@@ -251,7 +255,9 @@ class JointStateParser:
             sequences.append((count_at, o, count))
             o += 8 * count
         known = self._layouts.get(size)
-        if known is None or known.read(buf) is None:
+        # the same frame_id length, names and sequences at the same size: the same layout
+        # (what its read() would tell, from the values parsed here)
+        if known is None or known.source != (flen, names, self._lengths, tuple(sequences)):
             remember(self._layouts, size,
                      _layout(size, flen, names_at, names, self._lengths,
                              sequences), self.LAYOUTS)

@@ -240,7 +240,7 @@ class JointStateReader:
                                checks)
         return remember(self._layouts, layout, fast, self.PLANS)
 
-    def fast(self, buf: bytes, parser: JointStateParser, now_ns: int | None = None
+    def fast(self, buf: bytes, parser: JointStateParser
              ) -> tuple[int, JointMeasurement] | None:
         """(stamp ns, record) of the JointState bytes ``buf`` when they have a layout
         ``parser`` learnt (:meth:`~mbfg_ros.ros.cdr.JointStateParser.layout`), whose names

@@ -315,7 +315,7 @@ class EstimatorDriver:
         if isinstance(msg, bytes):
             # a known layout, usable names, every value finite and within the limits:
             # the record without the general checks (issue 24; the same record)
-            fast = self._joint_reader.fast(msg, self._joint_parser, now_ns)
+            fast = self._joint_reader.fast(msg, self._joint_parser)
             if fast is not None:
                 return fast[1] if self.push(fast[0], fast[1], now_ns) else None
             msg = self._raw(self._joint_parser, msg, 'JointState', 'joint_states')
