@@ -582,10 +582,12 @@ class EstimatorDriver:
         one that had its turn (none while more than ``max_merge_ticks`` are due: the
         smoother is behind), by
         :meth:`Estimator.predict` (no state change; the readings stay queued for the tick).
-        The newest one carries the torque command (the older ones are superseded at once).
+        Each one carries its own torque command, computed from it (a loop that came late
+        sends the older ones' commands too, oldest first: ``~/command`` keeps step with
+        ``~/state``, one per estimate, and a recording of it is whole).
         ``before_tick``: the caller runs the due tick next (:meth:`smooth`), so the grid
-        times it merges get predictions and the newest due one, and the command, are left to
-        it. Empty before the first estimate. Counted in ``ticks.predicted``."""
+        times it merges get predictions and the newest due one is left to it. Empty before
+        the first estimate. Counted in ``ticks.predicted``."""
         if self.last_tick is None:
             return []
         due = self.grid_index(self._due(now_ns))
@@ -610,12 +612,10 @@ class EstimatorDriver:
             effort = self._joint_effort(est)
             level = 0 if est.status == 'ok' else 1
             status = f'{est.status} (predicted)'
-            command, withheld = None, ''
-            if k == last and not before_tick:
-                command, withheld = self._command(est, g)
-                if withheld:
-                    level = 2
-                    status = f'{status}; no torque command: {_WITHHELD_TEXT[withheld]}'
+            command, withheld = self._command(est, g)
+            if withheld:
+                level = 2
+                status = f'{status}; no torque command: {_WITHHELD_TEXT[withheld]}'
             outs.append(TickOutput(g, est, effort, command, level, status, None, withheld))
         return outs
 

@@ -140,7 +140,7 @@ def test_the_drivers_turns_give_every_grid_tick_one_estimate_or_count_it_thinned
     p = d.period
     clock, i, turn = stamp_of(recs[0]), 0, 0
     stamps: list[int] = []
-    thinned0 = None
+    thinned0, commands = None, 0
     while clock < stamp_of(recs[-1]):
         clock += int(rng.integers(1, 4)) * p
         while i < len(recs) and stamp_of(recs[i]) <= clock:
@@ -159,8 +159,7 @@ def test_the_drivers_turns_give_every_grid_tick_one_estimate_or_count_it_thinned
         if turn % 3 == 0:
             k = int(rng.integers(0, fresh))    # of the fresh - 1 before the tick's
             outs = d.predict_newest(clock, k, before_tick=True) if k else []
-            assert len(outs) <= k and all(o.command is None for o in outs)   # the tick's
-            #                                                                  command follows
+            assert len(outs) <= k
             outs += d.smooth(clock)
         elif turn % 3 == 1:
             n = int(rng.integers(1, fresh + 1))
@@ -169,6 +168,10 @@ def test_the_drivers_turns_give_every_grid_tick_one_estimate_or_count_it_thinned
         else:
             outs = []
             d.thin(clock)
+        # every estimate carries its own command (or says why not), a late loop's older
+        # ones too: ~/command keeps step with ~/state
+        assert all((o.command is None) == bool(o.withheld) for o in outs), outs
+        commands += sum(o.command is not None for o in outs if o.estimate is not None)
         stamps += [o.t_ns for o in outs if o.estimate is not None]
     stamps = np.array(stamps)
     assert np.all(np.diff(stamps) > 0) and np.all(stamps % p == 0)
@@ -176,3 +179,5 @@ def test_the_drivers_turns_give_every_grid_tick_one_estimate_or_count_it_thinned
     thinned = d.ticks['thinned'] - thinned0
     assert len(stamps) + thinned == grid, (len(stamps), thinned, grid)
     assert thinned > 0.1 * grid and d.ticks['predicted'] > 0.1 * grid
+    withheld = sum(v for k, v in d.command_counters.items() if k.startswith('withheld.'))
+    assert commands >= len(stamps) - 1 - withheld, (commands, len(stamps), withheld)
