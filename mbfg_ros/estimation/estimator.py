@@ -121,6 +121,11 @@ class Estimator(IntakeMixin, GateMixin, GraphMixin, LifecycleMixin, OutputMixin,
             self._params.setRelinearizeThreshold(cfg.relinearize_threshold)
         else:
             self._params.enableRelinearization = False
+        # the tick's state, integrator and new readings written into buffers kept from tick
+        # to tick (GraphMixin._tick_factor; the disturbance rows aside): relinearisation off
+        # (not a live field, so set once here); False stacks them afresh every tick
+        # (factors.stacked_linear_factor), the general path its tests compare it with
+        self._kept_tick_factor = self._linear()
         self._counters = {k: 0 for k in _COUNTERS}
         self._used_key = {k: f'used_{k}' for k in _KINDS}    # kind -> its counter
         self._unknown: set[str] = set()
