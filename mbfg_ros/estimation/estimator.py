@@ -103,6 +103,7 @@ class Estimator(IntakeMixin, GateMixin, GraphMixin, LifecycleMixin, OutputMixin,
         self._contact_sigma = contact_sigmas(sys, cfg.contact_effort_fraction)
         self._contact_any = bool(self._contact_sigma.any())
         self._set_dynamics_noise(cfg)
+        self._set_gate_switches(cfg)
         self._integ_sigma = self._integrator_sigma(self._dt)
         self._angular_pos = np.array([self.sm.joint_is_angular(j)
                                       for j in range(len(self.sm.joint_names))], dtype=bool)
@@ -191,6 +192,7 @@ class Estimator(IntakeMixin, GateMixin, GraphMixin, LifecycleMixin, OutputMixin,
         cfg = replace(self.config, **changes)        # __post_init__ validates
         self.config = cfg
         self._set_dynamics_noise(cfg)
+        self._set_gate_switches(cfg)
         return cfg
 
     def add(self, meas: JointMeasurement | ImuMeasurement) -> bool:
