@@ -185,8 +185,9 @@ def stacked_linear_factor(keys: Sequence[int], xs: Sequence[np.ndarray],
     linearisation point of ``keys`` is ``xs`` and stays there (ISAM2 without
     relinearisation, given ``xs`` as the new keys' values), where GTSAM would move b by
     −A δ with δ = 0, so the factor is the same without building ``gtsam.Values``; ``xs``
-    give the variables' sizes. (A caller may instead write the same rows into buffers it keeps from call to call:
-    :func:`whitened_state_rows`, :func:`whitened_trapezoidal_b`, :func:`linear_container`.)
+    give the variables' sizes. (A caller may instead write the same rows into buffers it
+    keeps from call to call: :func:`whitened_state_rows`, :func:`whitened_trapezoidal_b`,
+    :func:`linear_container`.)
     """
     rows = sum(e.size for _, _, e, _ in blocks)
     A = [np.zeros((rows, x.size), order='F') for x in xs]
