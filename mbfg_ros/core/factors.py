@@ -170,8 +170,8 @@ def _unit(rows: int) -> gtsam.noiseModel.Unit:
 
 def stacked_linear_factor(keys: Sequence[int], xs: Sequence[np.ndarray],
                           blocks: Sequence[tuple[Sequence[int], np.ndarray, np.ndarray,
-                                                 Sequence[np.ndarray]]],
-                          point: bool = True) -> gtsam.LinearContainerFactor:
+                                                 Sequence[np.ndarray]]]
+                          ) -> gtsam.LinearContainerFactor:
     """Several factors linearised at ``xs`` (the values of ``keys``) as ONE whitened
     :class:`gtsam.JacobianFactor` in a :class:`gtsam.LinearContainerFactor` (issue 24).
 
@@ -181,12 +181,13 @@ def stacked_linear_factor(keys: Sequence[int], xs: Sequence[np.ndarray],
     the variables it does not have), so the linear system is the same as with one factor
     each; GTSAM builds and indexes one object instead of several.
 
-    ``point`` False: the container holds no linearisation point, for a solver whose own
+    The container holds no linearisation point: it is for a solver whose own
     linearisation point of ``keys`` is ``xs`` and stays there (ISAM2 without
-    relinearisation, given ``xs`` as the new keys' values): GTSAM would move b by
-    −A δ with δ = 0 there, so the factor is the same without building ``gtsam.Values``.
-    (A caller may instead write the same rows into buffers it keeps from call to call:
-    :func:`whitened_state_rows`, :func:`whitened_trapezoidal_b`, :func:`linear_container`.)
+    relinearisation, given ``xs`` as the new keys' values), where GTSAM would move b by
+    −A δ with δ = 0, so the factor is the same without building ``gtsam.Values``; ``xs``
+    give the variables' sizes. (A caller may instead write the same rows into buffers it
+    keeps from call to call: :func:`whitened_state_rows`, :func:`whitened_trapezoidal_b`,
+    :func:`linear_container`.)
     """
     rows = sum(e.size for _, _, e, _ in blocks)
     A = [np.zeros((rows, x.size), order='F') for x in xs]
@@ -200,13 +201,13 @@ def stacked_linear_factor(keys: Sequence[int], xs: Sequence[np.ndarray],
         for pos, Ji in zip(on, J):
             np.multiply(Ji, col, out=A[pos][r:r + m])
         r += m
-    return _container(keys, xs, A, b, 'stacked_linear_factor', point)
+    return _container(keys, xs, A, b, 'stacked_linear_factor', point=False)
 
 
 def linear_container(keys: Sequence[int], A: Sequence[np.ndarray], b: np.ndarray
                      ) -> gtsam.LinearContainerFactor:
     """The whitened JacobianFactor ``A δ = b`` on 1 or 2 ``keys`` in a LinearContainerFactor
-    without a linearisation point (:func:`stacked_linear_factor`'s ``point`` False): for a
+    without a linearisation point (as :func:`stacked_linear_factor`'s): for a
     caller that writes A and b itself, e.g. into buffers it keeps from tick to tick (GTSAM
     copies them into the factor, so they can be written again once it is built)."""
     return _container(keys, (), A, b, 'linear_container', point=False)

@@ -103,6 +103,7 @@ class Estimator(IntakeMixin, GateMixin, GraphMixin, LifecycleMixin, OutputMixin,
         self._contact_sigma = contact_sigmas(sys, cfg.contact_effort_fraction)
         self._contact_any = bool(self._contact_sigma.any())
         self._set_dynamics_noise(cfg)
+        self._set_gate_switches(cfg)
         self._integ_sigma = self._integrator_sigma(self._dt)
         self._angular_pos = np.array([self.sm.joint_is_angular(j)
                                       for j in range(len(self.sm.joint_names))], dtype=bool)
@@ -121,6 +122,11 @@ class Estimator(IntakeMixin, GateMixin, GraphMixin, LifecycleMixin, OutputMixin,
             self._params.setRelinearizeThreshold(cfg.relinearize_threshold)
         else:
             self._params.enableRelinearization = False
+        # the tick's state, integrator and new readings written into buffers kept from tick
+        # to tick (GraphMixin._tick_factor; the disturbance rows aside): relinearisation off
+        # (not a live field, so set once here); False stacks them afresh every tick
+        # (factors.stacked_linear_factor), the general path its tests compare it with
+        self._kept_tick_factor = self._linear()
         self._counters = {k: 0 for k in _COUNTERS}
         self._used_key = {k: f'used_{k}' for k in _KINDS}    # kind -> its counter
         self._unknown: set[str] = set()
@@ -186,6 +192,7 @@ class Estimator(IntakeMixin, GateMixin, GraphMixin, LifecycleMixin, OutputMixin,
         cfg = replace(self.config, **changes)        # __post_init__ validates
         self.config = cfg
         self._set_dynamics_noise(cfg)
+        self._set_gate_switches(cfg)
         return cfg
 
     def add(self, meas: JointMeasurement | ImuMeasurement) -> bool:

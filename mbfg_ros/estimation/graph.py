@@ -530,7 +530,7 @@ class GraphMixin:
         return layout
 
     def _factor_buffers(self, fn: F.ErrorFn, dt: float, sigma: np.ndarray, reading_rows: int,
-                        on: tuple[int, ...]) -> list | None:
+                        on: tuple[int, ...]) -> list:
         """The tick factor's A matrices and b, kept and written in place per tick
         (:meth:`_tick_factor`): [A_{k−1}, A_k (column-major, rows: state, integrator,
         readings), b, the state rows' Jacobian (:func:`factors.whitened_state_rows`'s
@@ -539,14 +539,13 @@ class GraphMixin:
         (Σ^-½ J_{k−1}, Σ^-½ J_k of ``fn`` over ``dt`` with σ ``sigma``: constants of dt for
         the trapezoidal rows, Eq. 23, and their jerk rows) in place and zeros elsewhere;
         kept per (integrator, dt, readings' rows and keys), at most 64, cleared when the
-        σ's change; None for an integrator whose rows move with the state (the
-        disturbance rows). GTSAM copies A and b into each factor, and nothing else holds
-        them, so the next tick may write them again."""
+        σ's change. ``fn``: the trapezoidal rows or their jerk rows (an integrator whose rows
+        move with the state, the disturbance rows, is stacked afresh: :meth:`_graph`).
+        GTSAM copies A and b into each factor, and nothing else holds them, so the next
+        tick may write them again."""
         key = (fn, dt, reading_rows, on)
         buf = self._factor_bufs.get(key)
         if buf is None:
-            if fn not in (F.stacked_trapezoidal_error, F.stacked_trapezoidal_jerk_error):
-                return None
             n = self.n
             J = fn(n, dt, [np.zeros(3 * n)] * 2, True)[1]
             inv_i = 1.0 / sigma
@@ -562,19 +561,18 @@ class GraphMixin:
     def _tick_factor(self, prev: int, key: int, fn: F.ErrorFn, dt: float, sigma: np.ndarray,
                      theta_prev: np.ndarray, guess: np.ndarray, tau: np.ndarray,
                      state_sigma: np.ndarray, current: _Current | None
-                     ) -> gtsam.LinearContainerFactor | None:
+                     ) -> gtsam.LinearContainerFactor:
         """The tick's state, integrator (``fn`` with σ ``sigma``, whose whitened rows are
         constants of dt) and new-interval readings as one linear factor on (x_{k−1}, x_k):
         the rows :func:`factors.stacked_linear_factor` stacks from them (A = Σ^-½ J,
         b = −Σ^-½ e), written into buffers kept per dt and row count
         (:meth:`_factor_buffers`): the state's (:func:`factors.whitened_state_rows`: its
         Jacobian's constant blocks only when new), the integrator's b (its A is constant) and the
-        readings' rows, nothing else. None for an integrator whose rows move with the
-        state (the disturbance rows)."""
+        readings' rows, nothing else. Only where :attr:`_kept_tick_factor` says so, and for
+        an integrator whose whitened rows are constants of dt (not the disturbance rows:
+        :meth:`_graph` decides)."""
         on = () if current is None else (1,) if len(current.keys) == 1 else (0, 1)
         buf = self._factor_buffers(fn, dt, sigma, current.e.size if on else 0, on)
-        if buf is None:
-            return None
         A0, A1, b, J_s, rs, inv_i = buf
         new = J_s is None                   # its constant blocks written on the first tick
         if new:
@@ -620,8 +618,9 @@ class GraphMixin:
         at this factor's linearisation point, for the gate too (issue 24). Relinearisation
         off, the state, integrator and those readings' rows go to GTSAM as one linear
         factor on (x_{k−1}, x_k) (the same rows as three factors, one JacobianFactor to
-        build and for ISAM2 to index): written into kept buffers (:meth:`_tick_factor`),
-        or for the disturbance rows, whose Jacobians move with the state, stacked afresh
+        build and for ISAM2 to index): written into kept buffers (:meth:`_tick_factor`,
+        where :attr:`_kept_tick_factor` says so), or for the disturbance rows, whose
+        Jacobians move with the state, stacked afresh
         (:func:`factors.stacked_linear_factor`)."""
         n = self.n
         key, prev = _X0 + k, _X0 + self._k
@@ -630,11 +629,13 @@ class GraphMixin:
         cfg = self.config
         unknown = cfg.unknown_effort_sigma > 0 and not self._tau_all
         args: tuple = (n, dt)           # the integrator's fixed parameters
+        kept = self._kept_tick_factor
         if cfg.disturbance_process and not unknown:
             # known efforts: bound the change of q̈ − q̈(q, q̇, τ), not of q̈ (issue 27 item 4)
             sigma = self._step_sigmas(dt)[1]
             fn = stacked_trapezoidal_disturbance_error
             args = (self.sys, dt, self._tau_prev, tau)
+            kept = False                # its rows' Jacobians move with the state
         elif cfg.jerk_process or cfg.disturbance_process or unknown:
             # torques unknown: the dynamics barely fix q̈; bound its change by the jerk
             sigma = self._step_sigmas(dt)[1]
@@ -645,21 +646,21 @@ class GraphMixin:
             fn = F.stacked_trapezoidal_error
         self._tau_prev = tau
         used = []
-        factor = self._tick_factor(prev, key, fn, dt, sigma, theta_prev, guess, tau,
-                                   state_sigma, current) if self._linear() else None
-        if factor is not None:
+        linear = self._linear()
+        if kept:
             # the tick's own factors (state, integrator, the new interval's readings) as
             # ONE linear factor on (x_{k−1}, x_k), written into kept buffers; at the
             # smoother's own linearisation point of both keys (x_{k−1}'s inserted value,
             # x_k's now), which never moves (relinearisation off): no point kept
-            graph.add(factor)
+            graph.add(self._tick_factor(prev, key, fn, dt, sigma, theta_prev, guess, tau,
+                                        state_sigma, current))
             if current is not None:
                 if not single and not pairs and current.layout is not None:
                     # the readings used are the layout's sequence: its counts (one
                     # addition per kind, not one look-up per reading)
                     return graph, current.obs, current.layout.used
                 used += current.obs
-        elif self._linear():            # the disturbance rows: their Jacobians move
+        elif linear:                    # the disturbance rows: their Jacobians move
             e_s, J_s = F.stacked_state_error(self.sys, tau, [guess], True)
             e_i, J_i = fn(*args, [theta_prev, guess], True)
             blocks = [((1,), state_sigma, e_s, J_s), ((0, 1), sigma, e_i, J_i)]
@@ -667,8 +668,7 @@ class GraphMixin:
                 on = (1,) if len(current.keys) == 1 else (0, 1)
                 blocks.append((on, current.sig, current.e, current.J))
                 used += current.obs
-            graph.add(F.stacked_linear_factor([prev, key], [theta_prev, guess], blocks,
-                                              point=False))
+            graph.add(F.stacked_linear_factor([prev, key], [theta_prev, guess], blocks))
         else:
             state = functools.partial(F.stacked_state_error, self.sys, tau)
             graph.add(self._factor([key], state_sigma, state, [guess]))

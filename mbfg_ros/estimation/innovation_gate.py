@@ -62,6 +62,7 @@ from ..core.angles import wrap_angle
 from ..core.bounded import remember
 from ..core.interface import MultibodySystem
 from ..core.observation import Observation
+from .config import EstimatorConfig
 from .intake import _Pending
 from .layout import ReadingLayout
 from .observations import residuals
@@ -96,6 +97,18 @@ class _Diverged(Exception):
 
 class GateMixin:
     """The innovation gate and its model-error term (module docstring)."""
+
+    def _set_gate_switches(self, cfg: EstimatorConfig) -> None:
+        """What the gate's per-call paths take from the configuration ``cfg``, worked out
+        once where it is set or changed (the constructor, ``Estimator.reconfigure``):
+        ``_gate_tau_m``, the model error's time constant τ_m = ``outlier_reset_time``/2;
+        ``_gate_every``, every threshold on (every reading gated); ``_gate_floats_on``,
+        both with τ_m > 0: the condition of the float paths (:meth:`_gate_floats`,
+        :meth:`_gate_decide`'s few readings) instead of one check of the config per call."""
+        self._gate_tau_m = 0.5 * cfg.outlier_reset_time
+        self._gate_every = (cfg.joint_rejection_threshold > 0
+                            and cfg.imu_rejection_threshold > 0)
+        self._gate_floats_on = self._gate_every and self._gate_tau_m > 0
 
     def _gate_off(self) -> bool:
         cfg = self.config
@@ -278,11 +291,9 @@ class GateMixin:
         ``bincount`` does), without a dozen array calls on a few rows. The readings'
         verdicts (every one passes; read-only), or None when the array path decides (a
         threshold off, or a reading rejected)."""
-        cfg = self.config
-        tau_m = 0.5 * cfg.outlier_reset_time
-        if not (cfg.joint_rejection_threshold > 0 and cfg.imu_rejection_threshold > 0
-                and tau_m > 0):
+        if not self._gate_floats_on:
             return None
+        tau_m = self._gate_tau_m
         N = len(layout.cnt_list)
         d2, pw, ba = [0.0] * N, [0.0] * N, [0.0] * N
         for i, j in enumerate(layout.row_list):
@@ -341,9 +352,8 @@ class GateMixin:
         its ``s_m`` one after the other (:meth:`_gate_sequential`, called instead)."""
         cfg = self.config
         mv, mt, rs = self._model_var, self._model_t, self._reject_since
-        tau_m = 0.5 * cfg.outlier_reset_time
-        every = cfg.joint_rejection_threshold > 0 and cfg.imu_rejection_threshold > 0
-        if every and tau_m > 0 and slots.size <= _FLOAT_READINGS:
+        tau_m, every = self._gate_tau_m, self._gate_every
+        if self._gate_floats_on and slots.size <= _FLOAT_READINGS:
             ok = d2 <= thr * thr
             if ok.all():        # the common case, a few readings: the same update as floats
                 self._gate_pass_floats(slots, slots.tolist(),
@@ -429,7 +439,7 @@ class GateMixin:
         min(p, 4 S) − S₀)``, t_m ← max(t_m, t)), without a NumPy scalar per look-up."""
         cfg = self.config
         mv, mt, rs = self._model_var, self._model_t, self._reject_since
-        tau_m = 0.5 * cfg.outlier_reset_time
+        tau_m = self._gate_tau_m
         reset = cfg.outlier_reset_time
         V, T, since = mv.tolist(), mt.tolist(), rs.tolist()
         keep = [True] * slots.size

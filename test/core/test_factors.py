@@ -189,7 +189,9 @@ def test_a_stacked_linear_factor_is_the_custom_factors_rows_stacked(sys):
     """Issue 24: stacked_linear_factor (the estimator's state, integrator and observation
     rows of a tick as one JacobianFactor on (x_{k−1}, x_k)) holds exactly the rows GTSAM's
     own linearisation of each CustomFactor gives, zero columns on the variable a factor
-    does not have, so the linear system is the same."""
+    does not have, so the linear system is the same. (Built as the estimator builds it,
+    without a linearisation point: its rows as they are, which ISAM2 takes at its own
+    point ``xs``.)"""
     rng = np.random.default_rng(5)
     n = sys.n
     xs = [rng.standard_normal(3 * n), rng.standard_normal(3 * n)]

@@ -212,3 +212,34 @@ def test_the_gate_of_a_layouts_few_readings_as_floats_equals_its_array_path(monk
         passed += bool(keep_f.all())
         rejected += not keep_f.all()
     assert passed > 10 and rejected
+
+
+@pytest.mark.parametrize('off', ['joint', 'imu'])
+def test_a_sensor_whose_threshold_is_off_keeps_its_model_error_on_the_float_path_too(off):
+    """A threshold 0 gates nothing (EstimatorConfig), so those sensors' model error s_m and
+    stamps stay as they are, even when every reading would pass (zero distances): the float
+    path (every threshold on, worked out once per configuration:
+    GateMixin._set_gate_switches) must not take the call; the gated sensors move as on the
+    array path; and still so after a reconfigure (which works the switches out again)."""
+    cfg = EstimatorConfig(frequency=500.0, joint_rejection_threshold=0.0 if off == 'joint'
+                          else 4.0, imu_rejection_threshold=0.0 if off == 'imu' else 5.0)
+    est = Estimator(fourbar_system(), cfg)
+    joint = est._slot_joint
+    slots = np.concatenate((np.flatnonzero(joint)[:3], np.flatnonzero(~joint)[:3]))
+    assert slots.size <= innovation_gate._FLOAT_READINGS
+    ungated = joint[slots] if off == 'joint' else ~joint[slots]
+    thr = np.where(joint[slots], cfg.joint_rejection_threshold, cfg.imu_rejection_threshold)
+    rng = np.random.default_rng(8)
+    for reconfigured in (False, True):
+        if reconfigured:
+            est.reconfigure(dynamics_sigma=2.0)
+        gate_state(est, rng, 1.0)
+        est._model_t[slots] = 0.5                       # each sensor seen before t = 1
+        start = est._model_var.copy(), est._model_t.copy()
+        n = slots.size
+        keep = est._gate_decide(slots, 1.0, thr, np.zeros(n), rng.uniform(0.1, 3.0, n),
+                                rng.uniform(0.1, 1.0, n))
+        assert keep.all()
+        for now, before in zip((est._model_var, est._model_t), start):
+            assert np.array_equal(now[slots[ungated]], before[slots[ungated]], equal_nan=True)
+        assert (est._model_t[slots[~ungated]] == 1.0).all()     # the gated ones moved

@@ -1,10 +1,10 @@
 """Issue 24, branch tick8e: the tick's linear factor written into buffers kept from tick to
 tick (:meth:`GraphMixin._tick_factor`) against the general path that builds it afresh
-(:func:`factors.stacked_linear_factor`): every estimate bit for bit and the same counters,
-while the readings' rows come and go (a sensor missing some ticks), ticks merge, the
-unknown efforts' σ moves every tick (the state rows' q̈ diagonal rewritten) and readings
-fall between ticks; and the queue's shortcut when every reading is due keeps those
-stamped after the tick for later."""
+(:func:`factors.stacked_linear_factor`; the estimator's ``_kept_tick_factor`` switched
+off): every estimate bit for bit and the same counters, while the readings' rows come and
+go (a sensor missing some ticks), ticks merge, the unknown efforts' σ moves every tick (the
+state rows' q̈ diagonal rewritten) and readings fall between ticks; and the queue's
+shortcut when every reading is due keeps those stamped after the tick for later."""
 from __future__ import annotations
 
 import numpy as np
@@ -47,11 +47,12 @@ def _assert_same_runs(a: list, b: list, ticks: np.ndarray) -> None:
 def _ab(system, cfg: EstimatorConfig, recs: list, ticks: np.ndarray) -> None:
     fast = Estimator(system, cfg)
     general = Estimator(system, cfg)
-    general._tick_factor = lambda *a, **k: None         # the general stacked factor
+    general._kept_tick_factor = False                   # the general stacked factor
     a, b = _run(fast, recs, ticks), _run(general, recs, ticks)
     _assert_same_runs(a, b, ticks)
     assert fast.counters == general.counters
     assert len(fast._factor_bufs) >= 2                  # several row counts met
+    assert not general._factor_bufs                     # the switch took the general path
 
 
 def _thinned(recs: list, every: int, kind) -> list:
@@ -179,7 +180,7 @@ def test_the_kept_buffers_follow_a_sigma_change_and_a_reset_mid_run(which):
                                              gyro_sigma=0.03, accel_sigma=0.1),
               2 * third: lambda e: e.reset()}
     fast, general, plain = Estimator(system, cfg), Estimator(system, cfg), Estimator(system, cfg)
-    general._tick_factor = lambda *a, **k: None         # the general stacked factor
+    general._kept_tick_factor = False                   # the general stacked factor
     layout_of = general._layout_of
 
     def unkept(obs, key=None):                          # its layouts stack σ's every tick
@@ -192,6 +193,7 @@ def test_the_kept_buffers_follow_a_sigma_change_and_a_reset_mid_run(which):
     c = _run(plain, recs, ticks, {})
     _assert_same_runs(a, b, ticks)
     assert fast.counters == general.counters and fast.counters['resets'] == 1
+    assert fast._factor_bufs and not general._factor_bufs
     moved = [not np.array_equal(x, y) for x, y in zip(a[third:2 * third], c[third:2 * third])
              if x is not None and y is not None]
     assert moved and all(moved)
