@@ -47,13 +47,16 @@ then one core busy):
                                               [--robots fourbar ur5] [--quiet-only]
                                               [--ticks HZ] [--sim-time] [--profile]
                                               [--max-tick-load LOAD] [--witness]
+                                              [--witness-best-effort]
                                               [--domain ID]
 
 ``--witness`` starts a second subscriber of ``~/state`` in its own process and prints, per
 row, both subscribers' delivery (the longest gap between receptions and between the
 writer's DDS source timestamps, reception − write): a stall both see while the writes run
-on time is the middleware's (issue 24's start-of-stream stall). ``--max-tick-load`` sets the
-node's budget (a smaller one: how the loop spends it on a slower machine).
+on time is the middleware's (issue 24's start-of-stream stall); ``--witness-best-effort``
+makes that subscriber BEST_EFFORT (a stall it sees alone is not the RELIABLE protocol's
+repair of a lost sample). ``--max-tick-load`` sets the node's budget (a smaller one: how
+the loop spends it on a slower machine).
 """
 from __future__ import annotations
 
@@ -684,6 +687,7 @@ class Options(argparse.Namespace):
     unaligned: bool = False
     max_tick_load: float = 0.0
     witness: bool = False
+    witness_best_effort: bool = False
 
 
 def node_params(params: dict, opts: Options, default_ticks: float) -> dict:
@@ -733,7 +737,9 @@ def drive(params: dict, data: Path, busy: bool, domain: int, log: Path, tmp: Pat
             for f in (witness_file, ready):
                 f.unlink(missing_ok=True)
             run.start([sys.executable, str(Path(__file__).resolve()), '--witness-process',
-                       str(witness_file)], env=run.env)
+                       str(witness_file)]
+                      + (['--witness-best-effort'] if opts.witness_best_effort else []),
+                      env=run.env)
             run.spin_while(lambda: not ready.exists(), 60)
         gen = run.start_generator(data, start_file, opts.sim_time, grid)
         cpu0, wall0 = cpu_seconds(run.node.pid), time.monotonic()
@@ -792,12 +798,13 @@ def drive(params: dict, data: Path, busy: bool, domain: int, log: Path, tmp: Pat
             {'machine': machine, 'cmd_hz': cmd_hz})
 
 
-def witness(out: Path) -> int:
+def witness(out: Path, best_effort: bool = False) -> int:
     """``--witness-process``: a second subscriber of ``/estimator_node/state`` in its own
-    process (RELIABLE, depth 1000, as the monitor), appending per sample its DDS reception
-    and the writer's source timestamp (ns) to ``out``; ``out``.ready once it matched the
-    node's publisher. A delivery stall both subscribers see at once is the writer's side or
-    the middleware's, not the monitor's."""
+    process (RELIABLE, depth 1000, as the monitor; ``best_effort``: BEST_EFFORT), appending
+    per sample its DDS reception and the writer's source timestamp (ns) to ``out``;
+    ``out``.ready once it matched the node's publisher. A delivery stall both subscribers
+    see at once is the writer's side or the middleware's, not the monitor's; one a
+    BEST_EFFORT witness sees alone is not the RELIABLE protocol's repair of a lost sample."""
     import rclpy
     import rclpy.executors
     from rclpy.qos import QoSProfile, ReliabilityPolicy
@@ -817,8 +824,9 @@ def witness(out: Path) -> int:
     def write(info: dict) -> None:
         f.write(f"{info.get('received_timestamp', 0)} {info.get('source_timestamp', 0)}\n")
     sub = node.create_subscription(cv.message_class('JointState'), '/estimator_node/state',
-                                   on_raw, QoSProfile(depth=1000,
-                                                      reliability=ReliabilityPolicy.RELIABLE),
+                                   on_raw, QoSProfile(depth=1000, reliability=(
+                                       ReliabilityPolicy.BEST_EFFORT if best_effort
+                                       else ReliabilityPolicy.RELIABLE)),
                                    raw=True)
     while sub.get_publisher_count() == 0:
         rclpy.spin_once(node, timeout_sec=0.05)
@@ -1070,6 +1078,9 @@ def main(argv: list[str] | None = None) -> int:
                          'subscribers\' delivery (gaps between receptions and between the '
                          'writer\'s writes, reception − write): a stall both see is the '
                          'writer\'s or the middleware\'s (costs the machine ~10 %% of a core)')
+    ap.add_argument('--witness-best-effort', action='store_true',
+                    help='with --witness: the second subscriber BEST_EFFORT (a stall it sees '
+                         'alone is not the RELIABLE protocol\'s repair of a lost sample)')
     ap.add_argument('--domain', type=int, default=None, metavar='ID',
                     help='the ROS_DOMAIN_ID of the rows (default: 60 + this process\'s pid '
                          'modulo 40)')
@@ -1092,7 +1103,7 @@ def main(argv: list[str] | None = None) -> int:
                          'unless --unaligned)')
     args = ap.parse_args(argv)
     if args.witness_process:
-        return witness(args.witness_process)
+        return witness(args.witness_process, args.witness_best_effort)
     if args.generator:
         return generator(Path(args.generator[0]), Path(args.generator[1]), args.clock,
                          args.grid_ns)
@@ -1109,7 +1120,8 @@ def main(argv: list[str] | None = None) -> int:
                        profile=Path(tmp) if args.profile or args.trace else None,
                        predict=args.predict, trace=args.trace, grid_stamps=args.grid_stamps,
                        keep_trace=args.keep_trace, unaligned=args.unaligned,
-                       max_tick_load=args.max_tick_load, witness=args.witness)
+                       max_tick_load=args.max_tick_load, witness=args.witness,
+                       witness_best_effort=args.witness_best_effort)
         domain = args.domain if args.domain is not None else 60 + os.getpid() % 40
         print(f'ROS_DOMAIN_ID {domain}', flush=True)
         loads = (False,) if args.quiet_only else (False, True)
