@@ -93,6 +93,7 @@ from ..estimation.gate import LimitGate
 from ..core.measurements import Estimate, ImuMeasurement, JointMeasurement
 from . import cdr
 from . import conversions as cv
+from ..core.bounded import remember
 from ..core.errors import MbfgError
 from .conversions import Reference
 from .params import EstimatorSettings, ParameterError
@@ -215,6 +216,7 @@ class EstimatorDriver:
         # the reader tells when every value lies within the gate's limits (issue 24)
         self._joint_reader = cv.JointStateReader(self._known_joints, self.gate.arrays)
         self._joint_parser = cdr.JointStateParser()
+        self._unknown_notes: dict[tuple[str, ...], str] = {}    # unknown names -> note
         self.coordinate_names = tuple(mech.coordinate_names)
         self.imu_names = tuple(s.name for s in mech.sensors)
         self._limits_of = f'the limits of {mech.name} ({LIMITS_FROM})'
@@ -314,10 +316,14 @@ class EstimatorDriver:
         self.counters['received'] += 1
         if isinstance(msg, bytes):
             # a known layout, usable names, every value finite and within the limits:
-            # the record without the general checks (issue 24; the same record)
+            # the record without the general checks (issue 24; the same record, the same
+            # unknown names counted and noted)
             fast = self._joint_reader.fast(msg, self._joint_parser)
             if fast is not None:
-                return fast[1] if self.push(fast[0], fast[1], now_ns) else None
+                t, rec, unknown = fast
+                if unknown:
+                    self._unknown_joints(unknown)
+                return rec if self.push(t, rec, now_ns) else None
             msg = self._raw(self._joint_parser, msg, 'JointState', 'joint_states')
             if msg is None:
                 return None
@@ -330,14 +336,24 @@ class EstimatorDriver:
         if nonfinite:
             self.counters['nonfinite_values'] += nonfinite
         if unknown:
-            self.counters['unknown_joint'] += len(unknown)
-            self.note('joint_states:unknown', f'joint_states: unknown joints '
-                      f'{cv.capped(list(unknown))} ignored (mechanism joints: '
-                      f'{list(self.joint_names)})')
+            self._unknown_joints(unknown)
         if within:          # every value within the joint limits: the gate has no work
             return rec if self.push(t, rec, now_ns) else None
         rec, bad = self.gate.joint(rec)
         return self._gated(t, rec, bad, 'joint_states', now_ns)
+
+    def _unknown_joints(self, unknown: tuple[str, ...]) -> None:
+        """A JointState's names the mechanism does not have: counted (``unknown_joint``,
+        one per name) and noted; their values are ignored. The note's text is worked out
+        once per name tuple (a stream with a gripper's fingers sends it every message:
+        ~1 µs each)."""
+        self.counters['unknown_joint'] += len(unknown)
+        text = self._unknown_notes.get(unknown)
+        if text is None:
+            text = remember(self._unknown_notes, unknown, cv.capped(
+                f'joint_states: unknown joints {cv.capped(list(unknown))} ignored '
+                f'(mechanism joints: {list(self.joint_names)})', self.NOTE_CHARS))
+        self.events.append(('joint_states:unknown', text))
 
     def imu(self, msg: Any, sensor: str, now_ns: int | None = None) -> ImuMeasurement | None:
         """An Imu message (or its serialised bytes) for the YAML sensor ``sensor`` into
