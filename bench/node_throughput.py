@@ -607,6 +607,55 @@ def latency_trace(path: Path, states: list) -> list[str]:
             causes['other'] += 1
     out.append(f'estimates over the node\'s p99 ({tail:.2f} ms): '
                + ', '.join(f'{k} {n}' for k, n in causes.items()))
+    return out + governor_trace(trace)
+
+
+def governor_trace(trace: list, window: float = 0.5) -> list[str]:
+    """Where the thinned grid ticks come from (issue 24, the slow rows), from the governed
+    passes of the node's trace (:data:`PROFILED_NODE`): the ticks thinned by the governor's
+    ``thin`` decision (its budget could not pay a prediction) and the others (the loop came
+    late: grid ticks merged into a smoother tick or older than the predictions afforded), and
+    per ``window`` s the governor's running costs (smoother tick and prediction with their
+    publishing, the share of a core the rest took: intake, executor, middleware), its credit,
+    and its decisions, for the windows that thinned beside the mean of those that did not:
+    a slower machine shows as costs that grow together."""
+    passes = [r for r in trace if r[0] == 'pass' and len(r) >= 15]
+    if len(passes) < 2:
+        return []
+    rows, prev = [], passes[0]
+    for r in passes[1:]:
+        counts, before = r[6], prev[6]
+        kinds = {k: counts.get(k, 0) - before.get(k, 0) for k in ('smooth', 'predict', 'thin')}
+        rows.append((r[1] / 1e9, kinds, r[7] - prev[7], r[5] * 1e3, r[11], r[12] * 1e6,
+                     r[13] * 1e6))
+        prev = r
+    by_thin = sum(th for _, k, th, *_ in rows if k['thin'])
+    total = sum(th for _, _, th, *_ in rows)
+    t0 = rows[0][0]
+    wins: dict[int, list] = {}
+    for row in rows:
+        wins.setdefault(int((row[0] - t0) / window), []).append(row)
+
+    def summary(rs: list) -> tuple:
+        return (sum(k['smooth'] for _, k, *_ in rs), sum(k['predict'] for _, k, *_ in rs),
+                sum(th for _, _, th, *_ in rs), float(np.mean([r[5] for r in rs])),
+                float(np.mean([r[6] for r in rs])), float(np.mean([r[4] for r in rs])),
+                float(np.mean([r[3] for r in rs])), float(np.min([r[3] for r in rs])))
+    full = [w for w in wins.values() if len(w) > 0.5 * max(len(x) for x in wins.values())]
+    thin = [summary(w) for w in full if summary(w)[2] > 0]
+    calm = [summary(w) for w in full if summary(w)[2] == 0]
+    out = [f'governor: {total} grid ticks thinned, {by_thin} by its thin decision (budget), '
+           f'{total - by_thin} by a late loop (merged or older than the predictions it '
+           f'afforded); per {window:g} s window: smoother / prediction µs (running costs with '
+           f'publishing), the rest\'s share of a core, credit ms mean / min, smooth / predict '
+           f'decisions, thinned']
+    if calm:
+        c = np.mean(np.array(calm), axis=0)
+        out.append(f'  {len(calm)} windows without thinning (mean): {c[3]:.0f} / {c[4]:.0f} µs, '
+                   f'{c[5]:.3f}, {c[6]:.2f} / {c[7]:.2f} ms, {c[0]:.0f} / {c[1]:.0f}')
+    for w in thin:
+        out.append(f'  a window with thinning: {w[3]:.0f} / {w[4]:.0f} µs, {w[5]:.3f}, '
+                   f'{w[6]:.2f} / {w[7]:.2f} ms, {w[0]} / {w[1]}, thinned {w[2]}')
     return out
 
 
@@ -658,7 +707,8 @@ def drive(params: dict, data: Path, busy: bool, domain: int, log: Path, tmp: Pat
     (states received (arrival ns, stamp ns, q, q̇, τ̂ of the newest ~/joint_states),
     generator start ns, node CPU %, diagnostics, the generator's own lateness p99 / max ms,
     {'machine': the machine probe's samples while the generator ran (``bench/probe.py``,
-    µs), 'cmd_hz': torque commands received per second}); prints
+    µs), 'cmd_hz': torque commands received per second while the estimates the row
+    counts arrived}); prints
     the monitor's own delay (its callback after the DDS reception its arrivals are).
     """
     from mbfg_ros.ros.cdr import JointStateParser
@@ -690,7 +740,7 @@ def drive(params: dict, data: Path, busy: bool, domain: int, log: Path, tmp: Pat
         n_cmd0 = len(run.commands)
         run.spin_while(lambda: gen.poll() is None, step=0.01)
         cpu1, wall1 = cpu_seconds(run.node.pid), time.monotonic()
-        cmd_hz = (len(run.commands) - n_cmd0) / (wall1 - wall0)
+        commands = run.commands[n_cmd0:]
         machine = read_samples(probe_file)
         delay = np.array([d for _, d in run.monitor_delay]) / 1e6
         start = int(start_file.read_text())
@@ -710,6 +760,13 @@ def drive(params: dict, data: Path, busy: bool, domain: int, log: Path, tmp: Pat
         m = read(buf)
         effort[m.stamp[0] * NS + m.stamp[1]] = m.effort
     states = [s + (effort.get(s[1]),) for s in states]
+    # torque commands per second over the arrivals of the estimates the row counts (stamped
+    # 0.5 s or more after the start; both by DDS reception time): the two rates side by side
+    counted = sorted(a for a, stamp, *_ in states if stamp - start >= NS // 2)
+    cmd_hz = float('nan')
+    if len(counted) > 1 and counted[-1] > counted[0]:
+        a0, a1 = counted[0], counted[-1]
+        cmd_hz = sum(a0 <= c <= a1 for c in commands) / ((a1 - a0) / NS)
     for line in latency_tail(states, run.monitor_delay):
         print('    ' + line)
     if opts.witness:
