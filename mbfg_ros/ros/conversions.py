@@ -155,16 +155,18 @@ class _NamePlan:
 class _LayoutPlan:
     """What :meth:`JointStateReader.fast` does with the values of a
     :class:`~mbfg_ros.ros.cdr.JointStateLayout`, worked out once per layout: ``names`` the
-    record's; ``counted`` the index in the tuple from which on it holds only counts and
-    values; ``pick`` takes its (3, n) values in row order from the unpacked tuple with a
-    NaN appended (a sequence not given reads that NaN); ``checks`` (index, lower, upper)
-    of every value with a finite bound."""
+    record's (the known ones, in message order); ``unknown`` the names it leaves out (their
+    columns are not picked); ``counted`` the index in the tuple from which on it holds only
+    counts and values; ``pick`` takes the (3, n) values of the kept columns in row order
+    from the unpacked tuple with a NaN appended (a sequence not given reads that NaN);
+    ``checks`` (index, lower, upper) of every kept value with a finite bound."""
 
     names: tuple[str, ...]
-    n: int
+    n: int                              # kept columns
     counted: int                        # index of the first count: counts and values on
     pick: Callable[[tuple], tuple]
     checks: tuple[tuple[int, float, float], ...]
+    unknown: tuple[str, ...] = ()
 
 
 _NAN = (math.nan,)
@@ -222,34 +224,40 @@ class JointStateReader:
 
     def _layout_plan(self, layout: JointStateLayout) -> _LayoutPlan | None:
         """The :class:`_LayoutPlan` of ``layout``, or None where :meth:`fast` cannot
-        decide alone: no limits, a name tuple rejected or with unknown names, counts other
-        than 0 or the number of names, no value at all."""
+        decide alone: no limits, a name tuple rejected or without a known name, counts
+        other than 0 or the number of names, no value at all. Names the model does not know
+        (a gripper's fingers, a mobile base's wheels beside the arm) only leave their
+        columns out of ``pick``, as :meth:`checked`'s ``keep`` does."""
         if layout in self._layouts:
             return self._layouts[layout]
         plan, n, counts = self._plan(layout.names), len(layout.names), layout.counts
         fast = None
-        if (self._limits is not None and plan.rejected is None and plan.keep is None
+        if (self._limits is not None and plan.rejected is None and plan.names
                 and set(counts) <= {0, n} and any(counts)):
+            cols = range(n) if plan.keep is None else plan.keep.tolist()
             nan = layout.starts[2] + counts[2]          # the NaN appended to the tuple
             pick = [start + j if count else nan
-                    for start, count in zip(layout.starts, counts) for j in range(n)]
+                    for start, count in zip(layout.starts, counts) for j in cols]
             checks = tuple((pick[k], lo, hi) for k, (lo, hi) in enumerate(
                 zip(plan.lower.ravel().tolist(), plan.upper.ravel().tolist()))
                 if pick[k] != nan and not (lo == -math.inf and hi == math.inf))
-            fast = _LayoutPlan(plan.names, n, layout.starts[0] - 1, itemgetter(*pick),
-                               checks)
+            fast = _LayoutPlan(plan.names, len(plan.names), layout.starts[0] - 1,
+                               itemgetter(*pick), checks, plan.unknown)
         return remember(self._layouts, layout, fast, self.PLANS)
 
     def fast(self, buf: bytes, parser: JointStateParser
-             ) -> tuple[int, JointMeasurement] | None:
-        """(stamp ns, record) of the JointState bytes ``buf`` when they have a layout
-        ``parser`` learnt (:meth:`~mbfg_ros.ros.cdr.JointStateParser.layout`), whose names
-        are all known and usable, and every value is finite and within the limits; None
-        otherwise (the caller takes :meth:`checked`'s path, which says what is wrong).
-        The record equals :meth:`checked`'s bit for bit (the same doubles; issue 24: one
-        ``struct`` call, the checks on Python floats, one array: ~2.7 µs for the four-bar's
-        message where the parser and :meth:`checked` take ~6.4); a stamp of zero takes
-        :meth:`checked`'s path too."""
+             ) -> tuple[int, JointMeasurement, tuple[str, ...]] | None:
+        """(stamp ns, record, unknown names) of the JointState bytes ``buf`` when they have
+        a layout ``parser`` learnt (:meth:`~mbfg_ros.ros.cdr.JointStateParser.layout`)
+        whose names are usable, at least one of them known, and every value is finite (the
+        unknown joints' too) and every known joint's within the limits; None otherwise (the
+        caller takes :meth:`checked`'s path, which says what is wrong). The record and the
+        unknown names equal :meth:`checked`'s bit for bit (the same doubles, the same kept
+        columns; issue 24: one ``struct`` call, the checks on Python floats, one array:
+        ~2.7 µs for the four-bar's message where the parser and :meth:`checked` take
+        ~6.4), and :meth:`checked` would count no non-finite value: an unknown joint's NaN
+        counts there (``nonfinite_values``), so such a message takes its path. A stamp of
+        zero takes :meth:`checked`'s path too."""
         layout = parser.layout(buf)
         if layout is None:
             return None
@@ -260,7 +268,8 @@ class JointStateReader:
         if values is None:
             return None
         t = values[0] * NS + values[1]
-        # a NaN or infinity makes the sum non-finite (an overflow too: checked() then)
+        # a NaN or infinity makes the sum non-finite (an overflow too: checked() then);
+        # the sum covers the unknown joints' values too (checked() counts theirs)
         if t <= 0 or not math.isfinite(sum(values[fast.counted:])):
             return None
         for i, lo, hi in fast.checks:
@@ -268,7 +277,7 @@ class JointStateReader:
             if x < lo or x > hi:
                 return None
         v = np.array(fast.pick(values + _NAN)).reshape(3, fast.n)
-        return t, JointMeasurement(t / NS, fast.names, v[0], v[1], v[2])
+        return t, JointMeasurement(t / NS, fast.names, v[0], v[1], v[2]), fast.unknown
 
     def __call__(self, msg: Any, now_ns: int | None = None
                  ) -> tuple[int, JointMeasurement, tuple[str, ...], int]:

@@ -93,6 +93,7 @@ from ..estimation.gate import LimitGate
 from ..core.measurements import Estimate, ImuMeasurement, JointMeasurement
 from . import cdr
 from . import conversions as cv
+from ..core.bounded import remember
 from ..core.errors import MbfgError
 from .conversions import Reference
 from .params import EstimatorSettings, ParameterError
@@ -215,6 +216,7 @@ class EstimatorDriver:
         # the reader tells when every value lies within the gate's limits (issue 24)
         self._joint_reader = cv.JointStateReader(self._known_joints, self.gate.arrays)
         self._joint_parser = cdr.JointStateParser()
+        self._unknown_notes: dict[tuple[str, ...], str] = {}    # unknown names -> note
         self.coordinate_names = tuple(mech.coordinate_names)
         self.imu_names = tuple(s.name for s in mech.sensors)
         self._limits_of = f'the limits of {mech.name} ({LIMITS_FROM})'
@@ -256,6 +258,7 @@ class EstimatorDriver:
         self.last_tick: int | None = None
         self._last_clock: int | None = None
         self._max_stamp: int | None = None
+        self._hold: tuple[float, int | None] | None = None    # _due's, and until when
         self._fed = False
         self._back_streak = 0
         self.delay_ns = 0
@@ -314,10 +317,14 @@ class EstimatorDriver:
         self.counters['received'] += 1
         if isinstance(msg, bytes):
             # a known layout, usable names, every value finite and within the limits:
-            # the record without the general checks (issue 24; the same record)
+            # the record without the general checks (issue 24; the same record, the same
+            # unknown names counted and noted)
             fast = self._joint_reader.fast(msg, self._joint_parser)
             if fast is not None:
-                return fast[1] if self.push(fast[0], fast[1], now_ns) else None
+                t, rec, unknown = fast
+                if unknown:
+                    self._unknown_joints(unknown)
+                return rec if self.push(t, rec, now_ns) else None
             msg = self._raw(self._joint_parser, msg, 'JointState', 'joint_states')
             if msg is None:
                 return None
@@ -330,14 +337,24 @@ class EstimatorDriver:
         if nonfinite:
             self.counters['nonfinite_values'] += nonfinite
         if unknown:
-            self.counters['unknown_joint'] += len(unknown)
-            self.note('joint_states:unknown', f'joint_states: unknown joints '
-                      f'{cv.capped(list(unknown))} ignored (mechanism joints: '
-                      f'{list(self.joint_names)})')
+            self._unknown_joints(unknown)
         if within:          # every value within the joint limits: the gate has no work
             return rec if self.push(t, rec, now_ns) else None
         rec, bad = self.gate.joint(rec)
         return self._gated(t, rec, bad, 'joint_states', now_ns)
+
+    def _unknown_joints(self, unknown: tuple[str, ...]) -> None:
+        """A JointState's names the mechanism does not have: counted (``unknown_joint``,
+        one per name) and noted; their values are ignored. The note's text is worked out
+        once per name tuple (a stream with a gripper's fingers sends it every message:
+        ~1 µs each)."""
+        self.counters['unknown_joint'] += len(unknown)
+        text = self._unknown_notes.get(unknown)
+        if text is None:
+            text = remember(self._unknown_notes, unknown, cv.capped(
+                f'joint_states: unknown joints {cv.capped(list(unknown))} ignored '
+                f'(mechanism joints: {list(self.joint_names)})', self.NOTE_CHARS))
+        self.events.append(('joint_states:unknown', text))
 
     def imu(self, msg: Any, sensor: str, now_ns: int | None = None) -> ImuMeasurement | None:
         """An Imu message (or its serialised bytes) for the YAML sensor ``sensor`` into
@@ -393,6 +410,7 @@ class EstimatorDriver:
         if self.align and not self._phased and isinstance(record, JointMeasurement):
             self._take_phase(t_ns)
         self._max_stamp = t_ns if self._max_stamp is None else max(self._max_stamp, t_ns)
+        self._hold = None                                   # _due's hold: work it out anew
         wall = time.monotonic_ns() if self.live else 0      # when it arrived (live)
         name = record.sensor if isinstance(record, ImuMeasurement) else ''    # its stream
         if now_ns is not None and self.live:
@@ -478,6 +496,7 @@ class EstimatorDriver:
         """Forget queue, tick grid position and estimator state; counted by category
         (:data:`~mbfg_ros.estimation.estimator.RESET_REASONS`), noted with ``detail``."""
         self._queue.clear()
+        self._hold = None
         self.last_tick = None
         self._phased = False
         self._predicted_ns = -1
@@ -565,16 +584,39 @@ class EstimatorDriver:
 
     def _due(self, now_ns: int) -> int:
         """The stamp clock up to which ticks are due at clock ``now_ns`` (live: held at the
-        data horizon while readings flow; module docstring)."""
+        data horizon while readings flow; module docstring).
+
+        Live, the hold (:meth:`_hold_at`) is kept with the wall time up to which it stays
+        what it is, and worked out again only when a reading was queued or the driver
+        reset since (:meth:`push` and :meth:`reset` drop it) or the wall clock reached
+        that time (a stream or all of them fell silent): a loop pass asking up
+        to four times (the governor's ``due_grid``, ``predict_newest``, ``predict``,
+        ``smooth``) walks :meth:`data_horizon` once, and every call returns what working
+        it out anew at its own wall time would (no decision changes)."""
         T = now_ns - self.delay_ns
         if self.live and self._max_stamp is not None:
             wall = time.monotonic_ns()
-            if wall - self._push_wall < self.silence_ns:
-                # readings are flowing (perhaps a backlog): ticks stay within half a window
-                # of the newest one, so the readings still on their way are not too old on
-                # arrival
-                T = min(T, self._max_stamp + self.lag_ns // 2, self.data_horizon(wall))
+            hold = self._hold
+            if hold is None or wall >= hold[0]:
+                hold = self._hold = self._hold_at(wall)
+            if hold[1] is not None:
+                T = min(T, hold[1])
         return T
+
+    def _hold_at(self, wall: int) -> tuple[float, int | None]:
+        """(until, hold): the stamp the ticks are held at by wall time ``wall`` (None: not
+        held, no reading for ``sensor_timeout``), and the wall time up to which (exclusive)
+        it stays the same. The hold depends on the wall clock only through "within
+        ``sensor_timeout`` of a reading" tests (here and in :meth:`data_horizon`), each true
+        while ``wall < x`` for its own ``x``; the monotonic clock only moves on, so every test
+        comes out the same until the nearest ``x`` after ``wall`` (:meth:`_horizon`), and a
+        test already false stays so until a reading comes."""
+        if wall - self._push_wall >= self.silence_ns:
+            return math.inf, None
+        # readings are flowing (perhaps a backlog): ticks stay within half a window of the
+        # newest one, so the readings still on their way are not too old on arrival
+        horizon, until = self._horizon(wall)
+        return until, min(self._max_stamp + self.lag_ns // 2, horizon)
 
     def predict(self, now_ns: int, before_tick: bool = False) -> list[TickOutput]:
         """Live, for :meth:`predict_newest` (the governor's ``predict``, issue 24): the newest
@@ -727,19 +769,29 @@ class EstimatorDriver:
         if the caller has it. Module docstring."""
         if wall is None:
             wall = time.monotonic_ns()
+        return self._horizon(wall)[0]
+
+    def _horizon(self, wall: int) -> tuple[int, int]:
+        """(:meth:`data_horizon` at wall time ``wall``, the wall time from which on it may
+        differ: the newest reading's or a stream's ``sensor_timeout`` running out)."""
+        silence = self.silence_ns
         newest = self._max_stamp if self._max_stamp is not None else 0
-        horizon = 1 << 62
+        horizon, until = 1 << 62, self._push_wall + silence
         for stamp, spacing, last in self._streams.values():
-            if wall - last <= self.silence_ns and stamp >= newest - self.lag_ns // 2:
-                if 0 < spacing <= self.period:
-                    # a stream at the tick rate or faster: a tick waits for its reading at
-                    # or before the tick (due within 7/8 of its spacing after its newest:
-                    # a stamp's jitter of an eighth of the spacing does not hold it)
-                    allow = spacing - spacing // 8
-                else:
-                    allow = min(max(self.period, (3 * spacing) // 2), self.lag_ns // 2)
-                horizon = min(horizon, stamp + allow)
-        return horizon
+            if wall - last <= silence:
+                if last + silence < until:
+                    until = last + silence + 1          # when this stream falls silent
+                if stamp >= newest - self.lag_ns // 2:
+                    if 0 < spacing <= self.period:
+                        # a stream at the tick rate or faster: a tick waits for its reading
+                        # at or before the tick (due within 7/8 of its spacing after its
+                        # newest: a stamp's jitter of an eighth of the spacing does not
+                        # hold it)
+                        allow = spacing - spacing // 8
+                    else:
+                        allow = min(max(self.period, (3 * spacing) // 2), self.lag_ns // 2)
+                    horizon = min(horizon, stamp + allow)
+        return horizon, until
 
     def idle(self, now_ns: int, silence_ns: int) -> bool:
         """Nothing queued and no reading for ``silence_ns`` of the tick clock: no tick to run."""

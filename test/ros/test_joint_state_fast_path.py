@@ -1,9 +1,12 @@
 """The JointState bytes fast path of issue 24 (:meth:`JointStateReader.fast` on a
 :class:`~mbfg_ros.ros.cdr.JointStateLayout` the parser learnt) queues what the general path
 would, message by message, on every mechanism in config/: the same records bit for bit, the
-same counters and notes; and it is never taken for a message the general path must look at
-(NaN or infinite values, values out of limits, unknown, repeated or no names, lengths that do
-not match the names, no value at all, a zero stamp, a layout not seen before).
+same counters and notes; it is taken for streams with joints the model does not know (a
+gripper's fingers beside the arm, a base's wheels) or only some of its joints, counting and
+noting the unknown names as the general path does; and it is never taken for a message the
+general path must look at (NaN or infinite values, the unknown joints' too, values out of
+limits, repeated or no names, no known name, lengths that do not match the names, no value at
+all, a zero stamp, a layout not seen before).
 
 Driver ``fast`` reads the serialised bytes (as the live node takes them); driver ``slow``
 the message rclpy deserialises from the same bytes (the general path, as before issue 24's
@@ -68,21 +71,45 @@ def _values(limits, n_given: int, rng, clean: bool) -> list[float]:
     return out
 
 
+FINGERS = ['gripper_left_finger_joint', 'gripper_right_finger_joint']
+WHEELS = ['wheel_left_joint', 'wheel_right_joint']
+
+
+def _insert(names: list[str], others: list[str], rng) -> list[str]:
+    """``others`` put at random places among ``names``."""
+    out = list(names)
+    for name in others:
+        out.insert(int(rng.integers(0, len(out) + 1)), name)
+    return out
+
+
+def _subset(names: list[str], rng) -> list[str]:
+    """Some of ``names`` (at least one, not all of two or more), in a random order."""
+    k = int(rng.integers(1, len(names))) if len(names) > 1 else len(names)
+    return [str(x) for x in rng.permutation(names)[:k]]
+
+
 def _segment(joints: tuple[str, ...], rng) -> dict:
     """A stretch of messages that share names, sequences given and frame_id."""
     names = list(joints)
     u = rng.random()
-    if u < 0.15:
+    if u < 0.1:
         names = names[::-1]                                   # reordered
-    elif u < 0.25:
+    elif u < 0.18:
         names = names + ['not_a_joint']                       # an unknown name
-    elif u < 0.3 and names:
+    elif u < 0.3:
+        names = _insert(names, FINGERS, rng)                  # a gripper's fingers
+    elif u < 0.4:
+        names = _subset(names, rng)                           # only some joints
+    elif u < 0.47:
+        names = _insert(_subset(names, rng), WHEELS, rng)     # some, and a base's wheels
+    elif u < 0.51 and names:
         names = names + names[:1]                             # repeated
-    elif u < 0.33:
+    elif u < 0.54:
         names = []                                            # no names
-    elif u < 0.36:
+    elif u < 0.57:
         names = ['not_a_joint']                               # nothing known
-    elif u < 0.45:
+    elif u < 0.65:
         names = [str(x) for x in rng.permutation(names)]      # another order
     given = [bool(rng.random() < p) for p in (0.9, 0.5, 0.4)]
     return {'names': names, 'given': given,
@@ -141,7 +168,7 @@ def test_the_fast_path_queues_what_the_general_path_would(name, source, overlay)
     rng = np.random.default_rng(sum(map(ord, name)))
     joints = fast.joint_names
     seg, previous, limits = _segment(joints, rng), None, {}
-    seen = {'fast': 0, 'general': 0}
+    seen = dict.fromkeys(('fast', 'general', 'fast, unknown names', 'fast, some joints'), 0)
     for k in range(500):
         if rng.random() < 0.08:
             seg = _segment(joints, rng)                       # the names change mid-stream
@@ -158,9 +185,13 @@ def test_the_fast_path_queues_what_the_general_path_would(name, source, overlay)
         _same_record(got, want)
         assert fast.counters == slow.counters and fast.events == slow.events
         # the fast path only where the general one would have queued the record untouched
+        # (the unknown names counted, nothing else)
+        unknown = sum(name not in joints for name in key)
         general_clean = (got is not None and fast.counters['queued'] == before['queued'] + 1
                          and fast.counters == {**before, 'received': before['received'] + 1,
-                                               'queued': before['queued'] + 1}
+                                               'queued': before['queued'] + 1,
+                                               'unknown_joint': before['unknown_joint']
+                                               + unknown}
                          and msg.header.stamp.sec + msg.header.stamp.nanosec > 0)
         if taken[-1]:
             assert general_clean, (k, seg, msg)
@@ -170,10 +201,17 @@ def test_the_fast_path_queues_what_the_general_path_would(name, source, overlay)
             assert taken[-1], (k, seg, msg)                   # a known layout: fast
         previous = layout
         seen['fast' if taken[-1] else 'general'] += 1
+        if taken[-1] and unknown:
+            seen['fast, unknown names'] += 1
+        if taken[-1] and len(got.names) < len(joints):
+            seen['fast, some joints'] += 1
     assert _queue(fast) == _queue(slow)
     assert seen['general'] > 20, seen
     if joints:
         assert seen['fast'] > 100, seen
+        assert seen['fast, unknown names'] > 4, seen
+    if len(joints) > 1:
+        assert seen['fast, some joints'] > 4, seen
 
 
 def _queue(driver: EstimatorDriver) -> list:
@@ -233,3 +271,39 @@ def test_a_layout_does_not_read_padding_bytes():
     assert [values[layout.starts[0] + j] for j in range(2)] == [0.5, -0.25]
     other[at - 3] ^= 1                                     # a name's byte
     assert layout.read(bytes(other)) is None
+
+
+def test_an_unknown_joints_nonfinite_value_takes_the_general_path():
+    """A UR5 stream with a gripper's two fingers: the fast path queues its messages once their
+    layout is known, counting and noting the fingers as the general path does; a NaN or an
+    infinity in a finger's column (which the general path counts in ``nonfinite_values``,
+    though it ignores the column) sends that message the general path's way."""
+    source = str(CONFIG / 'urdf' / 'ur5.urdf')
+    overlay = str(CONFIG / 'urdf' / 'ur5_sensors.yaml')
+    fast, slow = _driver(source, overlay), _driver(source, overlay)
+    taken = []
+    reader_fast = fast._joint_reader.fast
+    fast._joint_reader.fast = lambda *a: taken.append(reader_fast(*a)) or taken[-1]
+    names = list(fast.joint_names[:3]) + FINGERS + list(fast.joint_names[3:])
+    fingers = [names.index(f) for f in FINGERS]
+    bad = {3: (0, math.nan), 4: (1, math.inf), 5: (0, -math.inf)}   # message: (finger, value)
+    for k in range(8):
+        msg = JointState(name=names, position=[0.01 * j for j in range(len(names))],
+                         velocity=[0.0] * len(names))
+        msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(T0 + k * 1_000_000, 10**9)
+        if k in bad:
+            finger, value = bad[k]
+            msg.position[fingers[finger]] = value
+        buf = serialize_message(msg)
+        now = T0 + k * 1_000_000 + 200_000
+        got = fast.joint_state(buf, now)
+        want = slow.joint_state(deserialize_message(buf, JointState), now)
+        _same_record(got, want)
+        assert got.names == fast.joint_names
+        assert fast.counters == slow.counters and fast.events == slow.events
+        assert (taken[-1] is not None) == (k > 0 and k not in bad), k
+    assert fast.counters['nonfinite_values'] == len(bad)
+    assert fast.counters['unknown_joint'] == 8 * len(FINGERS)
+    assert fast.counters['queued'] == 8
+    assert [c for c, _ in fast.events] == ['joint_states:unknown'] * 8
+    assert _queue(fast) == _queue(slow)

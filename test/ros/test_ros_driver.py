@@ -470,3 +470,49 @@ def test_the_diagnostics_key_set_is_fixed_after_a_thousand_resets(monkeypatch):
     assert v['estimator.resets'] >= 1000
     assert v['estimator.reset:backwards'] >= 250 and v['estimator.reset:clock_jump'] >= 250
     assert v['estimator.reset:manual'] >= 250
+
+
+def test_the_due_clock_is_what_working_it_out_anew_gives_at_every_wall_time(monkeypatch):
+    """``_due`` keeps the data horizon's hold between readings (a loop pass asks up to four
+    times): at every wall time, those where a stream or all of them fall silent and the
+    nanoseconds either side included, it returns what the formula worked out anew from the
+    driver's state gives (the module docstring's hold: half a window past the newest
+    reading and the data horizon, while a reading came within ``sensor_timeout``)."""
+    import time
+    system, _, recs = fourbar_data(duration=0.3, rate=1000.0)
+    _, d = live(sensor_timeout=0.02)
+    clock = {'wall': 0}
+    monkeypatch.setattr(time, 'monotonic_ns', lambda: clock['wall'])
+
+    def anew(now: int) -> int:
+        T = now - d.delay_ns
+        if d._max_stamp is not None and clock['wall'] - d._push_wall < d.silence_ns:
+            T = min(T, d._max_stamp + d.lag_ns // 2, d.data_horizon(clock['wall']))
+        return T
+
+    rng = np.random.default_rng(7)
+    t0, asked, held = stamp_of(recs[0]), 0, 0
+    for r in recs:
+        t = stamp_of(r)
+        if hasattr(r, 'sensor') and t0 + 100 * MS < t < t0 + 150 * MS:
+            continue                                     # the IMU falls silent a while
+        if t0 + 200 * MS < t < t0 + 260 * MS:
+            continue                                     # every stream does
+        wall = t - t0 + int(rng.integers(0, 300_000))
+        clock['wall'] = max(clock['wall'], wall)
+        assert d.push(t, r, t + 100_000)                 # (drops the hold)
+        edges = sorted({x + e for x in [d._push_wall + d.silence_ns]
+                        + [s[2] + d.silence_ns for s in d._streams.values()]
+                        for e in (-1, 0, 1, 2)})
+        walls = sorted(set([clock['wall']] + [w for w in edges if w >= clock['wall']]
+                           + (clock['wall'] + rng.integers(0, 30 * MS, 3)).tolist()))
+        for w in walls:
+            clock['wall'] = w
+            for now in (t, t + 700_000, t + 40 * MS):
+                assert d._due(now) == anew(now), (t, w, now)
+                asked += 1
+                held += d._due(now) < now - d.delay_ns
+        # the probes were the wall times this pass might have had (in order); the next
+        # reading arrives after the reading's own
+        clock['wall'] = walls[0]
+    assert asked > 3000 and 0.2 < held / asked < 0.9, (asked, held)
