@@ -644,9 +644,10 @@ def governor_trace(trace: list, window: float = 0.5) -> list[str]:
                 sum(th for _, _, th, *_ in rs), float(np.mean([r[5] for r in rs])),
                 float(np.mean([r[6] for r in rs])), float(np.mean([r[4] for r in rs])),
                 float(np.mean([r[3] for r in rs])), float(np.min([r[3] for r in rs])))
-    full = [w for w in wins.values() if len(w) > 0.5 * max(len(x) for x in wins.values())]
-    thin = [summary(w) for w in full if summary(w)[2] > 0]
-    calm = [summary(w) for w in full if summary(w)[2] == 0]
+    most = max(len(w) for w in wins.values())
+    sums = [summary(w) for w in wins.values() if len(w) > 0.5 * most]     # the full windows
+    thin = [s for s in sums if s[2] > 0]
+    calm = [s for s in sums if s[2] == 0]
     out = [f'governor: {total} grid ticks thinned, {by_thin} by its thin decision (budget), '
            f'{total - by_thin} by a late loop (merged or older than the predictions it '
            f'afforded); per {window:g} s window: smoother / prediction µs (running costs with '
