@@ -769,11 +769,9 @@ def drive(params: dict, data: Path, busy: bool, domain: int, log: Path, tmp: Pat
     states = [s + (effort.get(s[1]),) for s in states]
     # torque commands per second over the arrivals of the estimates the row counts (stamped
     # 0.5 s or more after the start; both by DDS reception time): the two rates side by side
-    counted = sorted(a for a, stamp, *_ in states if stamp - start >= NS // 2)
-    cmd_hz = float('nan')
-    if len(counted) > 1 and counted[-1] > counted[0]:
-        a0, a1 = counted[0], counted[-1]
-        cmd_hz = sum(a0 <= c <= a1 for c in commands) / ((a1 - a0) / NS)
+    counted = [a for a, stamp, *_ in states if stamp - start >= NS // 2]
+    a0, a1 = (min(counted), max(counted)) if counted else (0, 0)
+    cmd_hz = sum(a0 <= c <= a1 for c in commands) / ((a1 - a0) / NS) if a1 > a0 else float('nan')
     for line in latency_tail(states, run.monitor_delay):
         print('    ' + line)
     if opts.witness:
