@@ -100,7 +100,9 @@ class GateMixin:
 
     def _set_gate_switches(self, cfg: EstimatorConfig) -> None:
         """What the gate's per-call paths take from the configuration ``cfg``, worked out
-        once where it is set or changed (the constructor, ``Estimator.reconfigure``):
+        once by the constructor (thresholds and ``outlier_reset_time`` are not
+        :data:`~.config.LIVE_FIELDS`: ``Estimator.reconfigure`` leaves them, as the kept
+        :class:`~.layout.ReadingLayout`'s thresholds):
         ``_gate_tau_m``, the model error's time constant τ_m = ``outlier_reset_time``/2;
         ``_gate_every``, every threshold on (every reading gated); ``_gate_none``, every
         threshold off (:meth:`_gate_off`); ``_gate_floats_on``, every one on with τ_m > 0:
