@@ -137,14 +137,14 @@ def linear_factor(keys: Sequence[int], noise: gtsam.noiseModel.Base | np.ndarray
     inv = 1.0 / (noise if isinstance(noise, np.ndarray) else noise.sigmas())
     # Σ^-½ J row by row, built transposed so that the result is column-major (Eigen's
     # layout: pybind11 then passes it without a copy)
-    return _container(keys, xs, [(np.asarray(Ji).T * inv).T for Ji in J], -e * inv,
-                      'linear_factor')
+    return _container(keys, [(np.asarray(Ji).T * inv).T for Ji in J], -e * inv,
+                      'linear_factor', xs)
 
 
-def _container(keys: Sequence[int], xs: Sequence[np.ndarray], A: Sequence[np.ndarray],
-               b: np.ndarray, who: str, point: bool = True) -> gtsam.LinearContainerFactor:
+def _container(keys: Sequence[int], A: Sequence[np.ndarray], b: np.ndarray, who: str,
+               xs: Sequence[np.ndarray] | None = None) -> gtsam.LinearContainerFactor:
     """The JacobianFactor ``A δ = b`` on 1 or 2 ``keys`` in a LinearContainerFactor at
-    their values ``xs`` (its linearisation point; without ``point``, none: GTSAM then
+    their values ``xs`` (its linearisation point; without ``xs``, none: GTSAM then
     takes the factor as it is wherever it linearises it)."""
     unit = _unit(b.size)
     if len(keys) == 1:
@@ -153,7 +153,7 @@ def _container(keys: Sequence[int], xs: Sequence[np.ndarray], A: Sequence[np.nda
         jf = gtsam.JacobianFactor(keys[0], A[0], keys[1], A[1], b, unit)
     else:
         raise ValueError(f'{who}: 1 or 2 keys, got {len(keys)}')
-    if not point:
+    if xs is None:
         return gtsam.LinearContainerFactor(jf)
     values = gtsam.Values()
     for k, x in zip(keys, xs):
@@ -201,7 +201,7 @@ def stacked_linear_factor(keys: Sequence[int], xs: Sequence[np.ndarray],
         for pos, Ji in zip(on, J):
             np.multiply(Ji, col, out=A[pos][r:r + m])
         r += m
-    return _container(keys, xs, A, b, 'stacked_linear_factor', point=False)
+    return _container(keys, A, b, 'stacked_linear_factor')
 
 
 def linear_container(keys: Sequence[int], A: Sequence[np.ndarray], b: np.ndarray
@@ -210,7 +210,7 @@ def linear_container(keys: Sequence[int], A: Sequence[np.ndarray], b: np.ndarray
     without a linearisation point (as :func:`stacked_linear_factor`'s): for a
     caller that writes A and b itself, e.g. into buffers it keeps from tick to tick (GTSAM
     copies them into the factor, so they can be written again once it is built)."""
-    return _container(keys, (), A, b, 'linear_container', point=False)
+    return _container(keys, A, b, 'linear_container')
 
 
 def sigmas(*blocks: tuple[int, float]) -> gtsam.noiseModel.Diagonal:

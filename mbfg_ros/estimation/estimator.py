@@ -192,7 +192,6 @@ class Estimator(IntakeMixin, GateMixin, GraphMixin, LifecycleMixin, OutputMixin,
         cfg = replace(self.config, **changes)        # __post_init__ validates
         self.config = cfg
         self._set_dynamics_noise(cfg)
-        self._set_gate_switches(cfg)
         return cfg
 
     def add(self, meas: JointMeasurement | ImuMeasurement) -> bool:

@@ -646,7 +646,6 @@ class GraphMixin:
             fn = F.stacked_trapezoidal_error
         self._tau_prev = tau
         used = []
-        linear = self._linear()
         if kept:
             # the tick's own factors (state, integrator, the new interval's readings) as
             # ONE linear factor on (x_{k−1}, x_k), written into kept buffers; at the
@@ -660,7 +659,7 @@ class GraphMixin:
                     # addition per kind, not one look-up per reading)
                     return graph, current.obs, current.layout.used
                 used += current.obs
-        elif linear:                    # the disturbance rows: their Jacobians move
+        elif self._linear():            # the disturbance rows: their Jacobians move
             e_s, J_s = F.stacked_state_error(self.sys, tau, [guess], True)
             e_i, J_i = fn(*args, [theta_prev, guess], True)
             blocks = [((1,), state_sigma, e_s, J_s), ((0, 1), sigma, e_i, J_i)]

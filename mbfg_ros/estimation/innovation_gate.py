@@ -100,20 +100,23 @@ class GateMixin:
 
     def _set_gate_switches(self, cfg: EstimatorConfig) -> None:
         """What the gate's per-call paths take from the configuration ``cfg``, worked out
-        once where it is set or changed (the constructor, ``Estimator.reconfigure``):
+        once by the constructor (thresholds and ``outlier_reset_time`` are not
+        :data:`~.config.LIVE_FIELDS`: ``Estimator.reconfigure`` leaves them, as the kept
+        :class:`~.layout.ReadingLayout`'s thresholds):
         ``_gate_tau_m``, the model error's time constant τ_m = ``outlier_reset_time``/2;
-        ``_gate_every``, every threshold on (every reading gated); ``_gate_floats_on``,
-        both with τ_m > 0: the condition of the float paths (:meth:`_gate_floats`,
-        :meth:`_gate_decide`'s few readings) instead of one check of the config per call."""
+        ``_gate_every``, every threshold on (every reading gated); ``_gate_none``, every
+        threshold off (:meth:`_gate_off`); ``_gate_floats_on``, every one on with τ_m > 0:
+        the condition of the float paths (:meth:`_gate_floats`, :meth:`_gate_decide`'s few
+        readings) instead of one check of the config per call."""
         self._gate_tau_m = 0.5 * cfg.outlier_reset_time
         self._gate_every = (cfg.joint_rejection_threshold > 0
                             and cfg.imu_rejection_threshold > 0)
+        self._gate_none = (cfg.joint_rejection_threshold <= 0
+                           and cfg.imu_rejection_threshold <= 0)
         self._gate_floats_on = self._gate_every and self._gate_tau_m > 0
 
     def _gate_off(self) -> bool:
-        cfg = self.config
-        return self._x_last is None or (cfg.joint_rejection_threshold <= 0
-                                        and cfg.imu_rejection_threshold <= 0)
+        return self._x_last is None or self._gate_none
 
     def _carried_rows(self, items: list[_Pending]
                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

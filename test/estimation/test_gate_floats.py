@@ -220,7 +220,8 @@ def test_a_sensor_whose_threshold_is_off_keeps_its_model_error_on_the_float_path
     stamps stay as they are, even when every reading would pass (zero distances): the float
     path (every threshold on, worked out once per configuration:
     GateMixin._set_gate_switches) must not take the call; the gated sensors move as on the
-    array path; and still so after a reconfigure (which works the switches out again)."""
+    array path; and still so after a reconfigure (which leaves the switches: their fields
+    are not live)."""
     cfg = EstimatorConfig(frequency=500.0, joint_rejection_threshold=0.0 if off == 'joint'
                           else 4.0, imu_rejection_threshold=0.0 if off == 'imu' else 5.0)
     est = Estimator(fourbar_system(), cfg)
