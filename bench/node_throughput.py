@@ -644,9 +644,10 @@ def governor_trace(trace: list, window: float = 0.5) -> list[str]:
                 sum(th for _, _, th, *_ in rs), float(np.mean([r[5] for r in rs])),
                 float(np.mean([r[6] for r in rs])), float(np.mean([r[4] for r in rs])),
                 float(np.mean([r[3] for r in rs])), float(np.min([r[3] for r in rs])))
-    full = [w for w in wins.values() if len(w) > 0.5 * max(len(x) for x in wins.values())]
-    thin = [summary(w) for w in full if summary(w)[2] > 0]
-    calm = [summary(w) for w in full if summary(w)[2] == 0]
+    most = max(len(w) for w in wins.values())
+    sums = [summary(w) for w in wins.values() if len(w) > 0.5 * most]     # the full windows
+    thin = [s for s in sums if s[2] > 0]
+    calm = [s for s in sums if s[2] == 0]
     out = [f'governor: {total} grid ticks thinned, {by_thin} by its thin decision (budget), '
            f'{total - by_thin} by a late loop (merged or older than the predictions it '
            f'afforded); per {window:g} s window: smoother / prediction µs (running costs with '
@@ -768,11 +769,9 @@ def drive(params: dict, data: Path, busy: bool, domain: int, log: Path, tmp: Pat
     states = [s + (effort.get(s[1]),) for s in states]
     # torque commands per second over the arrivals of the estimates the row counts (stamped
     # 0.5 s or more after the start; both by DDS reception time): the two rates side by side
-    counted = sorted(a for a, stamp, *_ in states if stamp - start >= NS // 2)
-    cmd_hz = float('nan')
-    if len(counted) > 1 and counted[-1] > counted[0]:
-        a0, a1 = counted[0], counted[-1]
-        cmd_hz = sum(a0 <= c <= a1 for c in commands) / ((a1 - a0) / NS)
+    counted = [a for a, stamp, *_ in states if stamp - start >= NS // 2]
+    a0, a1 = (min(counted), max(counted)) if counted else (0, 0)
+    cmd_hz = sum(a0 <= c <= a1 for c in commands) / ((a1 - a0) / NS) if a1 > a0 else float('nan')
     for line in latency_tail(states, run.monitor_delay):
         print('    ' + line)
     if opts.witness:

@@ -157,16 +157,15 @@ class _LayoutPlan:
     :class:`~mbfg_ros.ros.cdr.JointStateLayout`, worked out once per layout: ``names`` the
     record's (the known ones, in message order); ``unknown`` the names it leaves out (their
     columns are not picked); ``counted`` the index in the tuple from which on it holds only
-    counts and values; ``pick`` takes the (3, n) values of the kept columns in row order
+    counts and values; ``pick`` takes the (3, kept) values of the kept columns in row order
     from the unpacked tuple with a NaN appended (a sequence not given reads that NaN);
     ``checks`` (index, lower, upper) of every kept value with a finite bound."""
 
     names: tuple[str, ...]
-    n: int                              # kept columns
     counted: int                        # index of the first count: counts and values on
     pick: Callable[[tuple], tuple]
     checks: tuple[tuple[int, float, float], ...]
-    unknown: tuple[str, ...] = ()
+    unknown: tuple[str, ...]
 
 
 _NAN = (math.nan,)
@@ -241,8 +240,8 @@ class JointStateReader:
             checks = tuple((pick[k], lo, hi) for k, (lo, hi) in enumerate(
                 zip(plan.lower.ravel().tolist(), plan.upper.ravel().tolist()))
                 if pick[k] != nan and not (lo == -math.inf and hi == math.inf))
-            fast = _LayoutPlan(plan.names, len(plan.names), layout.starts[0] - 1,
-                               itemgetter(*pick), checks, plan.unknown)
+            fast = _LayoutPlan(plan.names, layout.starts[0] - 1, itemgetter(*pick), checks,
+                               plan.unknown)
         return remember(self._layouts, layout, fast, self.PLANS)
 
     def fast(self, buf: bytes, parser: JointStateParser
@@ -276,7 +275,7 @@ class JointStateReader:
             x = values[i]
             if x < lo or x > hi:
                 return None
-        v = np.array(fast.pick(values + _NAN)).reshape(3, fast.n)
+        v = np.array(fast.pick(values + _NAN)).reshape(3, -1)
         return t, JointMeasurement(t / NS, fast.names, v[0], v[1], v[2]), fast.unknown
 
     def __call__(self, msg: Any, now_ns: int | None = None

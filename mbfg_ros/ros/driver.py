@@ -721,9 +721,9 @@ class EstimatorDriver:
                        before_tick: bool = False) -> list[TickOutput]:
         """Live (the governor's ``predict``): :meth:`predict` for the ``n`` newest grid ticks
         due at clock ``now_ns`` (``before_tick``: before the newest, which the smoother
-        takes next; no torque command then); the older ones without their turn (the loop
-        came late) counted in ``ticks.thinned``, as are the ``n`` when no prediction can be
-        made (the smoother behind a backlog)."""
+        takes next), each with its torque command; the older ones without their turn (the
+        loop came late) counted in ``ticks.thinned``, as are the ``n`` when no prediction
+        can be made (the smoother behind a backlog)."""
         if self.last_tick is None:
             return []
         p = self.period

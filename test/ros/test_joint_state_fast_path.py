@@ -140,6 +140,21 @@ def _limits(driver: EstimatorDriver, names: tuple[str, ...]) -> tuple:
     return (lo, hi), ([-v for v in vmax], vmax), ([-e for e in emax], emax)
 
 
+def _spy_fast(driver: EstimatorDriver) -> list:
+    """What ``driver``'s :meth:`JointStateReader.fast` returns, call by call (None: the
+    general path), appended to the list returned."""
+    taken: list = []
+    reader_fast = driver._joint_reader.fast
+
+    def spy(*args, **kwargs):
+        out = reader_fast(*args, **kwargs)
+        taken.append(out)
+        return out
+
+    driver._joint_reader.fast = spy
+    return taken
+
+
 def _same_record(a, b) -> None:
     if a is None or b is None:
         assert a is None and b is None
@@ -156,15 +171,7 @@ def _same_record(a, b) -> None:
 @pytest.mark.parametrize('name, source, overlay', MECHANISMS, ids=[m[0] for m in MECHANISMS])
 def test_the_fast_path_queues_what_the_general_path_would(name, source, overlay):
     fast, slow = _driver(source, overlay), _driver(source, overlay)
-    taken = []
-    reader_fast = fast._joint_reader.fast
-
-    def spy(*args, **kwargs):
-        out = reader_fast(*args, **kwargs)
-        taken.append(out is not None)
-        return out
-
-    fast._joint_reader.fast = spy
+    taken = _spy_fast(fast)
     rng = np.random.default_rng(sum(map(ord, name)))
     joints = fast.joint_names
     seg, previous, limits = _segment(joints, rng), None, {}
@@ -281,9 +288,7 @@ def test_an_unknown_joints_nonfinite_value_takes_the_general_path():
     source = str(CONFIG / 'urdf' / 'ur5.urdf')
     overlay = str(CONFIG / 'urdf' / 'ur5_sensors.yaml')
     fast, slow = _driver(source, overlay), _driver(source, overlay)
-    taken = []
-    reader_fast = fast._joint_reader.fast
-    fast._joint_reader.fast = lambda *a: taken.append(reader_fast(*a)) or taken[-1]
+    taken = _spy_fast(fast)
     names = list(fast.joint_names[:3]) + FINGERS + list(fast.joint_names[3:])
     fingers = [names.index(f) for f in FINGERS]
     bad = {3: (0, math.nan), 4: (1, math.inf), 5: (0, -math.inf)}   # message: (finger, value)
