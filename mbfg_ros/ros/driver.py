@@ -347,14 +347,14 @@ class EstimatorDriver:
         """A JointState's names the mechanism does not have: counted (``unknown_joint``,
         one per name) and noted; their values are ignored. The note's text is worked out
         once per name tuple (a stream with a gripper's fingers sends it every message:
-        ~1 µs each)."""
+        ~1 µs each; :meth:`note` caps it, a length test for a text this short)."""
         self.counters['unknown_joint'] += len(unknown)
         text = self._unknown_notes.get(unknown)
         if text is None:
-            text = remember(self._unknown_notes, unknown, cv.capped(
-                f'joint_states: unknown joints {cv.capped(list(unknown))} ignored '
-                f'(mechanism joints: {list(self.joint_names)})', self.NOTE_CHARS))
-        self.events.append(('joint_states:unknown', text))
+            text = remember(self._unknown_notes, unknown,
+                            f'joint_states: unknown joints {cv.capped(list(unknown))} '
+                            f'ignored (mechanism joints: {list(self.joint_names)})')
+        self.note('joint_states:unknown', text)
 
     def imu(self, msg: Any, sensor: str, now_ns: int | None = None) -> ImuMeasurement | None:
         """An Imu message (or its serialised bytes) for the YAML sensor ``sensor`` into
