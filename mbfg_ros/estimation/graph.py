@@ -93,6 +93,10 @@ the top byte, the index below it), without a call into GTSAM per key and tick.""
 MARGINALISE_EVERY = 5
 """Ticks per marginalisation batch (module docstring)."""
 
+MAX_SPAN = 8
+"""A merged tick's state factor weighs its dynamics as at most this many grid periods'
+(:meth:`GraphMixin._spanned_state_sigma`)."""
+
 INTERVAL_STAMPS = 4
 """At most this many distinct stamps between two ticks take the layouts' path
 (:meth:`GraphMixin._interval_layout_rows`); more go reading by reading."""
@@ -218,7 +222,41 @@ class GraphMixin:
         self._tick_dyn_sigma = self._dyn_sigma
         self._state_sigma = np.concatenate((np.full(2 * self.sys.m, cfg.constraint_sigma),
                                             self._dyn_sigma))
+        self._state_sigma.flags.writeable = False
+        self._spanned: dict[float, np.ndarray] = {}   # _state_sigma per merged tick's dt
         self._state_noise = gtsam.noiseModel.Diagonal.Sigmas(self._state_sigma)
+
+    def _spanned_state_sigma(self, state_sigma: np.ndarray, dt: float) -> np.ndarray:
+        """The state factor's σ for a tick ``dt`` after the previous key.
+
+        ``dynamics_sigma`` is the σ of the model error q̈ − q̈(q, q̇, τ) (seed 000 Eq. 26)
+        at one key per grid period T = 1/``frequency``: white, so one key standing for
+        r = dt/T periods (a merged tick: the live node's tick budget, or
+        ``predict_between_ticks``, ticks the smoother every few periods) carries r keys'
+        information, σ_d²/r, and the estimates do not depend on how the ticks were
+        merged (``bench/predicted_estimates.py``: the UR5's joint rate at a tick every 3
+        periods 1.14x that of every period with σ_d as at one period, 1.00x with it
+        scaled). The torque part of an unknown effort (:meth:`_dynamics_noise`) is a torque,
+        not white: it stays. r ≤ 1 (a tick on the grid, or sooner) keeps σ as configured;
+        r is capped at :data:`MAX_SPAN` (after a gap in the readings the keys are loosely
+        tied and one key stands for no more than a merged tick). Kept per dt for known
+        efforts (``state_sigma`` is then :attr:`_state_sigma`); read-only."""
+        r = dt / self._dt
+        if not r > 1.0 + 1e-6:
+            return state_sigma
+        known = state_sigma is self._state_sigma
+        if known:
+            out = self._spanned.get(dt)
+            if out is not None:
+                return out
+        n = self.n
+        out = state_sigma.copy()
+        d = out[-n:]
+        d *= d
+        d += self._dyn_sigma2 * (1.0 / min(r, MAX_SPAN) - 1.0)
+        np.sqrt(d, out=d)
+        out.flags.writeable = False
+        return remember(self._spanned, dt, out) if known else out
 
     def _oldest_usable_time(self) -> float:
         """Stamps older than this are not bracketed by keys still inside the smoother."""

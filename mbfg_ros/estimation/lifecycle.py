@@ -195,6 +195,7 @@ class LifecycleMixin:
         # evaluation per tick: with unknown efforts one factorisation, ∂q̈/∂τ = M⁻¹B)
         tau = self.applied_torque(t)
         self._tick_dyn_sigma, state_sigma = self._dynamics_noise(guess, tau)
+        state_sigma = self._spanned_state_sigma(state_sigma, dt)   # the gate's σ stays
         try:
             single, pairs, current, newest = self._attach(t, k, guess)
         except _Diverged as exc:        # the estimate is lost: start again from the readings
