@@ -94,14 +94,18 @@ def test_fine_encoders_with_physical_sigmas_beat_finite_differences_on_the_full_
 def test_the_integrators_sigmas_kept_per_dt_are_the_computed_ones():
     """The integrator's σ per step dt (and with its jerk rows), kept per dt for merged ticks
     (issue 24, branch tick7), are :meth:`_integrator_sigma`'s and ``integrator_jerk``·dt
-    at every dt met, again on a second look-up, and read-only."""
+    (a merged tick of r grid periods: ``integrator_jerk``·T·√r,
+    test/estimation/test_merged_ticks.py) at every dt met, again on a second look-up, and
+    read-only."""
     system = load_system(CONFIG / 'fourbar.yaml')
     est = Estimator(system, EstimatorConfig(frequency=500.0, unknown_effort_sigma=1.0,
                                             integrator_jerk=50.0))
+    T = 2e-3
     for dt in (2e-3, 4e-3, 4.000000000000001e-3, 6e-3, 2e-3, 4e-3):
         integ, jerk = est._step_sigmas(dt)
         assert np.array_equal(integ, est._integrator_sigma(dt))
+        h = dt if dt <= T else T * math.sqrt(dt / T)
         assert np.array_equal(jerk, np.concatenate((est._integrator_sigma(dt),
-                                                    est._jerk * dt)))
+                                                    est._jerk * h)))
         assert not integ.flags.writeable and not jerk.flags.writeable
     assert len(est._step_sigma) == 4

@@ -1,14 +1,16 @@
 """Merged ticks (issue 24): a smoother tick every few grid periods weighs its dynamics
-factor as the periods it spans (:meth:`GraphMixin._spanned_state_sigma`).
+and jerk rows as the periods it spans (:meth:`GraphMixin._spanned_state_sigma`,
+:meth:`GraphMixin._step_sigmas`).
 
 ``dynamics_sigma`` is the σ of q̈ − q̈(q, q̇, τ) at one key per grid period. The live node
 merges grid ticks when its CPU budget is short (and ``predict_between_ticks`` ticks the
 smoother every few periods), so the estimate must not depend on how many were merged: a
-simulated UR5 (support.ur5: encoders with the motor efforts and the wrist IMU at 1 kHz)
+simulated UR5 (sensor_sim: encoders with the motor efforts and the wrist IMU at 1 kHz)
 ticked at every 3rd grid time must be about as accurate as ticked at every one.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from pathlib import Path
 
@@ -17,32 +19,40 @@ import pytest
 
 from mbfg_ros.estimation.estimator import Estimator, EstimatorConfig
 from mbfg_ros.estimation.graph import MAX_SPAN
+from mbfg_ros.spatial.sensor_sim import (SpatialSensorConfig, reference_motion,
+                                         simulate_spatial_measurements, track_reference)
 from mbfg_ros.spatial.system import build_spatial_system
-from support.ur5 import readings as ur5_readings
-from support.ur5 import simulate_ur5
 
 URDF = Path(__file__).resolve().parents[2] / 'config' / 'urdf'
 RATE = 1000.0
-SKIP = 0.3            # s of start-up left out of the errors
+SKIP = 0.5            # s of start-up left out of the errors
+ENC = math.sqrt((2 * math.pi / 4096) ** 2 / 12 + math.radians(0.05) ** 2)
 
 
 @pytest.fixture(scope='module')
 def ur5_case():
+    """The UR5 + wrist IMU tracking a reference under computed torque (2 s), read at 1 kHz:
+    encoders of 4096 counts + 0.05° noise with the motor efforts, gyro and accelerometer
+    (``bench/predicted_estimates.py``'s case)."""
     ur5 = build_spatial_system(URDF / 'ur5.urdf', URDF / 'ur5_sensors.yaml')
-    tr, taus = simulate_ur5(ur5, duration=1.5, dt=1.0 / RATE)
-    recs = ur5_readings(ur5, tr, taus, np.random.default_rng(5))
-    return ur5, tr, taus, recs
+    tr = track_reference(ur5, reference_motion(ur5, 2.0, 1.0 / RATE, seed=0))
+    cfg = SpatialSensorConfig(encoder_rate=RATE, encoder_counts=4096,
+                              encoder_sigma=math.radians(0.05), effort_sigma=0.0,
+                              imu_rate=RATE, gyro_sigma=0.005, accel_sigma=0.05)
+    recs = simulate_spatial_measurements(ur5, tr.t, tr.q, tr.qd, tr.qdd, tr.tau, cfg,
+                                         np.random.default_rng(0))
+    return ur5, tr, None, recs
 
 
 def _config(**kw) -> EstimatorConfig:
-    return EstimatorConfig(frequency=RATE, lag_duration=0.05, encoder_sigma=1e-3,
+    return EstimatorConfig(frequency=RATE, lag_duration=0.05, encoder_sigma=ENC,
                            gyro_sigma=0.005, accel_sigma=0.05, dynamics_sigma=2.0, **kw)
 
 
-def _rate_rms(sys_, tr, recs, every: int) -> float:
+def _rate_rms(sys_, tr, recs, every: int, **kw) -> float:
     """The joint-rate RMSE of the smoothed estimates, the smoother ticked at every
     ``every``-th grid time (each tick takes the readings stamped since the last)."""
-    est = Estimator(sys_, _config())
+    est = Estimator(sys_, _config(**kw))
     err, i = [], 0
     for k, t in enumerate(tr.t):
         if k % every and est.initialised:
@@ -56,12 +66,34 @@ def _rate_rms(sys_, tr, recs, every: int) -> float:
     return float(np.sqrt(np.mean(np.square(err))))
 
 
-def test_a_tick_every_third_period_estimates_the_rates_as_well_as_every_period(ur5_case):
+@pytest.mark.parametrize('efforts', ['measured', 'unknown'])
+def test_a_tick_every_third_period_estimates_the_rates_as_well_as_every_period(ur5_case,
+                                                                                efforts):
+    """Measured efforts: the dynamics rows carry the periods (σ_d as at one period on a
+    3-period key: 1.11x). Unknown efforts (``unknown_effort_sigma`` as
+    config/estimator_urdf.yaml's): q̈ rests on the jerk rows, which carry them too
+    (σ ``integrator_jerk``·dt on a 3-period key: 1.38x, bench/predicted_estimates.py's
+    UR5)."""
     ur5, tr, _, recs = ur5_case
-    every = _rate_rms(ur5, tr, recs, 1)
-    merged = _rate_rms(ur5, tr, recs, 3)
-    # σ_d as at one period on a 3-period key: ~1.14x (bench/predicted_estimates.py)
+    kw = {}
+    if efforts == 'unknown':
+        recs = [replace(r, effort=None) if getattr(r, 'effort', None) is not None else r
+                for r in recs]
+        kw = {'unknown_effort_sigma': 20.0}
+    every = _rate_rms(ur5, tr, recs, 1, **kw)
+    merged = _rate_rms(ur5, tr, recs, 3, **kw)
     assert merged < 1.05 * every, (merged, every)
+
+
+def test_the_jerk_rows_carry_the_periods_the_tick_spans(ur5_case):
+    est = Estimator(ur5_case[0], _config(unknown_effort_sigma=20.0))
+    T, n = 1.0 / RATE, ur5_case[0].n
+    jerk = est.config.integrator_jerk
+    for r, want in ((0.5, 0.5), (1.0, 1.0), (2.0, 2 ** 0.5), (3.0, 3 ** 0.5),
+                    (MAX_SPAN, MAX_SPAN ** 0.5), (MAX_SPAN + 1.0, MAX_SPAN + 1.0)):
+        integ, rows = est._step_sigmas(r * T)
+        np.testing.assert_allclose(rows[-n:], jerk * T * want, rtol=1e-12, err_msg=str(r))
+        np.testing.assert_array_equal(rows[:-n], integ)
 
 
 @pytest.mark.parametrize('unknown', [False, True])
