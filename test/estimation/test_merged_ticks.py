@@ -19,11 +19,13 @@ import pytest
 
 from mbfg_ros.estimation.estimator import Estimator, EstimatorConfig
 from mbfg_ros.estimation.graph import MAX_SPAN
+from mbfg_ros.planar.dynamics import load_system
 from mbfg_ros.spatial.sensor_sim import (SpatialSensorConfig, reference_motion,
                                          simulate_spatial_measurements, track_reference)
 from mbfg_ros.spatial.system import build_spatial_system
 
-URDF = Path(__file__).resolve().parents[2] / 'config' / 'urdf'
+CONFIG = Path(__file__).resolve().parents[2] / 'config'
+URDF = CONFIG / 'urdf'
 RATE = 1000.0
 SKIP = 0.5            # s of start-up left out of the errors
 ENC = math.sqrt((2 * math.pi / 4096) ** 2 / 12 + math.radians(0.05) ** 2)
@@ -134,3 +136,37 @@ def test_the_merged_tick_spans_only_the_state_factor_not_the_gate(ur5_case):
             i += 1
         est.tick(t)
     assert est._tick_dyn_sigma is est._dyn_sigma
+
+
+@pytest.mark.parametrize('unknown', [False, True])
+def test_a_closed_chains_constraint_rows_keep_their_sigma_on_a_merged_tick(unknown):
+    """The four-bar (2m constraint rows Φ, Φ̇ before its n dynamics rows, seed 000 Eq. 26):
+    a merged tick spans the dynamics rows alone; the constraints hold at every instant,
+    so their σ (``constraint_sigma``) is not a rate and stays."""
+    fourbar = load_system(CONFIG / 'fourbar.yaml')
+    est = Estimator(fourbar, EstimatorConfig(frequency=RATE, dynamics_sigma=0.5,
+                                             constraint_sigma=1e-6))
+    n, m, T = fourbar.n, fourbar.m, 1.0 / RATE
+    assert m > 0
+    base = est._state_sigma.copy() if unknown else est._state_sigma
+    if unknown:       # an unknown effort's torque widens the dynamics rows
+        base[-n:] = np.sqrt(0.25 + 4.0)
+    for r in (2.0, 3.0, MAX_SPAN):
+        got = est._spanned_state_sigma(base, r * T)
+        np.testing.assert_array_equal(got[:2 * m], np.full(2 * m, 1e-6))
+        np.testing.assert_allclose(got[-n:], np.sqrt(base[-n:] ** 2 - 0.25 + 0.25 / r),
+                                   rtol=1e-12)
+
+
+def test_a_reconfigured_dynamics_sigma_reaches_the_merged_ticks(ur5_case):
+    """``reconfigure(dynamics_sigma=…)`` while running: the σ's kept per merged tick's dt
+    are the new σ_d/√r, not the old ones (:meth:`GraphMixin._set_dynamics_noise` drops
+    them)."""
+    ur5 = ur5_case[0]
+    est = Estimator(ur5, _config())
+    n, T = ur5.n, 1.0 / RATE
+    before = est._spanned_state_sigma(est._state_sigma, 3 * T)
+    np.testing.assert_allclose(before[-n:], 2.0 / math.sqrt(3.0), rtol=1e-12)
+    est.reconfigure(dynamics_sigma=0.5)
+    after = est._spanned_state_sigma(est._state_sigma, 3 * T)
+    np.testing.assert_allclose(after[-n:], 0.5 / math.sqrt(3.0), rtol=1e-12)
