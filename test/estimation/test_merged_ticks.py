@@ -43,7 +43,7 @@ def ur5_case():
                               imu_rate=RATE, gyro_sigma=0.005, accel_sigma=0.05)
     recs = simulate_spatial_measurements(ur5, tr.t, tr.q, tr.qd, tr.qdd, tr.tau, cfg,
                                          np.random.default_rng(0))
-    return ur5, tr, None, recs
+    return ur5, tr, recs
 
 
 def _config(**kw) -> EstimatorConfig:
@@ -72,11 +72,11 @@ def _rate_rms(sys_, tr, recs, every: int, **kw) -> float:
 def test_a_tick_every_third_period_estimates_the_rates_as_well_as_every_period(ur5_case,
                                                                                 efforts):
     """Measured efforts: the dynamics rows carry the periods (σ_d as at one period on a
-    3-period key: 1.11x). Unknown efforts (``unknown_effort_sigma`` as
+    3-period key: 1.16x). Unknown efforts (``unknown_effort_sigma`` as
     config/estimator_urdf.yaml's): q̈ rests on the jerk rows, which carry them too
-    (σ ``integrator_jerk``·dt on a 3-period key: 1.38x, bench/predicted_estimates.py's
-    UR5)."""
-    ur5, tr, _, recs = ur5_case
+    (σ ``integrator_jerk``·dt on a 3-period key: 1.08x; the spanned dynamics rows alone
+    change nothing here, the unknown torque's σ dominates them)."""
+    ur5, tr, recs = ur5_case
     kw = {}
     if efforts == 'unknown':
         recs = [replace(r, effort=None) if getattr(r, 'effort', None) is not None else r
@@ -88,6 +88,10 @@ def test_a_tick_every_third_period_estimates_the_rates_as_well_as_every_period(u
 
 
 def test_the_jerk_rows_carry_the_periods_the_tick_spans(ur5_case):
+    """The jerk rows' σ (q̈_k − q̈_{k−1} beside the trapezoidal rows, seed 000 Eq. 23):
+    ``integrator_jerk``·dt up to one grid period T, ``integrator_jerk``·T·√r on a tick
+    spanning 1 < r ≤ MAX_SPAN periods, ``integrator_jerk``·dt again beyond; the
+    trapezoidal rows' σ whatever r."""
     est = Estimator(ur5_case[0], _config(unknown_effort_sigma=20.0))
     T, n = 1.0 / RATE, ur5_case[0].n
     jerk = est.config.integrator_jerk
@@ -100,6 +104,9 @@ def test_the_jerk_rows_carry_the_periods_the_tick_spans(ur5_case):
 
 @pytest.mark.parametrize('unknown', [False, True])
 def test_the_state_factors_dynamics_rows_carry_the_periods_the_tick_spans(ur5_case, unknown):
+    """The state factor's dynamics rows (seed 000 Eq. 26) on a tick spanning r periods:
+    σ_d²/r in place of σ_d² (r capped at MAX_SPAN), the unknown effort's share kept; on
+    the grid the configured σ itself; kept per dt (known efforts) and read-only."""
     ur5 = ur5_case[0]
     est = Estimator(ur5, _config(unknown_effort_sigma=5.0 if unknown else 0.0))
     n, T = ur5.n, 1.0 / RATE
@@ -125,8 +132,8 @@ def test_the_state_factors_dynamics_rows_carry_the_periods_the_tick_spans(ur5_ca
 def test_the_merged_tick_spans_only_the_state_factor_not_the_gate(ur5_case):
     """The innovation gate's process noise stays ``dynamics_sigma`` held over the carried
     time (the gate's own model, conservative for a merged tick)."""
-    ur5, tr, _, recs = ur5_case
-    est = Estimator(ur5, replace(_config()))
+    ur5, tr, recs = ur5_case
+    est = Estimator(ur5, _config())
     i = 0
     for k, t in enumerate(tr.t[:30]):
         if k % 3 and est.initialised:
