@@ -177,3 +177,19 @@ def test_a_reconfigured_dynamics_sigma_reaches_the_merged_ticks(ur5_case):
     est.reconfigure(dynamics_sigma=0.5)
     after = est._spanned_state_sigma(est._state_sigma, 3 * T)
     np.testing.assert_allclose(after[-n:], 0.5 / math.sqrt(3.0), rtol=1e-12)
+
+
+def test_a_tick_max_span_periods_on_gets_the_spanned_jerk_sigma_whatever_the_rounding(ur5_case):
+    """dt is a difference of stamps: a tick MAX_SPAN grid periods after the last comes out
+    a few ulps either side of MAX_SPAN·T (on a 1 kHz grid of k·1e-3 s, most 8-period steps
+    are 8 + 7e-15 periods); every one gets ``integrator_jerk``·T·√MAX_SPAN, not the
+    ``integrator_jerk``·dt of a longer step (2.8x wider)."""
+    est = Estimator(ur5_case[0], _config(unknown_effort_sigma=20.0))
+    T, n = 1.0 / RATE, ur5_case[0].n
+    jerk = est.config.integrator_jerk
+    t = np.arange(40) * T
+    dts = set((t[MAX_SPAN:] - t[:-MAX_SPAN]).tolist())
+    assert any(dt / T > MAX_SPAN for dt in dts)           # the case this test is about
+    for dt in dts:
+        np.testing.assert_allclose(est._step_sigmas(dt)[1][-n:], jerk * T * MAX_SPAN ** 0.5,
+                                   rtol=1e-9, err_msg=repr(dt))
