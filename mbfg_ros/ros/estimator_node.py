@@ -527,7 +527,7 @@ class EstimatorNode(Node):
             spacing, fresh, kind = 1, 1, SMOOTH
         else:
             spacing, fresh = d.due_grid(now)
-            kind = gov.decide(spacing, fresh) if fresh > 0 else THIN
+            kind = gov.decide(spacing) if fresh > 0 else THIN
         if fresh > 0:
             c0 = clock()
             n = 0

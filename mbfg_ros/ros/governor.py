@@ -11,13 +11,7 @@ that falls due, :meth:`TickGovernor.decide` chooses, in this order of priority:
 1. ``smooth``: the smoother ticks (merging the grid ticks since its last one) when the
    credit covers a smoother tick (its running cost) above the reserve (below), and in
    any case once
-   ``max_spacing`` grid periods have passed since its last tick, or would have by the
-   loop's next pass: a loop that finds ``fresh`` grid ticks due (it came ``fresh`` − 1
-   periods late, its thread waiting for a core) is expected as late next time, so the
-   smoother ticks at spacing s when s + ``fresh`` − 1 ≥ ``max_spacing`` instead of at
-   s + ``fresh`` next time, past the bound, when the credit is not in debt (in debt,
-   ticking early would cost more than the budget: the node comes late for lack of
-   CPU, not of a core) (``forced``, even in debt:
+   ``max_spacing`` grid periods have passed since its last tick (``forced``, even in debt:
    every estimate's accuracy rests on the smoother's spacing; ``bench/predicted_estimates.py``
    prints, per robot, the spacing N_max that keeps angle, rate and τ̂ within 10 %; so where
    the smoother alone costs more than ``max_spacing`` periods' budget the node uses more
@@ -153,14 +147,12 @@ class TickGovernor:
             n += 1
         return n
 
-    def decide(self, spacing: int, fresh: int = 1) -> str:
+    def decide(self, spacing: int) -> str:
         """``SMOOTH``, ``PREDICT`` or ``THIN`` for the grid tick due ``spacing`` periods
-        after the smoother's last tick, the loop having found ``fresh`` grid ticks due
-        without their turn (module docstring); counted in :attr:`counts`."""
+        after the smoother's last tick (module docstring); counted in :attr:`counts`."""
         if self.credit >= self.smoother_cost + self._reserve:
             kind = SMOOTH
-        elif spacing >= self.max_spacing or (spacing + fresh - 1 >= self.max_spacing
-                                              and self.credit >= 0.0):
+        elif spacing >= self.max_spacing:
             kind = SMOOTH
             self.counts['forced'] += 1
         else:

@@ -70,44 +70,6 @@ def test_one_slow_tick_does_not_hold_the_smoother_back_beyond_its_spacing():
     assert gov.counts['forced'] == 1
 
 
-@pytest.mark.parametrize('late', [1, 2])
-def test_a_loop_that_comes_late_gets_the_smoother_within_its_spacing(late):
-    """The loop's thread waits for a core (the other one busy): each pass comes ``late``
-    periods after the grid tick it is for and finds ``late`` + 1 grid ticks due. The
-    smoother must still tick within ``max_spacing`` periods: forced when the next pass,
-    as late, would find it past that (it used to be forced only once past it, at
-    spacing 4 with passes every other period)."""
-    gov = TickGovernor(0.6, PERIOD, 3)
-    cadence = late + 1                        # grid periods between two passes
-    wall = cpu = 0.0
-    gov.charge(wall, cpu)
-    since, at = 0, []
-    for k in range(1, 3001, cadence):
-        wall += cadence * PERIOD
-        cpu += cadence * 0.55 * PERIOD        # under its budget: late for want of a core
-        gov.charge(wall, cpu)
-        gov.spent(SMOOTH, 0.9e-3)
-        since += cadence
-        kind = gov.decide(since, cadence)
-        if kind == SMOOTH:
-            at.append(since)
-            since = 0
-    assert at and max(at) <= 3, sorted(set(at))
-    assert gov.counts['forced'] > 0
-    # a pass on time (one grid tick due) is forced at the spacing itself, as before
-    assert TickGovernor(0.6, PERIOD, 3).decide(2, 1) != SMOOTH
-
-
-def test_a_late_loop_in_debt_keeps_the_smoother_at_its_spacing():
-    """In debt the node is late for lack of CPU, not of a core: ticking the smoother
-    early would cost more than the budget (the anticipation above is off)."""
-    gov = TickGovernor(0.6, PERIOD, 3)
-    gov.charge(0.0, 0.0)
-    gov.charge(PERIOD, 2 * PERIOD)            # over the budget: in debt
-    assert gov.credit < 0.0
-    assert gov.decide(2, 2) != SMOOTH and gov.decide(3, 2) == SMOOTH
-
-
 def test_the_credit_banked_after_a_quiet_spell_is_capped():
     gov = TickGovernor(0.5, PERIOD, 3)
     gov.charge(0.0, 0.0)
