@@ -19,11 +19,13 @@ import pytest
 
 from mbfg_ros.estimation.estimator import Estimator, EstimatorConfig
 from mbfg_ros.estimation.graph import MAX_SPAN
+from mbfg_ros.planar.dynamics import load_system
 from mbfg_ros.spatial.sensor_sim import (SpatialSensorConfig, reference_motion,
                                          simulate_spatial_measurements, track_reference)
 from mbfg_ros.spatial.system import build_spatial_system
 
-URDF = Path(__file__).resolve().parents[2] / 'config' / 'urdf'
+CONFIG = Path(__file__).resolve().parents[2] / 'config'
+URDF = CONFIG / 'urdf'
 RATE = 1000.0
 SKIP = 0.5            # s of start-up left out of the errors
 ENC = math.sqrt((2 * math.pi / 4096) ** 2 / 12 + math.radians(0.05) ** 2)
@@ -41,7 +43,7 @@ def ur5_case():
                               imu_rate=RATE, gyro_sigma=0.005, accel_sigma=0.05)
     recs = simulate_spatial_measurements(ur5, tr.t, tr.q, tr.qd, tr.qdd, tr.tau, cfg,
                                          np.random.default_rng(0))
-    return ur5, tr, None, recs
+    return ur5, tr, recs
 
 
 def _config(**kw) -> EstimatorConfig:
@@ -70,11 +72,11 @@ def _rate_rms(sys_, tr, recs, every: int, **kw) -> float:
 def test_a_tick_every_third_period_estimates_the_rates_as_well_as_every_period(ur5_case,
                                                                                 efforts):
     """Measured efforts: the dynamics rows carry the periods (σ_d as at one period on a
-    3-period key: 1.11x). Unknown efforts (``unknown_effort_sigma`` as
+    3-period key: 1.16x). Unknown efforts (``unknown_effort_sigma`` as
     config/estimator_urdf.yaml's): q̈ rests on the jerk rows, which carry them too
-    (σ ``integrator_jerk``·dt on a 3-period key: 1.38x, bench/predicted_estimates.py's
-    UR5)."""
-    ur5, tr, _, recs = ur5_case
+    (σ ``integrator_jerk``·dt on a 3-period key: 1.08x; the spanned dynamics rows alone
+    change nothing here, the unknown torque's σ dominates them)."""
+    ur5, tr, recs = ur5_case
     kw = {}
     if efforts == 'unknown':
         recs = [replace(r, effort=None) if getattr(r, 'effort', None) is not None else r
@@ -86,6 +88,10 @@ def test_a_tick_every_third_period_estimates_the_rates_as_well_as_every_period(u
 
 
 def test_the_jerk_rows_carry_the_periods_the_tick_spans(ur5_case):
+    """The jerk rows' σ (q̈_k − q̈_{k−1} beside the trapezoidal rows, seed 000 Eq. 23):
+    ``integrator_jerk``·dt up to one grid period T, ``integrator_jerk``·T·√r on a tick
+    spanning 1 < r ≤ MAX_SPAN periods, ``integrator_jerk``·dt again beyond; the
+    trapezoidal rows' σ whatever r."""
     est = Estimator(ur5_case[0], _config(unknown_effort_sigma=20.0))
     T, n = 1.0 / RATE, ur5_case[0].n
     jerk = est.config.integrator_jerk
@@ -98,6 +104,9 @@ def test_the_jerk_rows_carry_the_periods_the_tick_spans(ur5_case):
 
 @pytest.mark.parametrize('unknown', [False, True])
 def test_the_state_factors_dynamics_rows_carry_the_periods_the_tick_spans(ur5_case, unknown):
+    """The state factor's dynamics rows (seed 000 Eq. 26) on a tick spanning r periods:
+    σ_d²/r in place of σ_d² (r capped at MAX_SPAN), the unknown effort's share kept; on
+    the grid the configured σ itself; kept per dt (known efforts) and read-only."""
     ur5 = ur5_case[0]
     est = Estimator(ur5, _config(unknown_effort_sigma=5.0 if unknown else 0.0))
     n, T = ur5.n, 1.0 / RATE
@@ -123,8 +132,8 @@ def test_the_state_factors_dynamics_rows_carry_the_periods_the_tick_spans(ur5_ca
 def test_the_merged_tick_spans_only_the_state_factor_not_the_gate(ur5_case):
     """The innovation gate's process noise stays ``dynamics_sigma`` held over the carried
     time (the gate's own model, conservative for a merged tick)."""
-    ur5, tr, _, recs = ur5_case
-    est = Estimator(ur5, replace(_config()))
+    ur5, tr, recs = ur5_case
+    est = Estimator(ur5, _config())
     i = 0
     for k, t in enumerate(tr.t[:30]):
         if k % 3 and est.initialised:
@@ -134,3 +143,53 @@ def test_the_merged_tick_spans_only_the_state_factor_not_the_gate(ur5_case):
             i += 1
         est.tick(t)
     assert est._tick_dyn_sigma is est._dyn_sigma
+
+
+@pytest.mark.parametrize('unknown', [False, True])
+def test_a_closed_chains_constraint_rows_keep_their_sigma_on_a_merged_tick(unknown):
+    """The four-bar (2m constraint rows Φ, Φ̇ before its n dynamics rows, seed 000 Eq. 26):
+    a merged tick spans the dynamics rows alone; the constraints hold at every instant,
+    so their σ (``constraint_sigma``) is not a rate and stays."""
+    fourbar = load_system(CONFIG / 'fourbar.yaml')
+    est = Estimator(fourbar, EstimatorConfig(frequency=RATE, dynamics_sigma=0.5,
+                                             constraint_sigma=1e-6))
+    n, m, T = fourbar.n, fourbar.m, 1.0 / RATE
+    assert m > 0
+    base = est._state_sigma.copy() if unknown else est._state_sigma
+    if unknown:       # an unknown effort's torque widens the dynamics rows
+        base[-n:] = np.sqrt(0.25 + 4.0)
+    for r in (2.0, 3.0, MAX_SPAN):
+        got = est._spanned_state_sigma(base, r * T)
+        np.testing.assert_array_equal(got[:2 * m], np.full(2 * m, 1e-6))
+        np.testing.assert_allclose(got[-n:], np.sqrt(base[-n:] ** 2 - 0.25 + 0.25 / r),
+                                   rtol=1e-12)
+
+
+def test_a_reconfigured_dynamics_sigma_reaches_the_merged_ticks(ur5_case):
+    """``reconfigure(dynamics_sigma=…)`` while running: the σ's kept per merged tick's dt
+    are the new σ_d/√r, not the old ones (:meth:`GraphMixin._set_dynamics_noise` drops
+    them)."""
+    ur5 = ur5_case[0]
+    est = Estimator(ur5, _config())
+    n, T = ur5.n, 1.0 / RATE
+    before = est._spanned_state_sigma(est._state_sigma, 3 * T)
+    np.testing.assert_allclose(before[-n:], 2.0 / math.sqrt(3.0), rtol=1e-12)
+    est.reconfigure(dynamics_sigma=0.5)
+    after = est._spanned_state_sigma(est._state_sigma, 3 * T)
+    np.testing.assert_allclose(after[-n:], 0.5 / math.sqrt(3.0), rtol=1e-12)
+
+
+def test_a_tick_max_span_periods_on_gets_the_spanned_jerk_sigma_whatever_the_rounding(ur5_case):
+    """dt is a difference of stamps: a tick MAX_SPAN grid periods after the last comes out
+    a few ulps either side of MAX_SPAN·T (on a 1 kHz grid of k·1e-3 s, most 8-period steps
+    are 8 + 7e-15 periods); every one gets ``integrator_jerk``·T·√MAX_SPAN, not the
+    ``integrator_jerk``·dt of a longer step (2.8x wider)."""
+    est = Estimator(ur5_case[0], _config(unknown_effort_sigma=20.0))
+    T, n = 1.0 / RATE, ur5_case[0].n
+    jerk = est.config.integrator_jerk
+    t = np.arange(40) * T
+    dts = set((t[MAX_SPAN:] - t[:-MAX_SPAN]).tolist())
+    assert any(dt / T > MAX_SPAN for dt in dts)           # the case this test is about
+    for dt in dts:
+        np.testing.assert_allclose(est._step_sigmas(dt)[1][-n:], jerk * T * MAX_SPAN ** 0.5,
+                                   rtol=1e-9, err_msg=repr(dt))
