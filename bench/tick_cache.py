@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-"""Why a live smoother tick costs about twice the offline one (issue 24): the caches.
+"""Memory traffic between ticks: why a live smoother tick may cost ~1.7x the offline one
+(issue 24).
 
 Live (``bench/node_throughput.py --trace``), the four-bar's smoother tick with its
 publishing costs ~580 µs of thread CPU in a calm 0.5 s window at spacing ~1.7, against
-~240 µs offline for the tick at spacing 2 (``bench/predicted_estimates.py``): between two
+~240 µs offline for the tick at spacing 2 (``bench/predicted_estimates.py``) and ~110 for
+its publishing and command: between two
 ticks the node's loop takes and converts messages, predicts and publishes, rclpy and the
 middleware run, and the other processes share the machine's last-level cache. This script
 ticks the estimator offline as ``bench/estimator_ab.py`` does (the four-bar of
