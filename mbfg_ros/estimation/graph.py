@@ -93,9 +93,11 @@ the top byte, the index below it), without a call into GTSAM per key and tick.""
 MARGINALISE_EVERY = 5
 """Ticks per marginalisation batch (module docstring)."""
 
-MAX_SPAN = 8
+MAX_SPAN = 10
 """A merged tick's state factor weighs its dynamics as at most this many grid periods'
-(:meth:`GraphMixin._spanned_state_sigma`)."""
+(:meth:`GraphMixin._spanned_state_sigma`), and its jerk rows are white up to it
+(:meth:`GraphMixin._step_sigmas`): the node's default ``max_merge_ticks``, the longest
+merge it makes under overload."""
 
 INTERVAL_STAMPS = 4
 """At most this many distinct stamps between two ticks take the layouts' path
@@ -209,17 +211,18 @@ class GraphMixin:
         tick every period does (on the UR5 without efforts, a tick every 3 periods: joint
         rate of the smoothed estimates 1.08x → 0.99x that of every period,
         ``test/estimation/test_merged_ticks.py``'s 2 s case). Longer (more than
-        :data:`MAX_SPAN` periods: a live merge of 9-10 grid ticks under the node's default
-        ``max_merge_ticks``, the first step after start-up from an older position reading,
-        a caller ticking slower than ``frequency``): the bound ``integrator_jerk``·dt, the
-        looser (a step up from ``integrator_jerk``·T·√MAX_SPAN, not continuous with it)."""
+        :data:`MAX_SPAN` periods: a merge beyond a raised ``max_merge_ticks``, the first
+        step after start-up from an older position reading, a caller ticking slower than
+        ``frequency``): ``integrator_jerk``·dt/√MAX_SPAN, growing with dt as the bound
+        ``integrator_jerk``·dt does and continuous with ``integrator_jerk``·T·√MAX_SPAN."""
         sig = self._step_sigma.get(dt)
         if sig is None:
             integ = self._integrator_sigma(dt)
             r = dt / self._dt
             # (dt is a difference of rounded stamps: a tick MAX_SPAN periods on comes out
-            # a hair either side of it, 7e-15 above in 87 % of a 1 kHz grid's 8-period steps)
-            h = dt if not 1.0 + 1e-6 < r <= MAX_SPAN + 1e-6 else self._dt * math.sqrt(r)
+            # a hair either side of it; the two branches agree there)
+            h = (dt if not r > 1.0 + 1e-6 else self._dt * math.sqrt(r)
+                 if r <= MAX_SPAN + 1e-6 else dt / math.sqrt(MAX_SPAN))
             sig = remember(self._step_sigma, dt, (integ, np.concatenate((integ, self._jerk * h))))
             for s in sig:
                 s.flags.writeable = False

@@ -90,13 +90,15 @@ def test_a_tick_every_third_period_estimates_the_rates_as_well_as_every_period(u
 def test_the_jerk_rows_carry_the_periods_the_tick_spans(ur5_case):
     """The jerk rows' σ (q̈_k − q̈_{k−1} beside the trapezoidal rows, seed 000 Eq. 23):
     ``integrator_jerk``·dt up to one grid period T, ``integrator_jerk``·T·√r on a tick
-    spanning 1 < r ≤ MAX_SPAN periods, ``integrator_jerk``·dt again beyond; the
-    trapezoidal rows' σ whatever r."""
+    spanning 1 < r ≤ MAX_SPAN periods, ``integrator_jerk``·dt/√MAX_SPAN beyond
+    (continuous at MAX_SPAN); the trapezoidal rows' σ whatever r."""
     est = Estimator(ur5_case[0], _config(unknown_effort_sigma=20.0))
     T, n = 1.0 / RATE, ur5_case[0].n
     jerk = est.config.integrator_jerk
     for r, want in ((0.5, 0.5), (1.0, 1.0), (2.0, 2 ** 0.5), (3.0, 3 ** 0.5),
-                    (MAX_SPAN, MAX_SPAN ** 0.5), (MAX_SPAN + 1.0, MAX_SPAN + 1.0)):
+                    (MAX_SPAN, MAX_SPAN ** 0.5),
+                    (MAX_SPAN + 1.0, (MAX_SPAN + 1.0) / MAX_SPAN ** 0.5),
+                    (4 * MAX_SPAN, 4 * MAX_SPAN ** 0.5)):
         integ, rows = est._step_sigmas(r * T)
         np.testing.assert_allclose(rows[-n:], jerk * T * want, rtol=1e-12, err_msg=str(r))
         np.testing.assert_array_equal(rows[:-n], integ)
@@ -181,9 +183,10 @@ def test_a_reconfigured_dynamics_sigma_reaches_the_merged_ticks(ur5_case):
 
 def test_a_tick_max_span_periods_on_gets_the_spanned_jerk_sigma_whatever_the_rounding(ur5_case):
     """dt is a difference of stamps: a tick MAX_SPAN grid periods after the last comes out
-    a few ulps either side of MAX_SPAN·T (on a 1 kHz grid of k·1e-3 s, most 8-period steps
-    are 8 + 7e-15 periods); every one gets ``integrator_jerk``·T·√MAX_SPAN, not the
-    ``integrator_jerk``·dt of a longer step (2.8x wider)."""
+    a few ulps either side of MAX_SPAN·T (on a 1 kHz grid of k·1e-3 s, most such steps are
+    a few 1e-15 periods over); every one gets ``integrator_jerk``·T·√MAX_SPAN (the review
+    found an 8-period step taking the 2.8x wider ``integrator_jerk``·dt of a longer step,
+    before the σ beyond MAX_SPAN became continuous)."""
     est = Estimator(ur5_case[0], _config(unknown_effort_sigma=20.0))
     T, n = 1.0 / RATE, ur5_case[0].n
     jerk = est.config.integrator_jerk
