@@ -218,11 +218,11 @@ class GraphMixin:
         sig = self._step_sigma.get(dt)
         if sig is None:
             integ = self._integrator_sigma(dt)
-            r = dt / self._dt
-            # (dt is a difference of rounded stamps: a tick MAX_SPAN periods on comes out
-            # a hair either side of it; the two branches agree there)
-            h = (dt if not r > 1.0 + 1e-6 else self._dt * math.sqrt(r)
-                 if r <= MAX_SPAN + 1e-6 else dt / math.sqrt(MAX_SPAN))
+            r = self._periods(dt)
+            # (a tick MAX_SPAN periods on comes out a hair either side of it: the two
+            # branches agree there)
+            h = (dt if r == 1.0 else self._dt * math.sqrt(r) if r <= MAX_SPAN + 1e-6
+                 else dt / math.sqrt(MAX_SPAN))
             sig = remember(self._step_sigma, dt, (integ, np.concatenate((integ, self._jerk * h))))
             for s in sig:
                 s.flags.writeable = False
@@ -246,6 +246,14 @@ class GraphMixin:
         self._spanned: dict[float, np.ndarray] = {}   # _state_sigma per merged tick's dt
         self._state_noise = gtsam.noiseModel.Diagonal.Sigmas(self._state_sigma)
 
+    def _periods(self, dt: float) -> float:
+        """The grid periods r = dt/T a tick ``dt`` after the last key spans: 1.0 for a tick
+        within 1e-6 of one period or sooner (on the grid: the σ's as configured; dt is a
+        difference of rounded stamps), else dt/T (:meth:`_spanned_state_sigma`,
+        :meth:`_step_sigmas`)."""
+        r = dt / self._dt
+        return r if r > 1.0 + 1e-6 else 1.0
+
     def _spanned_state_sigma(self, state_sigma: np.ndarray, dt: float) -> np.ndarray:
         """The state factor's σ for a tick ``dt`` after the previous key.
 
@@ -261,8 +269,8 @@ class GraphMixin:
         every instant). r ≤ 1 (a tick on the grid, or sooner) keeps σ as configured;
         r is capped at :data:`MAX_SPAN` (a longer step: :meth:`_step_sigmas`). Kept per dt
         for known efforts (``state_sigma`` is then :attr:`_state_sigma`); read-only."""
-        r = dt / self._dt
-        if not r > 1.0 + 1e-6:
+        r = self._periods(dt)
+        if r == 1.0:
             return state_sigma
         known = state_sigma is self._state_sigma
         if known:
