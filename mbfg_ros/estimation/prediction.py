@@ -8,7 +8,10 @@ newest smoothed x_k = [q, q̇, q̈] at t_k, stepped to t > t_k as the integrator
 relates two keys (seed 000 Eq. 23, trapezoidal):
 
     q̈' = q̈(q + Δt q̇ + ½Δt² q̈, q̇ + Δt q̈, τ)     (Eq. 26, forward dynamics)
-    q̇' = q̇ + ½Δt (q̈ + q̈'),   q' = q + ½Δt (q̇ + q̇')
+    q̇' = q̇ + ½Δt (q̈ + q̈'),   q' = q + ½Δt (q̇ + q̇') − Δt²/12 (q̈' − q̈)
+
+(the q step with the trapezoidal rule's end correction, exact for q̈ linear over Δt as
+the integrator factor's, :func:`~mbfg_ros.core.factors.stacked_trapezoidal_error`)
 
 with τ the newest known actuator efforts (those in force at t); where an effort is
 unknown or expired, the smoothed estimate's τ̂ held (a zero torque would let an arm fall
@@ -71,7 +74,7 @@ class PredictionMixin:
         if not np.isfinite(qdd1).all():
             qdd1 = qdd
         qd1 = qd + 0.5 * dt * (qdd + qdd1)
-        q1 = q + 0.5 * dt * (qd + qd1)
+        q1 = q + 0.5 * dt * (qd + qd1) - dt * dt / 12.0 * (qdd1 - qdd)
         jp, jv = self.sm.joint_values(q1, qd1)
         status = 'stale' if t - self._last_reading > self.config.sensor_timeout else 'ok'
         return last.replaced(t=t, q=q1, qd=qd1, qdd=qdd1.copy() if qdd1 is qdd else qdd1,

@@ -269,3 +269,28 @@ def test_whitened_trapezoidal_b_is_the_trapezoidal_error_whitened_bit_for_bit():
             want = -F.stacked_trapezoidal_error(n, dt, [x0, x1], False)[0] * inv
             assert np.array_equal(out[1:1 + 2 * n], want)
             assert np.isnan(out[0]) and np.isnan(out[1 + 2 * n:]).all()
+
+
+@pytest.mark.parametrize('dt', [1e-3, 4e-3, 0.01, 0.05])
+def test_the_integrator_rows_vanish_on_a_cubic_trajectory(dt):
+    """Issue 24 (merged ticks): the estimator's integrator rows hold exactly for q̈ linear
+    over the step (q a cubic), the model its readings between keys are interpolated under
+    (cubic Hermite, :func:`~mbfg_ros.estimation.observations.interpolation_weights`): the
+    q rows carry the trapezoidal rule's end correction + dt²/12 (q̈_k − q̈_{k−1}), and the
+    rows are their Jacobians times the states. Eq. 23's q rows alone miss by dt³/12 q⃛."""
+    rng = np.random.default_rng(3)
+    n = 4
+    c0, c1, c2, c3 = rng.standard_normal((4, n)) * [[1.0], [5.0], [50.0], [2000.0]]
+
+    def x(t: float) -> np.ndarray:        # [q; q̇; q̈] of q = c0 + c1 t + c2 t² + c3 t³
+        return np.concatenate((c0 + c1 * t + c2 * t * t + c3 * t ** 3,
+                               c1 + 2 * c2 * t + 3 * c3 * t * t, 2 * c2 + 6 * c3 * t))
+    t0 = 0.3
+    x0, x1 = x(t0), x(t0 + dt)
+    e, J = F.stacked_trapezoidal_error(n, dt, [x0, x1], True)
+    scale = np.abs(x1).max()
+    assert np.abs(e).max() < 1e-12 * scale
+    np.testing.assert_allclose(J[0] @ x0 + J[1] @ x1, e, atol=1e-12 * scale)
+    plain = x1[:n] - x0[:n] - 0.5 * dt * (x0[n:2 * n] + x1[n:2 * n])     # Eq. 23's q rows
+    np.testing.assert_allclose(plain, -dt ** 3 / 12 * 6 * c3, rtol=1e-6)
+    assert np.abs(plain).max() > 1e6 * np.abs(e[:n]).max() + 1e-15

@@ -137,7 +137,7 @@ def test_predict_takes_the_efforts_in_force_and_the_held_estimate_elsewhere(ur5_
     q, qd, qdd = last.q, last.qd, last.qdd
     qdd1 = ur5.accelerations(q + dt * qd + 0.5 * dt * dt * qdd, qd + dt * qdd, tau)
     qd1 = qd + 0.5 * dt * (qdd + qdd1)
-    q1 = q + 0.5 * dt * (qd + qd1)
+    q1 = q + 0.5 * dt * (qd + qd1) - dt * dt / 12.0 * (qdd1 - qdd)
     p = est.predict(t)
     assert p.predicted and n == q1.size
     for got, want in ((p.qdd, qdd1), (p.qd, qd1), (p.q, q1),
