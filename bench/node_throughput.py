@@ -46,7 +46,8 @@ then one core busy):
     .venv/bin/python bench/node_throughput.py [--duration 10] [--rates 100 500 1000]
                                               [--robots fourbar ur5] [--quiet-only]
                                               [--ticks HZ] [--sim-time] [--profile]
-                                              [--max-tick-load LOAD] [--witness]
+                                              [--max-tick-load LOAD]
+                                              [--predict-max-spacing N] [--witness]
                                               [--witness-best-effort]
                                               [--domain ID]
 
@@ -56,7 +57,8 @@ writer's DDS source timestamps, reception − write): a stall both see while the
 on time is the middleware's (issue 24's start-of-stream stall); ``--witness-best-effort``
 makes that subscriber BEST_EFFORT (a stall it sees alone is not the RELIABLE protocol's
 repair of a lost sample). ``--max-tick-load`` sets the node's budget (a smaller one: how
-the loop spends it on a slower machine).
+the loop spends it on a slower machine); ``--predict-max-spacing`` its
+``predict_max_spacing`` (with ``--predict``).
 """
 from __future__ import annotations
 
@@ -675,8 +677,8 @@ class Options(argparse.Namespace):
     the node runs with timers on its callbacks; ``trace``: instead a trace of its loop,
     :func:`latency_trace`), ``grid_stamps`` (the generator's stamps on the tick grid),
     ``unaligned`` (the node with ``align_ticks`` false: its grid at whole periods),
-    ``max_tick_load`` (0: the node's default), ``witness`` (a second subscriber process:
-    :func:`witness`)."""
+    ``max_tick_load`` and ``predict_max_spacing`` (0: the node's default), ``witness`` (a
+    second subscriber process: :func:`witness`)."""
 
     ticks: float = 0.0
     sim_time: bool = False
@@ -687,6 +689,7 @@ class Options(argparse.Namespace):
     grid_stamps: bool = False
     unaligned: bool = False
     max_tick_load: float = 0.0
+    predict_max_spacing: int = 0
     witness: bool = False
     witness_best_effort: bool = False
 
@@ -702,6 +705,8 @@ def node_params(params: dict, opts: Options, default_ticks: float) -> dict:
         out['align_ticks'] = 'false'
     if opts.max_tick_load:
         out['max_tick_load'] = opts.max_tick_load
+    if opts.predict_max_spacing:
+        out['predict_max_spacing'] = opts.predict_max_spacing
     return out
 
 
@@ -1072,6 +1077,8 @@ def main(argv: list[str] | None = None) -> int:
                     help='the node\'s max_tick_load (default: its own, 0.6); a lower one '
                          'shows how the loop spends a smaller budget, as on a slower machine '
                          '(0.5 at 0.6\'s work: a machine ~20 %% slower)')
+    ap.add_argument('--predict-max-spacing', type=int, default=0, metavar='N',
+                    help='with --predict: the node\'s predict_max_spacing (default: its own)')
     ap.add_argument('--witness', action='store_true',
                     help='a second subscriber of ~/state in its own process; per row both '
                          'subscribers\' delivery (gaps between receptions and between the '
@@ -1119,7 +1126,8 @@ def main(argv: list[str] | None = None) -> int:
                        profile=Path(tmp) if args.profile or args.trace else None,
                        predict=args.predict, trace=args.trace, grid_stamps=args.grid_stamps,
                        keep_trace=args.keep_trace, unaligned=args.unaligned,
-                       max_tick_load=args.max_tick_load, witness=args.witness,
+                       max_tick_load=args.max_tick_load,
+                       predict_max_spacing=args.predict_max_spacing, witness=args.witness,
                        witness_best_effort=args.witness_best_effort)
         domain = args.domain if args.domain is not None else 60 + os.getpid() % 40
         print(f'ROS_DOMAIN_ID {domain}', flush=True)
