@@ -11,7 +11,7 @@ that period. Beside the governor as it is (a reserve of ``RESERVE_PERIODS`` peri
 kept for predictions, ``BANK_PERIODS`` banked), the same class with the fifth and sixth
 sessions' setting (bank 4 periods, no reserve) in the same run: the share of grid ticks
 that get an estimate, of smoother ticks, the CPU per wall second against the 0.6 budget,
-and the widest smoother spacing (≤ ``predict_max_spacing`` 3).
+and the widest smoother spacing (≤ ``predict_max_spacing``, the node's default 5).
 
     .venv/bin/python bench/governor_bursts.py [--periods 20000]
 """
@@ -32,7 +32,7 @@ from mbfg_ros.ros.governor import (BANK_PERIODS, RESERVE_PERIODS, SMOOTH,  # noq
 
 PERIOD = 1e-3
 LOAD = 0.6
-SPACING = 3
+SPACING = 5           # the node's predict_max_spacing default
 COSTS = {'ur5': (0.50e-3, 0.12e-3, 0.19e-3),          # smoother, prediction, other (s)
          'fourbar': (0.42e-3, 0.17e-3, 0.18e-3)}
 

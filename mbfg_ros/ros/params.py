@@ -168,11 +168,12 @@ def _estimator_params() -> tuple[ParamSpec, ...]:
                   'due tick back, publish the newest smoothed estimate carried to the due grid '
                   'time by the model (a predicted estimate, ticks.predicted) and its torque '
                   'command, so an estimate goes out at every grid tick.', 'bool'),
-        ParamSpec('predict_max_spacing', 3, 'With predict_between_ticks: the smoother ticks '
+        ParamSpec('predict_max_spacing', 5, 'With predict_between_ticks: the smoother ticks '
                   'at least every this many grid periods (its share of max_tick_load reserved '
                   'first); the predictions fill the rest of the budget and are thinned '
                   '(ticks.thinned) when it does not stretch (bench/predicted_estimates.py '
-                  'prints the spacing that keeps the accuracy).', 'int', lo=1, hi=1000),
+                  'prints the spacing that keeps the accuracy; 2 on an arm without effort '
+                  'readings).', 'int', lo=1, hi=1000),
         ParamSpec('max_merge_ticks', 10, 'When behind, one tick may merge at most this many '
                   'grid ticks (a longer step); the rest follow in later ticks.', 'int', lo=1,
                   hi=1000),
