@@ -173,7 +173,9 @@ def _fourbar():
 
 
 @pytest.mark.parametrize('mechanism', ['ur5', 'fourbar'])
-@pytest.mark.parametrize('stamps', [(0.5, 1.0), (0.25, 0.5, 1.0), (0.3,), (0.1, 0.2, 0.6, 0.9)])
+@pytest.mark.parametrize('stamps', [(0.5, 1.0), (0.25, 0.5, 1.0), (0.3,), (0.1, 0.2, 0.6, 0.9),
+                                    tuple(np.arange(1, 6) / 5),      # a 5-period merged tick
+                                    tuple(np.arange(1, 21) / 20)])   # 10 periods, 2 stamps each
 def test_readings_between_ticks_by_layouts_are_the_interval_rows(ur5, mechanism, stamps):
     """Readings at a few stamps between two ticks (sensors off the tick grid; some at the
     tick itself): the state interpolated once per stamp and each stamp's readings by its
@@ -182,7 +184,8 @@ def test_readings_between_ticks_by_layouts_are_the_interval_rows(ur5, mechanism,
     direct encoders always, every stamp in one pass: layout.layout_rows_at_stamps); to
     rounding where a planar sensor is read at several (the
     general path evaluates its readings vectorised over their states, the layouts one
-    state at a time). Five stamps or more take the general path (None)."""
+    state at a time). More than :data:`~mbfg_ros.estimation.graph.INTERVAL_STAMPS` stamps
+    take the general path (None)."""
     from mbfg_ros.estimation.graph import INTERVAL_STAMPS
     from mbfg_ros.estimation.observations import interpolation_weights, interval_rows
     system = ur5 if mechanism == 'ur5' else _fourbar()
