@@ -490,9 +490,15 @@ class GraphMixin:
             keys, xs, J, gate_e = (k,), (guess,), (H,), e
             fractions = None
         else:
-            if sorted(stamps) != stamps:
-                # (in stamp order already, the usual case, the stable order is the same)
-                order = np.argsort(span, kind='stable')
+            # in stamp order, and at one stamp in sensor order (gate slot): the readings'
+            # sequence is then the same whatever order they arrived in (live, the Imu of an
+            # instant often comes before its JointState), so a merged tick's layouts plan is
+            # found again (:meth:`_interval_layout_rows`; in arrival order a 8-stamp interval
+            # had up to 2⁸ sequences for a cache of 64, and cost as reading by reading)
+            base = self._slot_base
+            slots = [base[p.ob.kind] + p.ob.index for p in items]
+            order = np.lexsort((slots, span))
+            if (order[1:] < order[:-1]).any():
                 span, after = span[order], after[order]
                 items = [items[i] for i in order.tolist()]
             fractions = span.tolist()
