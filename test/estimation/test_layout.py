@@ -242,15 +242,20 @@ def test_the_gate_with_the_layout_between_ticks_decides_and_learns_as_without(ur
 
 
 def test_the_interval_weights_as_floats_are_interpolation_weights_bit_for_bit():
-    """The Hermite weights of a few stamps computed element by element
-    (``graph._interval_weights``, issue 24 branch tick7) are
+    """The Hermite weights of a few stamps (up to ``INTERVAL_STAMPS``) computed element by
+    element (``graph._interval_weights``, issue 24 branch tick7) are
     :func:`~mbfg_ros.estimation.observations.interpolation_weights`'s, bit for bit, for
     fractions on and off a grid, at 0 and at 1, and several dt's."""
-    from mbfg_ros.estimation.graph import _interval_weights
+    from mbfg_ros.estimation.graph import INTERVAL_STAMPS, _interval_weights
     from mbfg_ros.estimation.observations import interpolation_weights
     rng = np.random.default_rng(7)
     cases = [[0.5, 1.0], [1.0 / 3.0, 2.0 / 3.0, 1.0], [0.0], [0.7], [1e-9, 0.25, 0.999999999]]
     cases += [sorted(rng.uniform(0, 1, int(rng.integers(1, 5))).tolist()) for _ in range(20)]
+    # up to INTERVAL_STAMPS fractions (a merged tick's readings), on grids too: 5 periods
+    # at two stamps each, INTERVAL_STAMPS stamps
+    cases += [sorted(rng.uniform(0, 1, int(rng.integers(5, INTERVAL_STAMPS + 1))).tolist())
+              for _ in range(10)]
+    cases += [(np.arange(1, m + 1) / m).tolist() for m in (10, INTERVAL_STAMPS)]
     for span in cases:
         for dt in (1e-3, 2e-3 + 1e-18, 3.0000000000000001e-3, 0.01 * rng.uniform()):
             got, want = _interval_weights(span, dt), interpolation_weights(span, dt)
