@@ -11,9 +11,10 @@ that period. Beside the governor as it is (a reserve of ``RESERVE_PERIODS`` peri
 kept for predictions, ``BANK_PERIODS`` banked), the same class with the fifth and sixth
 sessions' setting (bank 4 periods, no reserve) in the same run: the share of grid ticks
 that get an estimate, of smoother ticks, the CPU per wall second against the 0.6 budget,
-and the widest smoother spacing (≤ ``predict_max_spacing``, the node's default 5).
+and the widest smoother spacing (≤ ``predict_max_spacing``: ``--spacing``, by default the
+node's, 5).
 
-    .venv/bin/python bench/governor_bursts.py [--periods 20000]
+    .venv/bin/python bench/governor_bursts.py [--periods 20000] [--spacing N]
 """
 from __future__ import annotations
 
@@ -29,10 +30,11 @@ if str(REPO) not in sys.path:
 
 from mbfg_ros.ros.governor import (BANK_PERIODS, RESERVE_PERIODS, SMOOTH,  # noqa: E402
                                    THIN, TickGovernor, dry_run)
+from mbfg_ros.ros.params import ESTIMATOR_PARAMS, defaults  # noqa: E402
 
 PERIOD = 1e-3
 LOAD = 0.6
-SPACING = 5           # the node's predict_max_spacing default
+SPACING = int(defaults(ESTIMATOR_PARAMS)['predict_max_spacing'])   # the node's default
 COSTS = {'ur5': (0.50e-3, 0.12e-3, 0.19e-3),          # smoother, prediction, other (s)
          'fourbar': (0.42e-3, 0.17e-3, 0.18e-3)}
 
@@ -68,8 +70,12 @@ def traces(periods: int, seed: int = 0) -> dict[str, np.ndarray]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--periods', type=int, default=20000, help='1 kHz grid ticks per row')
+    ap.add_argument('--spacing', type=int, default=SPACING, metavar='N',
+                    help=f'the governor\'s predict_max_spacing (default: the node\'s, {SPACING})')
     args = ap.parse_args(argv)
-    print(f'TickGovernor, load {LOAD}, predict_max_spacing {SPACING}, {args.periods} grid '
+    if args.spacing < 1:
+        ap.error(f'--spacing {args.spacing}: must be >= 1')
+    print(f'TickGovernor, load {LOAD}, predict_max_spacing {args.spacing}, {args.periods} grid '
           f'ticks at 1 kHz; now: bank {BANK_PERIODS} / reserve {RESERVE_PERIODS} periods; '
           'before: bank 4 / reserve 0')
     print('| machine | robot | estimates (share of grid ticks) before → now | smoothed '
@@ -77,8 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     print('|---|---|---|---|---|---|')
     for name, slow in traces(args.periods).items():
         for robot, costs in COSTS.items():
-            b = run(TickGovernor(LOAD, PERIOD, SPACING, 4, 0), costs, slow)
-            n = run(TickGovernor(LOAD, PERIOD, SPACING), costs, slow)
+            b = run(TickGovernor(LOAD, PERIOD, args.spacing, 4, 0), costs, slow)
+            n = run(TickGovernor(LOAD, PERIOD, args.spacing), costs, slow)
             print(f'| {name} | {robot} | {b[0]:.3f} → {n[0]:.3f} | {b[1]:.2f} → {n[1]:.2f} | '
                   f'{b[2]:.3f} → {n[2]:.3f} | {b[3]} / {n[3]} |')
     return 0

@@ -1078,7 +1078,8 @@ def main(argv: list[str] | None = None) -> int:
                          'shows how the loop spends a smaller budget, as on a slower machine '
                          '(0.5 at 0.6\'s work: a machine ~20 %% slower)')
     ap.add_argument('--predict-max-spacing', type=int, default=0, metavar='N',
-                    help='with --predict: the node\'s predict_max_spacing (default: its own)')
+                    help='with --predict: the node\'s predict_max_spacing, N >= 1 (default: '
+                         'its own, 5)')
     ap.add_argument('--witness', action='store_true',
                     help='a second subscriber of ~/state in its own process; per row both '
                          'subscribers\' delivery (gaps between receptions and between the '
@@ -1113,6 +1114,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.generator:
         return generator(Path(args.generator[0]), Path(args.generator[1]), args.clock,
                          args.grid_ns)
+    if args.predict_max_spacing and (args.predict_max_spacing < 1 or not args.predict):
+        ap.error(f'--predict-max-spacing {args.predict_max_spacing}: needs --predict and N >= 1')
     print(f'estimator_node throughput: {MECH.name}, {args.duration:g} s per row, python '
           f'{platform.python_version()}, {os.cpu_count()} CPUs, crank encoder + coupler IMU '
           'at the input rate, lag 0.1 s; errors after the first 0.5 s')

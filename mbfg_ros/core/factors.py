@@ -18,8 +18,11 @@ variables ``x = [q, q̇, q̈]``:
     prior (21)                     -> :func:`prior_factor` (GTSAM's PriorFactorVector)
     f_dpc + f_dvc + f_ddyn (24-26)  -> :func:`stacked_state_error` (any
                                       :class:`~mbfg_ros.core.interface.MultibodySystem`)
-    two f_ti / f_ei (23 / 22)       -> :func:`stacked_trapezoidal_error`,
-                                      :func:`stacked_euler_error` (between steps)
+    two f_ti / f_ei (23 / 22)       -> :func:`stacked_trapezoidal_error` (the estimator's:
+                                      q rows with the rule's end correction),
+                                      :func:`stacked_euler_error` (between steps;
+                                      the simulator's rows:
+                                      :func:`stacked_integrator_jacobians`)
     f_ipc + f_ivc + f_iac + f_idyn  -> :func:`stacked_indep_state_error` (the system's own,
     (27, 30-32)                       ``planar.factors`` for natural coordinates)
     f_eq                           -> not needed: consecutive stacked states share the
@@ -306,8 +309,9 @@ def _neg_eye(n: int) -> np.ndarray:
 def stacked_integrator_jacobians(n: int, dt: float, trapezoidal: bool, corrected: bool = False
                                  ) -> tuple[np.ndarray, np.ndarray]:
     """A0, A1 with e = A0 x_{k-1} + A1 x_k for stacked x = [p, ṗ, p̈] (Eqs. 22/23);
-    ``corrected``: the q rows of :func:`stacked_trapezoidal_error` (the trapezoidal rule with
-    its end correction, + dt²/12 (q̈_k − q̈_{k−1})).
+    ``corrected`` (with ``trapezoidal`` only): the q rows of :func:`stacked_trapezoidal_error`
+    (the trapezoidal rule with its end correction, + dt²/12 (q̈_k − q̈_{k−1})); the
+    simulator's (``simulation/forward.py``) are Eq. 23's own, the default.
 
     Constants of (n, dt): kept per value (a tick loop has a handful of dt's), read-only."""
     eye = np.eye(n)

@@ -9,7 +9,8 @@ x_k = [q, q̇, q̈] (key ``x<k>``):
 * state factor (:func:`factors.stacked_state_error`): Φ(q) = 0, Φq q̇ = 0
   (Eqs. 24-25, tight) and q̈(q, q̇, τ) − q̈ (Eq. 26) with the known applied
   torques τ; its σ (``dynamics_sigma``) covers the unmodelled forces;
-* integrator (:func:`factors.stacked_trapezoidal_error`, Eq. 23) to x_{k−1};
+* integrator (:func:`factors.stacked_trapezoidal_error`, Eq. 23, its q rows with the
+  trapezoidal rule's end correction + dt²/12 (q̈_k − q̈_{k−1})) to x_{k−1};
 * one observation factor on x_k holding the readings stamped at t_k, and one
   on (x_{k−1}, x_k) holding those stamped inside (t_{k−1}, t_k), evaluated at
   the state interpolated between the two keys (:mod:`mbfg_ros.estimation.observations`).

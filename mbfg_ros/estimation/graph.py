@@ -110,8 +110,10 @@ dearer; ``bench/estimator_ab.py --every 5``: 20-31 % less CPU per tick with 24).
 def _interval_weights(span: Sequence[float], dt: float) -> tuple[np.ndarray, np.ndarray]:
     """:func:`~.observations.interpolation_weights` of a few fractions ``span`` (Python
     floats), element by element: the same operations in the same order on the same doubles
-    (s², s³ = s·s·s, the Hermite weights, dt·h, 1 − s), without a dozen array calls on two
-    to four elements; (a, b) each (len(span), 3, 3)."""
+    (s², s³ = s·s·s, the Hermite weights, dt·h, 1 − s), without a dozen array calls on a
+    few elements (up to :data:`INTERVAL_STAMPS`; a miss only: the weights are kept per
+    fractions and dt, :meth:`GraphMixin._interval_layout_rows`); (a, b) each
+    (len(span), 3, 3)."""
     A, B = [], []
     for s in span:
         s2, s3 = s * s, s * s * s
@@ -198,6 +200,11 @@ class GraphMixin:
         trust a wrong integrator at slow tick rates (100 Hz: 40σ per step),
         which biased the estimate by several mrad. σ grows with dt³. One σ per row
         of the factor (q rows, then q̇ rows), with the jerk of each coordinate's kind.
+        The q rows keep it with their end correction
+        (:func:`factors.stacked_trapezoidal_error`), whose own truncation error is
+        dt⁵/720 q⁽⁵⁾ (Euler–Maclaurin's next term): a conservative bound there. (The q̇
+        rows' error is dt³/12 q⁗: the same σ there takes ``integrator_jerk``'s number as a
+        bound on |q⁗|.)
         """
         return np.tile(self.config.integrator_sigma + self._jerk * dt ** 3 / 12.0, 2)
 
@@ -493,9 +500,15 @@ class GraphMixin:
             keys, xs, J, gate_e = (k,), (guess,), (H,), e
             fractions = None
         else:
-            if sorted(stamps) != stamps:
-                # (in stamp order already, the usual case, the stable order is the same)
-                order = np.argsort(span, kind='stable')
+            # in stamp order, and at one stamp in sensor order (gate slot): the readings'
+            # sequence is then the same whatever order they arrived in (live, the Imu of an
+            # instant often comes before its JointState), so a merged tick's layouts plan is
+            # found again (:meth:`_interval_layout_rows`; in arrival order a 8-stamp interval
+            # had up to 2⁸ sequences for a cache of 64, and cost as reading by reading)
+            base = self._slot_base
+            slots = [base[p.ob.kind] + p.ob.index for p in items]
+            order = np.lexsort((slots, span))
+            if (order[1:] < order[:-1]).any():
                 span, after = span[order], after[order]
                 items = [items[i] for i in order.tolist()]
             fractions = span.tolist()

@@ -294,3 +294,27 @@ def test_the_integrator_rows_vanish_on_a_cubic_trajectory(dt):
     plain = x1[:n] - x0[:n] - 0.5 * dt * (x0[n:2 * n] + x1[n:2 * n])     # Eq. 23's q rows
     np.testing.assert_allclose(plain, -dt ** 3 / 12 * 6 * c3, rtol=1e-6)
     assert np.abs(plain).max() > 1e6 * np.abs(e[:n]).max() + 1e-15
+
+
+def test_the_end_correction_is_the_estimators_alone():
+    """Issue 24: :func:`F.stacked_integrator_jacobians` by default (the simulator's call,
+    ``simulation/forward.py``, seed 000 Table 1) gives Eq. 23's rows, no q̈ on the q rows,
+    whichever of the two was asked for first (separate cache entries); ``corrected``
+    adds ∓dt²/12 there and nothing else, and those are the estimator's rows
+    (:func:`F.stacked_trapezoidal_error`: e = A0 x_{k−1} + A1 x_k)."""
+    n, dt = 3, 0.0037                 # a dt no other test asks for: the cache starts empty
+    eye = np.eye(n)
+    corrected = F.stacked_integrator_jacobians(n, dt, True, True)
+    for plain in (F.stacked_integrator_jacobians(n, dt, True),
+                  F.stacked_integrator_jacobians(n, dt, True, False)):
+        for Jp, Jc, sign in zip(plain, corrected, (-1.0, 1.0)):
+            assert not Jp[:n, 2 * n:].any()
+            np.testing.assert_array_equal(Jc[:n, 2 * n:], sign * dt * dt / 12.0 * eye)
+            rest = np.ones(Jp.shape, bool)
+            rest[:n, 2 * n:] = False
+            assert np.array_equal(Jp[rest], Jc[rest])
+    rng = np.random.default_rng(24)
+    x0, x1 = rng.standard_normal(3 * n), rng.standard_normal(3 * n)
+    e, J = F.stacked_trapezoidal_error(n, dt, [x0, x1], True)
+    assert all(Ji is Jc for Ji, Jc in zip(J, corrected))
+    np.testing.assert_allclose(corrected[0] @ x0 + corrected[1] @ x1, e, rtol=0, atol=1e-14)

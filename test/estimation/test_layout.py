@@ -242,15 +242,20 @@ def test_the_gate_with_the_layout_between_ticks_decides_and_learns_as_without(ur
 
 
 def test_the_interval_weights_as_floats_are_interpolation_weights_bit_for_bit():
-    """The Hermite weights of a few stamps computed element by element
-    (``graph._interval_weights``, issue 24 branch tick7) are
+    """The Hermite weights of a few stamps (up to ``INTERVAL_STAMPS``) computed element by
+    element (``graph._interval_weights``, issue 24 branch tick7) are
     :func:`~mbfg_ros.estimation.observations.interpolation_weights`'s, bit for bit, for
     fractions on and off a grid, at 0 and at 1, and several dt's."""
-    from mbfg_ros.estimation.graph import _interval_weights
+    from mbfg_ros.estimation.graph import INTERVAL_STAMPS, _interval_weights
     from mbfg_ros.estimation.observations import interpolation_weights
     rng = np.random.default_rng(7)
     cases = [[0.5, 1.0], [1.0 / 3.0, 2.0 / 3.0, 1.0], [0.0], [0.7], [1e-9, 0.25, 0.999999999]]
     cases += [sorted(rng.uniform(0, 1, int(rng.integers(1, 5))).tolist()) for _ in range(20)]
+    # up to INTERVAL_STAMPS fractions (a merged tick's readings), on grids too: 5 periods
+    # at two stamps each, INTERVAL_STAMPS stamps
+    cases += [sorted(rng.uniform(0, 1, int(rng.integers(5, INTERVAL_STAMPS + 1))).tolist())
+              for _ in range(10)]
+    cases += [(np.arange(1, m + 1) / m).tolist() for m in (10, INTERVAL_STAMPS)]
     for span in cases:
         for dt in (1e-3, 2e-3 + 1e-18, 3.0000000000000001e-3, 0.01 * rng.uniform()):
             got, want = _interval_weights(span, dt), interpolation_weights(span, dt)
@@ -282,3 +287,48 @@ def test_an_intervals_readings_kept_tell_whether_all_are_at_the_tick():
                      (0, 1), (None, None), e, None, J, None, None, np.arange(3),
                      one.repeat(3))
     assert not plain.at_tick() and plain.kept(np.array([False, True, True])).at_tick()
+
+
+def test_a_merged_ticks_readings_in_any_arrival_order_give_one_plan_and_the_same_estimates(ur5):
+    """Live, the Imu of an instant often arrives before its JointState, and which one comes
+    first changes from stamp to stamp. The readings of a merged tick (every 8th grid time: 8
+    stamps, encoders and IMU at each) are evaluated in stamp order and, at one stamp, in
+    sensor order, whatever order they arrived in: the estimates equal those of the readings
+    in a fixed order (to rounding: start-up and the first tick take them as they come), and
+    the interval's layouts plan is built once (in arrival order it had up to 2⁸ sequences
+    for a cache of 64 and cost as reading by reading)."""
+    from mbfg_ros.spatial.sensor_sim import (SpatialSensorConfig, reference_motion,
+                                             simulate_spatial_measurements, track_reference)
+    tr = track_reference(ur5, reference_motion(ur5, 0.6, 1e-3, seed=2))
+    recs = simulate_spatial_measurements(
+        ur5, tr.t, tr.q, tr.qd, tr.qdd, tr.tau,
+        SpatialSensorConfig(encoder_rate=1000.0, effort_sigma=0.0, imu_rate=1000.0),
+        np.random.default_rng(2))
+    rng = np.random.default_rng(5)
+    shuffled, i = [], 0
+    while i < len(recs):
+        j = i
+        while j < len(recs) and recs[j].t == recs[i].t:
+            j += 1
+        shuffled += [recs[i + m] for m in rng.permutation(j - i)]
+        i = j
+    assert [r.t for r in shuffled] == [r.t for r in recs] and shuffled != recs
+
+    def run(readings):
+        est = Estimator(ur5, EstimatorConfig(frequency=1000.0, lag_duration=0.05))
+        out, i = [], 0
+        for k, t in enumerate(tr.t):
+            while i < len(readings) and readings[i].t <= t + 1e-12:
+                est.add(readings[i])
+                i += 1
+            if k % 8 and est.initialised:
+                continue
+            e = est.tick(t)
+            if e is not None:
+                out.append(np.concatenate((e.q, e.qd, e.qdd)))
+        return np.array(out), len(est._interval_plans)
+    fixed, plans_fixed = run(recs)
+    mixed, plans_mixed = run(shuffled)
+    assert fixed.shape[0] > 50
+    np.testing.assert_allclose(mixed, fixed, rtol=1e-9, atol=1e-12)
+    assert plans_mixed == plans_fixed == 1

@@ -56,20 +56,28 @@ def _config(**kw) -> EstimatorConfig:
                            gyro_sigma=0.005, accel_sigma=0.05, dynamics_sigma=2.0, **kw)
 
 
-def _rate_rms(sys_, tr, recs, every: int, **kw) -> float:
-    """The joint-rate RMSE of the smoothed estimates, the smoother ticked at every
-    ``every``-th grid time (each tick takes the readings stamped since the last)."""
-    est = Estimator(sys_, _config(**kw))
-    err, i = [], 0
-    for k, t in enumerate(tr.t):
+def _smoothed(est: Estimator, t: np.ndarray, recs, every: int) -> list:
+    """(grid index, estimate) of the smoothed estimates after :data:`SKIP`, ``est`` ticked at
+    every ``every``-th grid time of ``t`` (each tick takes the readings stamped since the
+    last)."""
+    out, i = [], 0
+    for k, tk in enumerate(t):
         if k % every and est.initialised:
             continue
-        while i < len(recs) and recs[i].t <= t + 1e-12:
+        while i < len(recs) and recs[i].t <= tk + 1e-12:
             est.add(recs[i])
             i += 1
-        e = est.tick(t)
-        if e is not None and t >= SKIP:
-            err.append(e.qd - tr.qd[k])
+        e = est.tick(tk)
+        if e is not None and tk >= SKIP:
+            out.append((k, e))
+    return out
+
+
+def _rate_rms(sys_, tr, recs, every: int, **kw) -> float:
+    """The joint-rate RMSE of the smoothed estimates, the smoother ticked at every
+    ``every``-th grid time."""
+    err = [e.qd - tr.qd[k] for k, e in _smoothed(Estimator(sys_, _config(**kw)), tr.t, recs,
+                                                 every)]
     return float(np.sqrt(np.mean(np.square(err))))
 
 
@@ -101,7 +109,9 @@ def test_the_four_bars_angle_at_a_tick_every_fourth_period_has_no_integrator_bia
     over a step, as the readings between keys are interpolated: the smoother ticked at every
     4th grid time is about as accurate as at every one: 1.07x (1.5 s, 0.5 s left out).
     Seed 000 Eq. 23's q rows alone (missing by dt³/12 q⃛ over a 4-period key) gave 6.2x."""
-    t, q, qd, qdd, theta, _ = _reference_fourbar(1.5)
+    t = np.arange(0.0, 1.5 + 0.5 / RATE, 1.0 / RATE)
+    r = ref.simulate(t)
+    q, qd, qdd, theta = r.q, r.qd, ref.accelerations(r), r.theta
     sys_ = load_system(DATA / 'fourbar_estimator.yaml')
     sm = SensorModel(sys_)
     recs = simulate_measurements(
@@ -113,34 +123,12 @@ def test_the_four_bars_angle_at_a_tick_every_fourth_period_has_no_integrator_bia
     def angle_rms(every: int) -> float:
         est = Estimator(sys_, EstimatorConfig(frequency=RATE, lag_duration=0.05,
                                               encoder_sigma=ENC))
-        err, i = [], 0
-        for k, tk in enumerate(t):
-            if k % every and est.initialised:
-                continue
-            while i < len(recs) and recs[i].t <= tk + 1e-12:
-                est.add(recs[i])
-                i += 1
-            e = est.tick(tk)
-            if e is not None and tk >= SKIP:
-                err.append(wrap_angle(sm.joint(0, e.q, e.qd)[0].h[0] - theta[k]))
+        err = [wrap_angle(sm.joint(0, e.q, e.qd)[0].h[0] - theta[k])
+               for k, e in _smoothed(est, t, recs, every)]
         return float(np.sqrt(np.mean(np.square(err))))
     every, merged = angle_rms(1), angle_rms(4)
     assert every < 2e-5                         # the model's error, well below the encoder's
     assert merged < 1.5 * every, (merged, every)
-
-
-def _reference_fourbar(duration: float):
-    """(t, q, q̇, q̈, θ, θ̇) of the four-bar released from rest at 1 kHz, from the
-    independent reference (test/estimation/test_estimator.py's ``reference``)."""
-    t = np.arange(0.0, duration + 0.5 / RATE, 1.0 / RATE)
-    r = ref.simulate(t)
-    qdd = np.empty_like(r.q)
-    for k, (th, thd) in enumerate(zip(r.theta, r.theta_d)):
-        p = ref.pose(th)
-        thdd = ref._rhs(0.0, np.array([th, thd]))[1]
-        qdd[k] = (np.concatenate((p.p1_t, p.p2_t)) * thdd
-                  + np.concatenate((p.p1_tt, p.p2_tt)) * thd ** 2)
-    return t, r.q, r.qd, qdd, r.theta, r.theta_d
 
 
 def test_the_jerk_rows_carry_the_periods_the_tick_spans(ur5_case):

@@ -144,3 +144,33 @@ def test_predict_takes_the_efforts_in_force_and_the_held_estimate_elsewhere(ur5_
                       (p.tau, ur5.torques(q1, qd1, qdd1))):
         assert got.tobytes() == want.tobytes()
     assert p.q_std is last.q_std and p.counters is last.counters   # the smoothed key's
+
+
+def test_a_prediction_and_its_smoothed_key_satisfy_the_integrator_rows(ur5_case):
+    """The prediction carries x_k to t as the integrator factor relates two keys (the module
+    docstring, seed 000 Eq. 23 with the q rows' end correction): the estimator's own rows
+    (:func:`~mbfg_ros.core.factors.stacked_trapezoidal_error`) between the newest smoothed
+    state and a prediction 1-5 periods on vanish to rounding, so a change of the one
+    without the other fails here. Eq. 23's q rows alone miss by Δt²/12 (q̈' − q̈), far
+    above that rounding at these steps."""
+    from mbfg_ros.core import factors as F
+    ur5, tr, _, recs = ur5_case
+    est = Estimator(ur5, _config())
+    i = 0
+    for t in tr.t[:300]:
+        while i < len(recs) and recs[i].t <= t + 1e-12:
+            est.add(recs[i])
+            i += 1
+        last = est.tick(t)
+    n = ur5.n
+    x0 = np.concatenate((last.q, last.qd, last.qdd))
+    for periods in (1, 3, 5):
+        t = last.t + periods / RATE
+        p = est.predict(t)
+        x1 = np.concatenate((p.q, p.qd, p.qdd))
+        dt = t - last.t                           # the prediction's own step
+        e = F.stacked_trapezoidal_error(n, dt, [x0, x1], False)[0]
+        tol = 1e-14 * max(1.0, np.abs(x1).max())
+        assert np.abs(e).max() < tol, (periods, np.abs(e).max())
+        plain = x1[:n] - x0[:n] - 0.5 * dt * (x0[n:2 * n] + x1[n:2 * n])
+        assert np.abs(plain).max() > 100 * tol, (periods, np.abs(plain).max())

@@ -138,6 +138,18 @@ def simulate(t: np.ndarray, theta0: float = 0.0, theta_d0: float = 0.0,
     return Reference(t, theta, theta_d, q, qd)
 
 
+def accelerations(r: Reference) -> np.ndarray:
+    """(N, 4): q̈ of ``r``'s samples, from θ̈ of the equation of motion and the pose's
+    θ-derivatives (q̈ = ∂q/∂θ θ̈ + ∂²q/∂θ² θ̇²)."""
+    qdd = np.empty_like(r.q)
+    for k, (th, thd) in enumerate(zip(r.theta, r.theta_d)):
+        p = pose(th)
+        thdd = _rhs(0.0, np.array([th, thd]))[1]
+        qdd[k] = (np.concatenate((p.p1_t, p.p2_t)) * thdd
+                  + np.concatenate((p.p1_tt, p.p2_tt)) * thd ** 2)
+    return qdd
+
+
 def rmse(q: np.ndarray, q_ref: np.ndarray) -> float:
     """Root mean square of all coordinate errors over all samples (seed 000 Table 1)."""
     return float(np.sqrt(np.mean((np.asarray(q) - np.asarray(q_ref)) ** 2)))
