@@ -214,14 +214,7 @@ def test_the_merged_tick_spans_only_the_state_factor_not_the_gate(ur5_case, unkn
         recs = [replace(r, effort=None) if getattr(r, 'effort', None) is not None else r
                 for r in recs]
     est = Estimator(ur5, _config(unknown_effort_sigma=1e-6 if unknown else 0.0))
-    i = 0
-    for k, t in enumerate(tr.t[:30]):
-        if k % 3 and est.initialised:
-            continue
-        while i < len(recs) and recs[i].t <= t + 1e-12:
-            est.add(recs[i])
-            i += 1
-        est.tick(t)
+    _smoothed(est, tr.t[:30], recs, 3)
     if unknown:
         # the last tick spanned 3 periods, its efforts unknown (the gate's σ its own)
         assert est._t_last == tr.t[27] and est._k >= 2 and not est._tau_all
@@ -241,9 +234,9 @@ def test_a_closed_chains_constraint_rows_keep_their_sigma_on_a_merged_tick(unkno
     fourbar = load_system(CONFIG / 'fourbar.yaml')
     n, m, T = fourbar.n, fourbar.m, 1.0 / RATE
     assert m > 0
-    _, q, qd, qdd, _, _ = _reference_fourbar(0.01)      # a pose on the constraints
-    x = np.concatenate((q[5], qd[5], qdd[5]))
-    g2 = np.sum(np.square(fourbar.acceleration_gain(q[5])), axis=1)
+    rf = ref.simulate(np.arange(11) / RATE)             # poses on the constraints
+    x = np.concatenate((rf.q[5], rf.qd[5], ref.accelerations(rf)[5]))
+    g2 = np.sum(np.square(fourbar.acceleration_gain(rf.q[5])), axis=1)
     su = 0.5 / math.sqrt(float(np.mean(g2))) if unknown else 0.0   # mean u² = σ_d²
     u2 = su * su * g2
     est = Estimator(fourbar, EstimatorConfig(frequency=RATE, dynamics_sigma=0.5,
