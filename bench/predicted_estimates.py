@@ -18,7 +18,8 @@ N_max: the largest spacing whose row and every closer one stay within 10 % of th
 spacing: its budget merges ~2-3 grid periods per tick at 1 kHz), the value for the node's
 ``predict_max_spacing`` (the governor, docs/running-on-a-robot.md).
 
-    .venv/bin/python bench/predicted_estimates.py [--duration 5] [--quick] [--robots ur5 fourbar]
+    .venv/bin/python bench/predicted_estimates.py [--duration 5] [--quick]
+                                                  [--robots ur5 fourbar ur5-no-effort]
 """
 from __future__ import annotations
 
@@ -69,6 +70,15 @@ def ur5_case(duration: float, seed: int):
                           unknown_effort_sigma=float(params.get(
                               'unknown_effort_sigma', EstimatorConfig.unknown_effort_sigma)))
     return system, cfg, tr.t, tr.q, tr.qd, tr.tau, recs, (lambda q, qd: (q, qd))
+
+
+def ur5_no_effort_case(duration: float, seed: int):
+    """:func:`ur5_case` without the motors' efforts in its JointStates (an arm whose
+    ``joint_states`` carry none): ``unknown_effort_sigma`` 20 N·m, the jerk rows carry q̈."""
+    system, cfg, t, q, qd, tau, recs, reader = ur5_case(duration, seed)
+    recs = [replace(r, effort=np.zeros(0)) if getattr(r, 'effort', None) is not None else r
+            for r in recs]
+    return (system, replace(cfg, unknown_effort_sigma=20.0), t, q, qd, tau, recs, reader)
 
 
 def fourbar_case(duration: float, seed: int):
@@ -152,12 +162,16 @@ def spacing_within(rows: dict[int, dict], ref: int, tol: float = 1.10) -> int:
     return best
 
 
+CASES = {'ur5': ur5_case, 'fourbar': fourbar_case, 'ur5-no-effort': ur5_no_effort_case}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--duration', type=float, default=5.0, help='simulated seconds')
     ap.add_argument('--quick', action='store_true', help='2 s smoke run')
     ap.add_argument('--robots', nargs='+', default=['ur5', 'fourbar'],
-                    choices=['ur5', 'fourbar'])
+                    choices=list(CASES),
+                    help='ur5-no-effort: the UR5 without its efforts (unknown_effort_sigma 20)')
     ap.add_argument('--every', nargs='+', type=int, default=[1, 2, 3, 4, 5, 6],
                     help='smoother tick every N grid periods (1 is the reference row)')
     ap.add_argument('--seed', type=int, default=0)
@@ -176,8 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     go = True
     nmax: dict[str, tuple[int, int]] = {}
     for robot in a.robots:
-        system, cfg, t, q, qd, tau, recs, reader = (ur5_case if robot == 'ur5'
-                                                    else fourbar_case)(duration, a.seed)
+        system, cfg, t, q, qd, tau, recs, reader = CASES[robot](duration, a.seed)
         base = None
         rows: dict[int, dict] = {}
         for n in every:
