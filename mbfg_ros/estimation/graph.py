@@ -95,7 +95,7 @@ MARGINALISE_EVERY = 5
 
 MAX_SPAN = 10
 """A merged tick's state factor weighs its dynamics as at most this many grid periods'
-(:meth:`GraphMixin._spanned_state_sigma`), and its jerk rows are white up to it
+(:meth:`GraphMixin._dynamics_noise`), and its jerk rows are white up to it
 (:meth:`GraphMixin._step_sigmas`): the node's default ``max_merge_ticks``, the longest
 merge it makes under overload."""
 
@@ -217,7 +217,7 @@ class GraphMixin:
         after the last. A merged tick spanning r = dt/T periods (1 < r ≤ :data:`MAX_SPAN`)
         gets ``integrator_jerk``·T·√r: the change of q̈ over r periods of a jerk white
         at one key per period (the same reasoning as the dynamics rows'
-        :meth:`_spanned_state_sigma`), so ticks merged by the CPU budget smooth q̈ as a
+        :meth:`_dynamics_noise`), so ticks merged by the CPU budget smooth q̈ as a
         tick every period does (on the UR5 without efforts, a tick every 3 periods: joint
         rate of the smoothed estimates 1.08x → 0.99x that of every period,
         ``test/estimation/test_merged_ticks.py``'s 2 s case). Longer (more than
@@ -259,42 +259,10 @@ class GraphMixin:
     def _periods(self, dt: float) -> float:
         """The grid periods r = dt/T a tick ``dt`` after the last key spans: 1.0 for a tick
         within 1e-6 of one period or sooner (on the grid: the σ's as configured; dt is a
-        difference of rounded stamps), else dt/T (:meth:`_spanned_state_sigma`,
+        difference of rounded stamps), else dt/T (:meth:`_dynamics_noise`,
         :meth:`_step_sigmas`)."""
         r = dt / self._dt
         return r if r > 1.0 + 1e-6 else 1.0
-
-    def _spanned_state_sigma(self, state_sigma: np.ndarray, dt: float) -> np.ndarray:
-        """The state factor's σ for a tick ``dt`` after the previous key.
-
-        ``dynamics_sigma`` is the σ of the model error q̈ − q̈(q, q̇, τ) (seed 000 Eq. 26)
-        at one key per grid period T = 1/``frequency``: white, so one key standing for
-        r = dt/T periods (a merged tick: the live node's tick budget, or
-        ``predict_between_ticks``, ticks the smoother every few periods) carries r keys'
-        information, σ_d²/r, and the estimates do not depend on how the ticks were
-        merged (``bench/predicted_estimates.py``: the UR5's joint rate at a tick every 3
-        periods 1.14x that of every period with σ_d as at one period, 1.00x with it
-        scaled). The torque part of an unknown effort (:meth:`_dynamics_noise`) is a torque,
-        not white: it stays; so do the 2m constraint rows (Φ and Φq q̇, which hold at
-        every instant). r ≤ 1 (a tick on the grid, or sooner) keeps σ as configured;
-        r is capped at :data:`MAX_SPAN` (a longer step: :meth:`_step_sigmas`). Kept per dt
-        for known efforts (``state_sigma`` is then :attr:`_state_sigma`); read-only."""
-        r = self._periods(dt)
-        if r == 1.0:
-            return state_sigma
-        known = state_sigma is self._state_sigma
-        if known:
-            out = self._spanned.get(dt)
-            if out is not None:
-                return out
-        n = self.n
-        out = state_sigma.copy()
-        d = out[-n:]
-        d *= d
-        d += self._dyn_sigma2 * (1.0 / min(r, MAX_SPAN) - 1.0)
-        np.sqrt(d, out=d)
-        out.flags.writeable = False
-        return remember(self._spanned, dt, out) if known else out
 
     def _oldest_usable_time(self) -> float:
         """Stamps older than this are not bracketed by keys still inside the smoother."""
@@ -311,7 +279,8 @@ class GraphMixin:
         for actuators of unknown effort at the state ``x`` it is inserted at, which is
         also its linearisation point)."""
         tau = self._tau_prev = self.applied_torque(t)
-        return self._factor([key], self._dynamics_noise(x, tau)[1],
+        # no previous key: nothing spanned (one grid period)
+        return self._factor([key], self._dynamics_noise(x, tau, self._dt)[1],
                             functools.partial(F.stacked_state_error, self.sys, tau), [x])
 
     def _linear(self) -> bool:
@@ -332,24 +301,58 @@ class GraphMixin:
             return F.linear_factor(keys, sigma, fn, at)
         return F.custom_factor(keys, gtsam.noiseModel.Diagonal.Sigmas(sigma), fn)
 
-    def _dynamics_noise(self, x: np.ndarray, tau: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(σ of q̈ per coordinate, the state factor's σ) for the torques ``tau``.
+    def _dynamics_noise(self, x: np.ndarray, tau: np.ndarray, dt: float
+                        ) -> tuple[np.ndarray, np.ndarray]:
+        """(the gate's σ of q̈ per coordinate, the state factor's σ) for the torques ``tau``
+        on a tick ``dt`` after the previous key.
 
-        With ``unknown_effort_sigma`` > 0, each actuator whose effort is not known
-        (never given, or expired) applies an unknown torque of that size: its effect on
-        q̈, ``∂q̈/∂τ_a`` at ``x`` (q̈ is affine in τ: the columns of
+        Unknown efforts: with ``unknown_effort_sigma`` > 0, each actuator whose effort is
+        not known (never given, or expired) applies an unknown torque of that size σ_u: its
+        effect on q̈, ``∂q̈/∂τ_a`` at ``x`` (q̈ is affine in τ: the columns G of
         :meth:`~mbfg_ros.core.interface.MultibodySystem.acceleration_gain`, one
-        factorisation for all of them), adds in quadrature to ``dynamics_sigma``. Without
-        it, the zero torque assumed would pull the estimate of a powered arm down with
-        gravity."""
+        factorisation for all of them), u² = σ_u²·|G|² per coordinate, adds in quadrature
+        to ``dynamics_sigma`` σ_d. Without it, the zero torque assumed would pull the
+        estimate of a powered arm down with gravity.
+
+        Merged ticks: σ_d is the σ of the model error q̈ − q̈(q, q̇, τ) (seed 000 Eq. 26)
+        at one key per grid period T = 1/``frequency``: white, so one key standing for
+        r = dt/T periods (:meth:`_periods`; a merged tick: the live node's tick budget, or
+        ``predict_between_ticks``, ticks the smoother every few periods) carries r keys'
+        information, σ_d²/r, and the estimates do not depend on how the ticks were
+        merged (``bench/predicted_estimates.py``: the UR5's joint rate at a tick every 3
+        periods 1.14x that of every period with σ_d as at one period, 1.00x with it
+        scaled). The state factor's dynamics rows are therefore √(σ_d²/r + u²): the
+        unknown torque's u² is a torque, not white, and is not spanned; nor are the 2m
+        constraint rows (Φ and Φq q̇, which hold at every instant). r is capped at
+        :data:`MAX_SPAN` (a longer step: :meth:`_step_sigmas`). The gate keeps
+        √(σ_d² + u²) (its own model, over the time it carries a prediction).
+
+        r ≤ 1 (a tick on the grid, or sooner) keeps σ as configured: known efforts (or no
+        σ_u), :attr:`_state_sigma` itself; on a merged tick the spanned σ is kept per dt
+        (read-only, the same object every tick for the same dt: its inverses are kept,
+        :meth:`_tick_factor`)."""
+        r = self._periods(dt)
         su = self.config.unknown_effort_sigma
         if su <= 0 or not self._n_act or self._tau_all:
-            return self._dyn_sigma, self._state_sigma
+            if r == 1.0:
+                return self._dyn_sigma, self._state_sigma
+            out = self._spanned.get(dt)
+            if out is None:
+                out = self._state_sigma.copy()
+                d = out[-self.n:]
+                d *= d
+                d += self._dyn_sigma2 * (1.0 / min(r, MAX_SPAN) - 1.0)
+                np.sqrt(d, out=d)
+                out.flags.writeable = False
+                remember(self._spanned, dt, out)
+            return self._dyn_sigma, out
         G = self.sys.acceleration_gain(x[:self.n])[:, ~self._tau_live]
-        sigma = np.sqrt(self._dyn_sigma2 + su * su * np.einsum('ij,ij->i', G, G))
+        u2 = su * su * np.einsum('ij,ij->i', G, G)
+        sigma = np.sqrt(self._dyn_sigma2 + u2)
+        rows = sigma if r == 1.0 else np.sqrt(self._dyn_sigma2 / min(r, MAX_SPAN) + u2)
         if not self.sys.m:          # a tree: the state factor's rows are the dynamics' alone
-            return sigma, sigma
-        return sigma, np.concatenate((self._state_sigma[:2 * self.sys.m], sigma))
+            return sigma, rows
+        return sigma, np.concatenate((self._state_sigma[:2 * self.sys.m], rows))
 
     def _push_window(self, t: float, k: int, x: np.ndarray) -> None:
         self._window.append((t, k))
@@ -660,7 +663,8 @@ class GraphMixin:
         if new:
             J_s = buf[3] = np.empty((rs, 3 * self.n))
         # 1/σ and −1/σ kept while σ is the same object (known efforts: ``_state_sigma``,
-        # the same every tick; the readings: a layout's kept σ's, ReadingLayout.sigmas)
+        # or on merged ticks its spanned σ kept per dt, :meth:`_dynamics_noise`; the
+        # readings: a layout's kept σ's, ReadingLayout.sigmas)
         _, inv_s, _, ninv_s = self._state_invs = _inverses(self._state_invs, state_sigma)
         F.whitened_state_rows(self.sys, tau, guess, inv_s, ninv_s, J_s, A1[:rs], b[:rs], new)
         n = self.n

@@ -191,11 +191,11 @@ class LifecycleMixin:
         X = self._x_last.reshape(3, n)
         G[:2] += dt * X[1:]
         G[0] += 0.5 * dt * dt * X[2]
-        # the gate's process noise and the state factor use the same dynamics σ (one
-        # evaluation per tick: with unknown efforts one factorisation, ∂q̈/∂τ = M⁻¹B)
+        # the gate's process noise and the state factor's dynamics σ, the latter spanned
+        # over the periods dt covers (one evaluation per tick: with unknown efforts one
+        # factorisation, ∂q̈/∂τ = M⁻¹B)
         tau = self.applied_torque(t)
-        self._tick_dyn_sigma, state_sigma = self._dynamics_noise(guess, tau)
-        state_sigma = self._spanned_state_sigma(state_sigma, dt)   # the gate's σ stays
+        self._tick_dyn_sigma, state_sigma = self._dynamics_noise(guess, tau, dt)
         try:
             single, pairs, current, newest = self._attach(t, k, guess)
         except _Diverged as exc:        # the estimate is lost: start again from the readings

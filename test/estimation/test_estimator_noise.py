@@ -41,6 +41,14 @@ def test_kinds_and_joints_get_their_own_sigma():
                                np.tile(1e-6 + np.array([1000.0] * 4 + [50.0] * 2) * dt ** 3 / 12,
                                        2))
     np.testing.assert_allclose(est._state_noise.sigmas()[-DP.n:], sd)
+    # a merged tick of 3 periods: each coordinate's own σ_d/√3 in the state factor (the
+    # 2m constraint rows as configured), the gate's σ_d as configured
+    n, m = DP.n, DP.m
+    gate, state = est._dynamics_noise(np.zeros(3 * n), np.zeros(len(DP.actuator_joints)),
+                                      3.0 / cfg.frequency)
+    np.testing.assert_allclose(state[-n:], sd / math.sqrt(3.0), rtol=1e-12)
+    np.testing.assert_array_equal(state[:2 * m], np.full(2 * m, cfg.constraint_sigma))
+    np.testing.assert_array_equal(gate, sd)
 
 
 @pytest.mark.parametrize('cfg, message', [

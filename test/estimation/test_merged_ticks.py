@@ -1,5 +1,5 @@
 """Merged ticks (issue 24): a smoother tick every few grid periods weighs its dynamics
-and jerk rows as the periods it spans (:meth:`GraphMixin._spanned_state_sigma`,
+and jerk rows as the periods it spans (:meth:`GraphMixin._dynamics_noise`,
 :meth:`GraphMixin._step_sigmas`).
 
 ``dynamics_sigma`` is the σ of q̈ − q̈(q, q̇, τ) at one key per grid period. The live node
@@ -148,80 +148,117 @@ def test_the_jerk_rows_carry_the_periods_the_tick_spans(ur5_case):
         np.testing.assert_array_equal(rows[:-n], integ)
 
 
-@pytest.mark.parametrize('unknown', [False, True])
-def test_the_state_factors_dynamics_rows_carry_the_periods_the_tick_spans(ur5_case, unknown):
-    """The state factor's dynamics rows (seed 000 Eq. 26) on a tick spanning r periods:
-    σ_d²/r in place of σ_d² (r capped at MAX_SPAN), the unknown effort's share kept; on
-    the grid the configured σ itself; kept per dt (known efforts) and read-only."""
-    ur5 = ur5_case[0]
-    est = Estimator(ur5, _config(unknown_effort_sigma=5.0 if unknown else 0.0))
-    n, T = ur5.n, 1.0 / RATE
-    sd2 = est._dyn_sigma ** 2
-    if unknown:       # an unknown effort's torque widens the σ: that part stays
-        base = est._state_sigma.copy()
-        base[-n:] = np.sqrt(sd2 + 9.0)
-    else:
-        base = est._state_sigma
-    # a tick on the grid, or sooner: σ as configured, the same object (its inverses kept)
-    assert est._spanned_state_sigma(base, T) is base
-    assert est._spanned_state_sigma(base, 0.5 * T) is base
-    for r in (2, 3, 5, MAX_SPAN, 3 * MAX_SPAN):
-        got = est._spanned_state_sigma(base, r * T)
-        want = np.sqrt(base[-n:] ** 2 - sd2 + sd2 / min(r, MAX_SPAN))
-        np.testing.assert_allclose(got[-n:], want, rtol=1e-12)
-        np.testing.assert_array_equal(got[:-n], base[:-n])     # constraint rows, if any
-        assert not got.flags.writeable
-        assert (est._spanned_state_sigma(base, r * T) is got) != unknown   # kept per dt
-    assert not base.flags.writeable or unknown
+def _ur5_state(tr, k: int = 500) -> np.ndarray:
+    """The stacked state [q, q̇, q̈] of the UR5's track at sample ``k``."""
+    return np.concatenate((tr.q[k], tr.qd[k], tr.qdd[k]))
 
 
-def test_the_merged_tick_spans_only_the_state_factor_not_the_gate(ur5_case):
-    """The innovation gate's process noise stays ``dynamics_sigma`` held over the carried
-    time (the gate's own model, conservative for a merged tick)."""
-    ur5, tr, recs = ur5_case
+def test_the_state_factors_dynamics_rows_carry_the_periods_the_tick_spans(ur5_case):
+    """Known efforts: the state factor's dynamics rows (seed 000 Eq. 26) on a tick
+    spanning r periods are σ_d/√r (r capped at MAX_SPAN); on the grid, or sooner, the
+    configured σ itself (the same object: its inverses are kept); kept per dt and
+    read-only; the gate's σ is ``dynamics_sigma`` whatever r."""
+    ur5, tr, _ = ur5_case
     est = Estimator(ur5, _config())
-    i = 0
-    for k, t in enumerate(tr.t[:30]):
-        if k % 3 and est.initialised:
-            continue
-        while i < len(recs) and recs[i].t <= t + 1e-12:
-            est.add(recs[i])
-            i += 1
-        est.tick(t)
-    assert est._tick_dyn_sigma is est._dyn_sigma
+    n, T = ur5.n, 1.0 / RATE
+    x, tau = _ur5_state(tr), tr.tau[500]
+    base = est._state_sigma
+    for dt in (T, 0.5 * T):
+        gate, state = est._dynamics_noise(x, tau, dt)
+        assert state is base and gate is est._dyn_sigma
+    for r in (2, 3, 5, MAX_SPAN, 3 * MAX_SPAN):
+        gate, got = est._dynamics_noise(x, tau, r * T)
+        np.testing.assert_allclose(got[-n:], 2.0 / np.sqrt(min(r, MAX_SPAN)), rtol=1e-12)
+        np.testing.assert_array_equal(gate, np.full(n, 2.0))
+        assert not got.flags.writeable
+        assert est._dynamics_noise(x, tau, r * T)[1] is got           # kept per dt
+    assert not base.flags.writeable
+
+
+def test_with_unknown_efforts_only_the_dynamics_share_is_spanned(ur5_case):
+    """Unknown efforts (``unknown_effort_sigma`` σ_u, no effort given): the unknown torque
+    adds u² = σ_u²·|∂q̈/∂τ|² per coordinate (∂q̈/∂τ from ``acceleration_gain`` at the
+    state's q). It is a torque, not white: on a tick spanning r periods the state factor's
+    dynamics rows are √(σ_d²/r + u²) (r capped at MAX_SPAN), the gate's σ √(σ_d² + u²)
+    whatever r; on the grid both the same. σ_u is chosen so that u² is of σ_d²'s size:
+    spanning nothing, or the gate, or u² too, misses by far more than 1e-12."""
+    ur5, tr, _ = ur5_case
+    n, T = ur5.n, 1.0 / RATE
+    x, tau = _ur5_state(tr), np.zeros(len(ur5.actuator_joints))
+    G = ur5.acceleration_gain(x[:n])
+    g2 = np.sum(G * G, axis=1)
+    su = 2.0 / math.sqrt(float(np.mean(g2)))            # mean u² = σ_d² = 4
+    u2 = su * su * g2
+    assert np.all(u2 > 0.0)                             # every coordinate feels the torque
+    est = Estimator(ur5, _config(unknown_effort_sigma=su))
+    for dt in (T, 0.5 * T):
+        gate, state = est._dynamics_noise(x, tau, dt)
+        np.testing.assert_allclose(gate, np.sqrt(4.0 + u2), rtol=1e-12)
+        np.testing.assert_array_equal(state[-n:], gate)
+    for r in (2, 3, 5, MAX_SPAN, 3 * MAX_SPAN):
+        gate, state = est._dynamics_noise(x, tau, r * T)
+        np.testing.assert_allclose(gate, np.sqrt(4.0 + u2), rtol=1e-12, err_msg=str(r))
+        np.testing.assert_allclose(state[-n:], np.sqrt(4.0 / min(r, MAX_SPAN) + u2),
+                                   rtol=1e-12, err_msg=str(r))
+        assert state.shape == (n,)                       # a tree: no constraint rows
+
+
+@pytest.mark.parametrize('unknown', [False, True])
+def test_the_merged_tick_spans_only_the_state_factor_not_the_gate(ur5_case, unknown):
+    """The innovation gate's process noise stays ``dynamics_sigma`` held over the carried
+    time (the gate's own model, conservative for a merged tick), with known efforts and
+    with unknown ones (no efforts read; σ_u tiny, so that a spanned σ_d would show:
+    √(σ_d²/3 + u²) < σ_d)."""
+    ur5, tr, recs = ur5_case
+    if unknown:
+        recs = [replace(r, effort=None) if getattr(r, 'effort', None) is not None else r
+                for r in recs]
+    est = Estimator(ur5, _config(unknown_effort_sigma=1e-6 if unknown else 0.0))
+    _smoothed(est, tr.t[:30], recs, 3)
+    if unknown:
+        # the last tick spanned 3 periods, its efforts unknown (the gate's σ its own)
+        assert est._t_last == tr.t[27] and est._k >= 2 and not est._tau_all
+        assert est._tick_dyn_sigma is not est._dyn_sigma
+        assert np.all(est._tick_dyn_sigma >= est._dyn_sigma)
+        assert np.all(est._tick_dyn_sigma < 1.01 * est._dyn_sigma)     # u² ≪ σ_d²
+    else:
+        assert est._tick_dyn_sigma is est._dyn_sigma
 
 
 @pytest.mark.parametrize('unknown', [False, True])
 def test_a_closed_chains_constraint_rows_keep_their_sigma_on_a_merged_tick(unknown):
     """The four-bar (2m constraint rows Φ, Φ̇ before its n dynamics rows, seed 000 Eq. 26):
     a merged tick spans the dynamics rows alone; the constraints hold at every instant,
-    so their σ (``constraint_sigma``) is not a rate and stays."""
+    so their σ (``constraint_sigma``) is not a rate and stays, with known or unknown
+    efforts (the crank motor's unknown torque, u² = σ_u²·|∂q̈/∂τ|², not spanned either)."""
     fourbar = load_system(CONFIG / 'fourbar.yaml')
-    est = Estimator(fourbar, EstimatorConfig(frequency=RATE, dynamics_sigma=0.5,
-                                             constraint_sigma=1e-6))
     n, m, T = fourbar.n, fourbar.m, 1.0 / RATE
     assert m > 0
-    base = est._state_sigma.copy() if unknown else est._state_sigma
-    if unknown:       # an unknown effort's torque widens the dynamics rows
-        base[-n:] = np.sqrt(0.25 + 4.0)
+    rf = ref.simulate(np.arange(11) / RATE)             # poses on the constraints
+    x = np.concatenate((rf.q[5], rf.qd[5], ref.accelerations(rf)[5]))
+    g2 = np.sum(np.square(fourbar.acceleration_gain(rf.q[5])), axis=1)
+    su = 0.5 / math.sqrt(float(np.mean(g2))) if unknown else 0.0   # mean u² = σ_d²
+    u2 = su * su * g2
+    est = Estimator(fourbar, EstimatorConfig(frequency=RATE, dynamics_sigma=0.5,
+                                             constraint_sigma=1e-6, unknown_effort_sigma=su))
     for r in (2.0, 3.0, MAX_SPAN):
-        got = est._spanned_state_sigma(base, r * T)
+        got = est._dynamics_noise(x, np.zeros(1), r * T)[1]
         np.testing.assert_array_equal(got[:2 * m], np.full(2 * m, 1e-6))
-        np.testing.assert_allclose(got[-n:], np.sqrt(base[-n:] ** 2 - 0.25 + 0.25 / r),
-                                   rtol=1e-12)
+        np.testing.assert_allclose(got[-n:], np.sqrt(0.25 / r + u2), rtol=1e-12)
 
 
 def test_a_reconfigured_dynamics_sigma_reaches_the_merged_ticks(ur5_case):
     """``reconfigure(dynamics_sigma=…)`` while running: the σ's kept per merged tick's dt
     are the new σ_d/√r, not the old ones (:meth:`GraphMixin._set_dynamics_noise` drops
     them)."""
-    ur5 = ur5_case[0]
+    ur5, tr, _ = ur5_case
     est = Estimator(ur5, _config())
     n, T = ur5.n, 1.0 / RATE
-    before = est._spanned_state_sigma(est._state_sigma, 3 * T)
+    x, tau = _ur5_state(tr), tr.tau[500]
+    before = est._dynamics_noise(x, tau, 3 * T)[1]
     np.testing.assert_allclose(before[-n:], 2.0 / math.sqrt(3.0), rtol=1e-12)
     est.reconfigure(dynamics_sigma=0.5)
-    after = est._spanned_state_sigma(est._state_sigma, 3 * T)
+    after = est._dynamics_noise(x, tau, 3 * T)[1]
     np.testing.assert_allclose(after[-n:], 0.5 / math.sqrt(3.0), rtol=1e-12)
 
 
