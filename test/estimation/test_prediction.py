@@ -113,19 +113,26 @@ def test_predict_before_the_first_estimate_and_at_the_newest_tick(ur5_case):
     assert est.counters == e.counters                # counted nothing
 
 
+def _ticked(ur5, tr, recs, ticks: int):
+    """(estimator, its last estimate) after ticking at the first ``ticks`` grid times, each
+    tick taking the readings stamped up to it."""
+    est = Estimator(ur5, _config())
+    i, last = 0, None
+    for t in tr.t[:ticks]:
+        while i < len(recs) and recs[i].t <= t + 1e-12:
+            est.add(recs[i])
+            i += 1
+        last = est.tick(t)
+    return est, last
+
+
 @pytest.mark.parametrize('in_force', ['all', 'none', 'some'])
 def test_predict_takes_the_efforts_in_force_and_the_held_estimate_elsewhere(ur5_case, in_force):
     """The module docstring's step (seed 000 Eqs. 23, 26) restated at one prediction, bit for
     bit: τ the newest efforts where in force (younger than ``sensor_timeout``), the smoothed
     τ̂ where not; every, no and some efforts in force (issue 24's float check of them)."""
     ur5, tr, _, recs = ur5_case
-    est = Estimator(ur5, _config())
-    i = 0
-    for t in tr.t[:200]:
-        while i < len(recs) and recs[i].t <= t + 1e-12:
-            est.add(recs[i])
-            i += 1
-        last = est.tick(t)
+    est, last = _ticked(ur5, tr, recs, 200)
     t = float(tr.t[199]) + 2e-3
     k = est._tau_t.size
     live = {'all': np.ones(k, bool), 'none': np.zeros(k, bool),
@@ -155,13 +162,7 @@ def test_a_prediction_and_its_smoothed_key_satisfy_the_integrator_rows(ur5_case)
     above that rounding at these steps."""
     from mbfg_ros.core import factors as F
     ur5, tr, _, recs = ur5_case
-    est = Estimator(ur5, _config())
-    i = 0
-    for t in tr.t[:300]:
-        while i < len(recs) and recs[i].t <= t + 1e-12:
-            est.add(recs[i])
-            i += 1
-        last = est.tick(t)
+    est, last = _ticked(ur5, tr, recs, 300)
     n = ur5.n
     x0 = np.concatenate((last.q, last.qd, last.qdd))
     for periods in (1, 3, 5):
