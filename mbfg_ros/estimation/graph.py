@@ -503,7 +503,7 @@ class GraphMixin:
             # in stamp order, and at one stamp in sensor order (gate slot): the readings'
             # sequence is then the same whatever order they arrived in (live, the Imu of an
             # instant often comes before its JointState), so a merged tick's layouts plan is
-            # found again (:meth:`_interval_layout_rows`; in arrival order a 8-stamp interval
+            # found again (:meth:`_interval_layout_rows`; in arrival order an 8-stamp interval
             # had up to 2⁸ sequences for a cache of 64, and cost as reading by reading)
             base = self._slot_base
             slots = [base[p.ob.kind] + p.ob.index for p in items]
