@@ -81,7 +81,8 @@ from .config import EstimatorConfig, coordinate_sigmas
 from .disturbance import stacked_trapezoidal_disturbance_error
 from .innovation_gate import _Diverged
 from .intake import _Pending
-from .layout import ReadingLayout, layout_rows, layout_rows_at_stamps, stamp_plan
+from .layout import (ReadingLayout, layout_rows, layout_rows_at_stamps, reading_slots,
+                     stamp_plan)
 from .observations import (interpolation_weights, interval_factor, interval_rows,
                            observation_factor, observation_sigmas, residuals)
 
@@ -338,11 +339,7 @@ class GraphMixin:
                 return self._dyn_sigma, self._state_sigma
             out = self._spanned.get(dt)
             if out is None:
-                out = self._state_sigma.copy()
-                d = out[-self.n:]
-                d *= d
-                d += self._dyn_sigma2 * (1.0 / min(r, MAX_SPAN) - 1.0)
-                np.sqrt(d, out=d)
+                out = self._state_rows(np.sqrt(self._dyn_sigma2 / min(r, MAX_SPAN)))
                 out.flags.writeable = False
                 remember(self._spanned, dt, out)
             return self._dyn_sigma, out
@@ -350,9 +347,14 @@ class GraphMixin:
         u2 = su * su * np.einsum('ij,ij->i', G, G)
         sigma = np.sqrt(self._dyn_sigma2 + u2)
         rows = sigma if r == 1.0 else np.sqrt(self._dyn_sigma2 / min(r, MAX_SPAN) + u2)
-        if not self.sys.m:          # a tree: the state factor's rows are the dynamics' alone
-            return sigma, rows
-        return sigma, np.concatenate((self._state_sigma[:2 * self.sys.m], rows))
+        return sigma, self._state_rows(rows)
+
+    def _state_rows(self, dynamics: np.ndarray) -> np.ndarray:
+        """The state factor's σ with the dynamics rows ``dynamics`` (n): the 2m constraint
+        rows' σ (Eqs. 24-25) before them; a tree has none (``dynamics`` itself)."""
+        if not self.sys.m:
+            return dynamics
+        return np.concatenate((self._state_sigma[:2 * self.sys.m], dynamics))
 
     def _push_window(self, t: float, k: int, x: np.ndarray) -> None:
         self._window.append((t, k))
@@ -505,8 +507,7 @@ class GraphMixin:
             # instant often comes before its JointState), so a merged tick's layouts plan is
             # found again (:meth:`_interval_layout_rows`; in arrival order an 8-stamp interval
             # had up to 2⁸ sequences for a cache of 64, and cost as reading by reading)
-            base = self._slot_base
-            slots = [base[p.ob.kind] + p.ob.index for p in items]
+            slots = reading_slots([p.ob for p in items], self._slot_base)
             order = np.lexsort((slots, span))
             if (order[1:] < order[:-1]).any():
                 span, after = span[order], after[order]
@@ -727,8 +728,7 @@ class GraphMixin:
             sigma = self._step_sigmas(dt)[1]
             fn = F.stacked_trapezoidal_jerk_error
         else:
-            sigma = self._integ_sigma if dt <= self._dt * (1 + 1e-6) else \
-                self._step_sigmas(dt)[0]
+            sigma = self._integ_sigma if self._periods(dt) == 1.0 else self._step_sigmas(dt)[0]
             fn = F.stacked_trapezoidal_error
         self._tau_prev = tau
         used = []

@@ -64,7 +64,7 @@ from ..core.interface import MultibodySystem
 from ..core.observation import Observation
 from .config import EstimatorConfig
 from .intake import _Pending
-from .layout import ReadingLayout
+from .layout import ReadingLayout, reading_slots
 from .observations import residuals
 
 
@@ -193,8 +193,7 @@ class GateMixin:
             # the same; between the ticks E is carried to the last estimate, unwrapped)
         else:
             obs = [p.ob for p in items]
-            base = self._slot_base
-            slot_list = [base[ob.kind] + ob.index for ob in obs]
+            slot_list = reading_slots(obs, self._slot_base)
             slots = np.array(slot_list)                 # the sensor of each reading
             wrap = self._slot_wrap[slots][row_of]
             sm = mv[slots][row_of]

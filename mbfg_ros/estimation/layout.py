@@ -17,7 +17,7 @@ grouping it skips). The estimator keeps them per sequence (at most 64:
 from __future__ import annotations
 
 import operator
-from typing import Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
 
@@ -26,7 +26,7 @@ from ..core.interface import SensorModel
 from ..core.observation import Observation
 from .observations import observation_sigmas, repeated_state, residuals
 
-__all__ = ['ReadingLayout', 'layout_rows', 'stamp_plan', 'layout_rows_at_stamps']
+__all__ = ['ReadingLayout', 'reading_slots', 'layout_rows', 'stamp_plan', 'layout_rows_at_stamps']
 
 SIGMA_MISSES = 4
 """Calls of :meth:`ReadingLayout.sigmas` with σ's other than the kept ones before it stops
@@ -39,6 +39,12 @@ def _rows(ids: list[int], start: list[int], sizes: list[int]) -> slice | np.ndar
     if rows == list(range(rows[0], rows[0] + len(rows))):
         return slice(rows[0], rows[0] + len(rows))
     return np.array(rows)
+
+
+def reading_slots(obs: Iterable[Observation], slot_base: dict) -> list[int]:
+    """The gate slot (sensor) of each reading: ``slot_base[kind] + index`` (the estimator's
+    ``_slot_base``: the first slot of each reading kind)."""
+    return [slot_base[ob.kind] + ob.index for ob in obs]
 
 
 class ReadingLayout:
@@ -82,7 +88,7 @@ class ReadingLayout:
         # the gate's three sums per reading in one bincount, its two means in one division
         self.row_of3 = np.concatenate((self.row_of, self.row_of + N, self.row_of + 2 * N))
         self.cnt2 = np.concatenate((self.cnt, self.cnt))
-        slot_list = [slot_base[ob.kind] + ob.index for ob in obs]
+        slot_list = reading_slots(obs, slot_base)
         self.slots = np.array(slot_list)
         self.slot_list = slot_list
         self.distinct = len(set(slot_list)) == N
