@@ -47,7 +47,11 @@ def test_the_overlay_gives_dfki_mass_matrix_and_friction(urdf_system):
 
 @pytest.mark.parametrize('run,options,atol', [
     ('01', DerivativeOptions(), 1e-9),                           # the defaults (velocity)
-    ('04', DerivativeOptions('savgol', 51, 4), 1e-9),
+    # the planar path's angles come out of its own position solve (natural coordinates),
+    # ~2e-11 rad from the URDF path's, machine-dependent; Savitzky-Golay's q̈ kernel (51, 4)
+    # amplifies that by Σ|c|/h² ≈ 8e3 at h = 2 ms: 1e-9 held on one CPU and not on another
+    # (2.9e-9 on an AMD EPYC guest); a model that differs is off by ≫ 1e-6 N·m
+    ('04', DerivativeOptions('savgol', 51, 4), 1e-7),
     # GTSAM's smoother stops at its own tolerance: z and z − π/2 (the planar shoulder offset)
     # come back equal to ~1e-10 rad only, hence the looser pipeline check; the model check
     # below on the planar's own motion is still 1e-9
