@@ -209,8 +209,9 @@ def test_the_node_lives_and_publishes_every_output_in_time(run):
     # with its CPU the node ticks at the rate asked, and a node with a bug that ticks at
     # half of it (250 Hz: 0.50, measured) is below 0.55; on a machine that starves it (2x
     # slower, a test suite beside it: 206 of 1067 once) its loop gives up whole periods and
-    # says so (loop.behind), and then only a node that still estimates is asked for
-    starved = int(diag['loop.behind']) > 0.02 * expected
+    # says so (loop.behind: 35-43 in runs at 0.9 of the rate, 194 in one at 0.57; over 5 %
+    # of the periods it is starved), and then only a node that still estimates is asked for
+    starved = int(diag['loop.behind']) > 0.05 * expected
     assert len(odom) > (0.1 if starved else 0.55) * expected, (len(odom), expected, diag)
     stamps = np.array(sorted(k for k, _ in odom))
     assert np.max(np.diff(stamps)) < 500, 'the estimates stalled for over 0.5 s'

@@ -113,8 +113,10 @@ def test_with_a_small_tick_budget_the_grid_ticks_between_smoother_ticks_are_pred
     _, traj, recs = fourbar_data(duration=2.0, rate=RATE)
     # a budget that holds the smoother back but leaves room for predictions: the governor
     # charges the node process's CPU (its middleware threads too), whose share at a given
-    # budget depends on the machine and its load, so the smallest of a few that does
-    for k, load in enumerate((0.18, 0.21, 0.24, 0.3)):
+    # budget depends on the machine and its load, so the smallest of a few that does (the
+    # peer publishing the readings and /clock runs in this process and is charged too: on a
+    # VM running 2x slower 0.3 left 3 predictions for 67 smoother ticks, hence up to 0.5)
+    for k, load in enumerate((0.18, 0.21, 0.24, 0.3, 0.4, 0.5)):
         ticks, states = _run(5 + 3 * k, True, recs, load=load, spacing=6)
         if ticks['predicted'] > 0.6 * ticks['run']:
             break
