@@ -30,7 +30,7 @@ def test_inverse_forward_hybrid_equal_pinocchio_under_every_ordering(robot):
     dg = DynamicsGraph(model)
     ref = PinReference(text, model.joint_names)
     rng = np.random.default_rng(42)
-    worst = {}
+    worst, fd_over_bound = {}, 0.0
     for k in range(100):
         q, qd, qdd = rng.normal(size=(3, model.n))
         tau = ref.rnea(q, qd, qdd)
@@ -39,14 +39,20 @@ def test_inverse_forward_hybrid_equal_pinocchio_under_every_ordering(robot):
         fwd_order = 'aba' if ordering == 'rnea' else ordering
         worst['ID'] = max(worst.get('ID', 0), _rel(dg.inverse(q, qd, qdd, inv_order).tau, tau))
         qdd_ref = ref.aba(q, qd, tau)
-        worst['FD'] = max(worst.get('FD', 0), _rel(dg.forward(q, qd, tau, fwd_order).qdd,
-                                                   qdd_ref))
+        # forward dynamics solves M q̈ = τ − h: its rounding grows with κ(M) (the puma560's
+        # reaches 1.1e5, its error 5.7e-10, within 1.75x of a fixed 1e-9 on one CPU), so its
+        # error is held to 1000 κ(M) ε (seen ≤ 53 κ ε on three robots; a wrong model is off
+        # by ≫ 1e-6)
+        kappa_eps = np.linalg.cond(ref.crba(q)) * np.finfo(float).eps
+        fd_over_bound = max(fd_over_bound, _rel(dg.forward(q, qd, tau, fwd_order).qdd,
+                                                qdd_ref) / (1000.0 * kappa_eps))
         # hybrid: a random half of the joints prescribed in acceleration, the rest in torque
         acc = set(rng.choice(model.n, size=max(1, model.n // 2), replace=False).tolist())
         h = dg.hybrid(q, qd, {j: qdd[j] for j in acc},
                       {j: tau[j] for j in range(model.n) if j not in acc}, fwd_order)
         worst['hybrid'] = max(worst.get('hybrid', 0), _rel(h.tau, tau), _rel(h.qdd, qdd_ref))
     assert max(worst.values()) < TOL, worst
+    assert fd_over_bound < 1.0, fd_over_bound
 
 
 def test_seed_table3_hybrid_3r_arm_against_the_equations_of_motion():
