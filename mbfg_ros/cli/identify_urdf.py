@@ -37,6 +37,10 @@ def add_identify_urdf_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument('--fit-fraction', type=float, default=IdentifyConfig.fit_fraction,
                    help='share of each run fitted in the cross-validation, the rest predicted '
                         f'(default {IdentifyConfig.fit_fraction:g})')
+    g.add_argument('--max-evaluations', type=int, default=IdentifyConfig.max_evaluations,
+                   help="the constrained fit's cap on residual evaluations; the report says "
+                        'whether it converged before it (default '
+                        f'{IdentifyConfig.max_evaluations})')
     g.add_argument('--stride', type=int, default=None,
                    help='use every K-th sample (default: at most 4000 samples per run)')
     g.add_argument('--output-overlay', help='identified overlay YAML to write (default: '
@@ -54,6 +58,8 @@ def identify_urdf_cli(args: argparse.Namespace) -> int:
         raise MbfgError(f'--fit-fraction must be between 0 and 1, got {args.fit_fraction:g}')
     if args.regularisation < 0:
         raise MbfgError(f'--regularisation must be >= 0, got {args.regularisation:g}')
+    if args.max_evaluations < 1:
+        raise MbfgError(f'--max-evaluations must be >= 1, got {args.max_evaluations}')
     if args.stride is not None and args.stride < 1:
         raise MbfgError(f'--stride must be >= 1, got {args.stride}')
     if not str(args.output).lower().endswith('.urdf'):
@@ -80,7 +86,8 @@ def identify_urdf_cli(args: argparse.Namespace) -> int:
         N = len(res.t) - 2 * skip
         stride = args.stride or max(1, -(-N // 4000))
         parts.append(Samples(*(x[keep][::stride] for x in (res.q, res.qd, res.qdd, tau))))
-    cfg = IdentifyConfig(regularisation=args.regularisation, fit_fraction=args.fit_fraction)
+    cfg = IdentifyConfig(regularisation=args.regularisation, fit_fraction=args.fit_fraction,
+                         max_evaluations=args.max_evaluations)
     result = identify_urdf(system, parts, cfg)
     print(result.report())
     overlay = load_overlay(args.overlay)[0] if args.overlay else {}

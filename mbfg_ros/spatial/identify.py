@@ -72,6 +72,9 @@ class IdentifyConfig:
 
     regularisation: float = 1e-4
     fit_fraction: float = 0.6
+    max_evaluations: int = 500
+    """the constrained fit's cap on residual evaluations (Levenberg-Marquardt): where it
+    stops there, :attr:`UrdfIdentified.evaluations` says so and the report too"""
 
 
 class Samples(NamedTuple):
@@ -270,12 +273,14 @@ def _reduce(W: np.ndarray, tau: np.ndarray, sigma: np.ndarray) -> _Problem:
 
 
 def _fit(system: SpatialSystem, W: np.ndarray, tau: np.ndarray, sigma: np.ndarray,
-         pi0: np.ndarray, lam: float, start: np.ndarray) -> np.ndarray:
+         pi0: np.ndarray, lam: float, start: np.ndarray, max_evaluations: int
+         ) -> tuple[np.ndarray, int, bool]:
     """Consistent links (log-Cholesky θ) and non-negative b, fc, Ir (written u², offsets
     free) minimising the data term plus ``λ (‖θ − θ_URDF‖² + ‖(drive − drive_0)/s‖²)`` by
     Levenberg-Marquardt from ``start`` (π; its links moved to consistent ones first).
     Regularising θ rather than π keeps every link strictly inside the consistent set (a
-    link on its boundary has some log-Cholesky diagonal at −∞)."""
+    link on its boundary has some log-Cholesky diagonal at −∞). (π, residual evaluations,
+    converged: False where it stopped at ``max_evaluations``)."""
     n = system.n
     nl = 10 * n
     prob = _reduce(W, tau, sigma)
@@ -316,8 +321,8 @@ def _fit(system: SpatialSystem, W: np.ndarray, tau: np.ndarray, sigma: np.ndarra
     drive0 = start[nl:].copy()
     drive0[squared] = np.sqrt(np.maximum(drive0[squared], floor[squared]))
     sol = scipy.optimize.least_squares(residual, np.concatenate([*theta0, drive0]),
-                                       jac=jacobian, method='lm', max_nfev=500)
-    return params(sol.x)
+                                       jac=jacobian, method='lm', max_nfev=max_evaluations)
+    return params(sol.x), int(sol.nfev), bool(sol.status > 0)
 
 
 def _least_squares(W: np.ndarray, tau: np.ndarray, sigma: np.ndarray, pi0: np.ndarray,
@@ -355,6 +360,8 @@ class UrdfIdentified:
     cv_rmse_prior: np.ndarray            # (n,) the URDF + overlay, same split
     min_eigenvalue: np.ndarray           # (n,) of each link's pseudo-inertia (> 0: consistent)
     ls_min_eigenvalue: np.ndarray        # (n,) the same for the least-squares fit
+    evaluations: tuple[int, int] = (0, 0)    # the constrained fits' (all data, CV part)
+    converged: tuple[bool, bool] = (True, True)  # False: stopped at max_evaluations
 
     def report(self) -> str:
         n = len(self.joint_names)
@@ -378,6 +385,18 @@ class UrdfIdentified:
                                                     if self.min_eigenvalue[j] <= 0))
         if bad:
             lines.append('the unconstrained fit is not consistent for: ' + ', '.join(bad))
+        (n_all, n_cv), (ok_all, ok_cv) = self.evaluations, self.converged
+        if ok_all and ok_cv:
+            lines.append(f'the constrained fit converged in {n_all} evaluations (its '
+                         f'cross-validation fit in {n_cv})')
+        else:
+            which = ' and '.join(w for w, ok in (('on all the data', ok_all),
+                                                 ('on the cross-validation part', ok_cv))
+                                 if not ok)
+            lines.append(f'NOT CONVERGED: the constrained fit {which} stopped at its cap of '
+                         f'{max(self.evaluations)} evaluations; the values it cannot tell '
+                         'apart from the data (poorly excited, regularised) depend on where '
+                         'it stopped: richer motion, or IdentifyConfig.max_evaluations')
         return '\n'.join(lines)
 
     def link(self, j: int) -> np.ndarray:
@@ -423,10 +442,13 @@ def identify_urdf(system: SpatialSystem, parts: Sequence[Samples],
     base_u, pivots, cond = _base_columns(Wf[:, used] / norms[used])
     base = np.flatnonzero(used)[base_u]
     pi_ls = _least_squares(Wf, tf, sigma, pi0, base)
-    pi_fit = _fit(system, Wf, tf, sigma, pi0, config.regularisation, pi_ls)
+    pi_fit, cv_evaluations, cv_converged = _fit(system, Wf, tf, sigma, pi0,
+                                                config.regularisation, pi_ls,
+                                                config.max_evaluations)
     W, t_all = np.vstack([Wf, Wv]), np.concatenate([tf, tv])
-    values = _fit(system, W, t_all, sigma, pi0, config.regularisation,
-                  _least_squares(W, t_all, sigma, pi0, base))
+    values, evaluations, converged = _fit(system, W, t_all, sigma, pi0, config.regularisation,
+                                          _least_squares(W, t_all, sigma, pi0, base),
+                                          config.max_evaluations)
 
     def eig(pi: np.ndarray) -> np.ndarray:
         return np.array([np.linalg.eigvalsh(pseudo_inertia(pi[10 * j:10 * j + 10])).min()
@@ -439,7 +461,8 @@ def identify_urdf(system: SpatialSystem, parts: Sequence[Samples],
         poorly_excited=tuple(names[i] for i, p in zip(base, pivots) if p < _POOR),
         condition=cond, cv_rmse=_rmse(Wv, pi_fit, tv, n), cv_rmse_ls=_rmse(Wv, pi_ls, tv, n),
         cv_rmse_prior=_rmse(Wv, pi0, tv, n), min_eigenvalue=eig(values),
-        ls_min_eigenvalue=eig(pi_ls))
+        ls_min_eigenvalue=eig(pi_ls), evaluations=(evaluations, cv_evaluations),
+        converged=(converged, cv_converged))
 
 
 # ---------------------------------------------------------------- writing the model

@@ -130,6 +130,8 @@ def test_cli_on_dfki_runs_writes_a_consistent_urdf_and_overlay_the_tools_load(tm
                           '--measured', f'{RUN}_04.csv', *COLS, '--output', str(out)]) == 0
     text = capsys.readouterr().out
     assert 'every identified link is physically consistent' in text
+    # DFKI's runs pin the fit down: Levenberg-Marquardt converges (13-16 evaluations)
+    assert re.search(r'the constrained fit converged in [0-9]+ evaluations', text), text
     assert re.search(r'condition number of the normalised base regressor [0-9.]+', text)
     mean = re.search(r'mean: identified ([0-9.]+), least squares ([0-9.]+), URDF ([0-9.]+)',
                      text)
@@ -142,3 +144,18 @@ def test_cli_on_dfki_runs_writes_a_consistent_urdf_and_overlay_the_tools_load(tm
     assert inverse_main([str(out), '--overlay', str(tmp_path / 'dp.yaml'), '--measured',
                          f'{RUN}_12.csv', *COLS, '--output', str(tmp_path / 'tau.csv')]) == 0
     assert 'torque RMSE' in capsys.readouterr().out
+
+
+def test_a_fit_stopped_at_its_evaluation_cap_is_reported_not_passed_off(tmp_path, capsys):
+    """--max-evaluations 2: the constrained fit cannot converge in two evaluations; the
+    report says so (the values where it stopped are still written, and consistent)."""
+    out = tmp_path / 'dp.urdf'
+    assert identify_main([str(URDF / 'double_pendulum.urdf'), '--overlay',
+                          str(URDF / 'double_pendulum_dfki.yaml'), '--measured', f'{RUN}_01.csv',
+                          *COLS, '--max-evaluations', '2', '--output', str(out)]) == 0
+    text = capsys.readouterr().out
+    assert 'NOT CONVERGED' in text and 'cap of 2 evaluations' in text, text
+    assert 'converged in' not in text
+    assert identify_main([str(URDF / 'double_pendulum.urdf'), '--measured', f'{RUN}_01.csv',
+                          *COLS, '--max-evaluations', '0', '--output', str(out)]) == 2
+    assert '--max-evaluations must be >= 1' in capsys.readouterr().err
