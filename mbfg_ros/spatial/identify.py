@@ -396,7 +396,8 @@ class UrdfIdentified:
             lines.append(f'NOT CONVERGED: the constrained fit {which} stopped at its cap of '
                          f'{max(self.evaluations)} evaluations; the values it cannot tell '
                          'apart from the data (poorly excited, regularised) depend on where '
-                         'it stopped: richer motion, or IdentifyConfig.max_evaluations')
+                         'it stopped: richer motion, or a higher cap (--max-evaluations, '
+                         'IdentifyConfig.max_evaluations)')
         return '\n'.join(lines)
 
     def link(self, j: int) -> np.ndarray:
