@@ -495,8 +495,9 @@ class GraphMixin:
                                 layout.row_of, sig, layout)
         after = np.array(stamps) - t_prev
         span = np.minimum(after / dt, 1.0)                   # one array op, not per reading
+        obs = [p.ob for p in items]
         if span.min() > 1.0 - 1e-9:
-            obs = [p.ob for p in items]
+            sig = observation_sigmas(obs)
             e, H = residuals(self.sm, obs, guess.reshape(3, n), True)
             H = H.reshape(len(e), 3 * n)
             keys, xs, J, gate_e = (k,), (guess,), (H,), e
@@ -507,14 +508,13 @@ class GraphMixin:
             # instant often comes before its JointState), so a merged tick's layouts plan is
             # found again (:meth:`_interval_layout_rows`; in arrival order an 8-stamp interval
             # had up to 2⁸ sequences for a cache of 64, and cost as reading by reading)
-            slots = reading_slots([p.ob for p in items], self._slot_base)
-            order = np.lexsort((slots, span))
+            order = np.lexsort((reading_slots(obs, self._slot_base), span))
             if (order[1:] < order[:-1]).any():
                 span, after = span[order], after[order]
-                items = [items[i] for i in order.tolist()]
+                idx = order.tolist()
+                items, obs = [items[i] for i in idx], [obs[i] for i in idx]
             fractions = span.tolist()
             x0 = self._theta[self._k]
-            obs = [p.ob for p in items]
             sig = observation_sigmas(obs)
             rows = self._interval_layout_rows(obs, fractions, dt, x0, guess, sig.size)
             if rows is not None:        # a few stamps: each one's readings by its layout
@@ -531,8 +531,8 @@ class GraphMixin:
             gate_e = e + J0 @ (self._x_last - x0)
         row_of = np.repeat(np.arange(len(obs)), [ob.sigma.size for ob in obs])
         tau = after[row_of]
-        return _Current(items, obs, keys, xs, e, H, J, gate_e, tau, row_of,
-                        observation_sigmas(obs), None, fractions)
+        return _Current(items, obs, keys, xs, e, H, J, gate_e, tau, row_of, sig, None,
+                        fractions)
 
     def _interval_layout_rows(self, obs: list[Observation], span: list[float], dt: float,
                               x0: np.ndarray, x1: np.ndarray, rows: int
