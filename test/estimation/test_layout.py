@@ -1,6 +1,7 @@
 """Issue 24: a tick's readings evaluated with their layout's constants
 (:mod:`mbfg_ros.estimation.layout`) give exactly the generic evaluation's residuals and
 Jacobians, and the innovation gate with the layout decides and learns as without it."""
+import itertools
 import math
 
 import numpy as np
@@ -305,13 +306,10 @@ def test_a_merged_ticks_readings_in_any_arrival_order_give_one_plan_and_the_same
         SpatialSensorConfig(encoder_rate=1000.0, effort_sigma=0.0, imu_rate=1000.0),
         np.random.default_rng(2))
     rng = np.random.default_rng(5)
-    shuffled, i = [], 0
-    while i < len(recs):
-        j = i
-        while j < len(recs) and recs[j].t == recs[i].t:
-            j += 1
-        shuffled += [recs[i + m] for m in rng.permutation(j - i)]
-        i = j
+    shuffled = []
+    for _, same in itertools.groupby(recs, key=lambda r: r.t):     # one stamp's readings
+        same = list(same)
+        shuffled += [same[m] for m in rng.permutation(len(same))]
     assert [r.t for r in shuffled] == [r.t for r in recs] and shuffled != recs
 
     def run(readings):
