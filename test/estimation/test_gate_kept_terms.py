@@ -6,6 +6,7 @@ every tick, bit for bit."""
 from __future__ import annotations
 
 import numpy as np
+from support.feeding import add_due
 from support.ros_data import fourbar_system
 
 from mbfg_ros.estimation.estimator import Estimator, EstimatorConfig
@@ -27,10 +28,7 @@ def test_q_of_tau_kept_per_tau_squared_equals_recomputing_it_every_tick():
     recs = sorted(recs, key=lambda r: r.t)
     i = 0
     for t in ticks:
-        while i < len(recs) and recs[i].t <= t + 1e-12:
-            kept.add(recs[i])
-            fresh.add(recs[i])
-            i += 1
+        i = add_due(recs, i, t, kept, fresh)
         fresh._gate_q = None                           # Q(τ) computed anew
         a, b = kept.tick(t), fresh.tick(t)
         assert (a is None) == (b is None)

@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 from conftest import CONFIG
+from support.feeding import add_due
 
 from mbfg_ros.core.observation import Observation
 from mbfg_ros.estimation.estimator import Estimator, EstimatorConfig
@@ -316,9 +317,7 @@ def test_a_merged_ticks_readings_in_any_arrival_order_give_one_plan_and_the_same
         est = Estimator(ur5, EstimatorConfig(frequency=1000.0, lag_duration=0.05))
         out, i = [], 0
         for k, t in enumerate(tr.t):
-            while i < len(readings) and readings[i].t <= t + 1e-12:
-                est.add(readings[i])
-                i += 1
+            i = add_due(readings, i, t, est)
             if k % 8 and est.initialised:
                 continue
             e = est.tick(t)

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from conftest import DATA
 from support import reference_fourbar as ref
+from support.feeding import add_due
 
 from mbfg_ros.core.angles import wrap_angle
 
@@ -64,9 +65,7 @@ def _smoothed(est: Estimator, t: np.ndarray, recs, every: int) -> list:
     for k, tk in enumerate(t):
         if k % every and est.initialised:
             continue
-        while i < len(recs) and recs[i].t <= tk + 1e-12:
-            est.add(recs[i])
-            i += 1
+        i = add_due(recs, i, tk, est)
         e = est.tick(tk)
         if e is not None and tk >= SKIP:
             out.append((k, e))

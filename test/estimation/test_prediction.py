@@ -15,6 +15,7 @@ import pytest
 
 from mbfg_ros.estimation.estimator import Estimator, EstimatorConfig
 from mbfg_ros.spatial.system import build_spatial_system
+from support.feeding import add_due
 from support.ur5 import readings as ur5_readings
 from support.ur5 import simulate_ur5
 
@@ -43,9 +44,7 @@ def _drive(sys_, tr, recs, every: int, predict: str = 'between') -> list:
     est = Estimator(sys_, _config())
     out, i = [], 0
     for k, t in enumerate(tr.t):
-        while i < len(recs) and recs[i].t <= t + 1e-12:
-            est.add(recs[i])
-            i += 1
+        i = add_due(recs, i, t, est)
         if predict == 'discard' and est.initialised:
             for dt in (0.0, 0.4e-3, 2e-3):
                 est.predict(t + dt)
@@ -119,9 +118,7 @@ def _ticked(ur5, tr, recs, ticks: int):
     est = Estimator(ur5, _config())
     i, last = 0, None
     for t in tr.t[:ticks]:
-        while i < len(recs) and recs[i].t <= t + 1e-12:
-            est.add(recs[i])
-            i += 1
+        i = add_due(recs, i, t, est)
         last = est.tick(t)
     return est, last
 

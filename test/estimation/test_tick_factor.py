@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from support.feeding import add_due
 from support.ros_data import fourbar_data
 from support.ur5 import readings, simulate_ur5
 
@@ -26,9 +27,7 @@ def _run(est: Estimator, recs: list, ticks: np.ndarray, events: dict | None = No
     for j, t in enumerate(ticks):
         if events and j in events:
             events[j](est)
-        while i < len(recs) and recs[i].t <= t + 1e-12:
-            est.add(recs[i])
-            i += 1
+        i = add_due(recs, i, t, est)
         e = est.tick(float(t))
         out.append(None if e is None else np.concatenate((e.q, e.qd, e.qdd, e.q_std, e.tau)))
     return out
