@@ -49,7 +49,12 @@ and prints issue 24's verdict, one PASS/MISS per target and row
 estimate rate, accuracy against the default mode of the same run), with the machine's probe
 over the rows (the targets are for the quick state):
 
-    .venv/bin/python bench/node_throughput.py --issue24 [--duration 10]
+    .venv/bin/python bench/node_throughput.py --issue24 [--duration 10] [--runs N]
+
+``--runs N`` repeats them N times (each run its rows, then its default-mode rows; ~3.5 min a
+run) and adds, per target, in how many runs it was met, the accuracy then against the mean
+of all N default-mode rows of the robot and load (a single row's RMSE varies by a few per cent
+between runs).
 
     .venv/bin/python bench/node_throughput.py [--duration 10] [--rates 100 500 1000]
                                               [--robots fourbar ur5] [--quiet-only]
@@ -726,7 +731,7 @@ def drive(params: dict, data: Path, busy: bool, domain: int, log: Path, tmp: Pat
     generator start ns, node CPU %, diagnostics, the generator's own lateness p99 / max ms,
     {'machine': the machine probe's samples while the generator ran (``bench/probe.py``,
     µs), 'cmd_hz': torque commands received per second while the estimates the row
-    counts arrived}); prints
+    counts arrived, 'cmd_per_estimate': those commands per such estimate}); prints
     the monitor's own delay (its callback after the DDS reception its arrivals are).
     """
     from mbfg_ros.ros.cdr import JointStateParser
@@ -784,7 +789,9 @@ def drive(params: dict, data: Path, busy: bool, domain: int, log: Path, tmp: Pat
     # 0.5 s or more after the start; both by DDS reception time): the two rates side by side
     counted = [a for a, stamp, *_ in states if stamp - start >= NS // 2]
     a0, a1 = (min(counted), max(counted)) if counted else (0, 0)
-    cmd_hz = sum(a0 <= c <= a1 for c in commands) / ((a1 - a0) / NS) if a1 > a0 else float('nan')
+    in_window = sum(a0 <= c <= a1 for c in commands)
+    cmd_hz = in_window / ((a1 - a0) / NS) if a1 > a0 else float('nan')
+    cmd_per_estimate = in_window / len(counted) if counted else float('nan')
     for line in latency_tail(states, run.monitor_delay):
         print('    ' + line)
     if opts.witness:
@@ -807,7 +814,7 @@ def drive(params: dict, data: Path, busy: bool, domain: int, log: Path, tmp: Pat
               f'max: {np.percentile(delay, 50):.2f} / {np.percentile(delay, 99):.2f} / '
               f'{delay.max():.2f} (not in the latency columns)')
     return (states, start, 100.0 * (cpu1 - cpu0) / (wall1 - wall0), diags, late,
-            {'machine': machine, 'cmd_hz': cmd_hz})
+            {'machine': machine, 'cmd_hz': cmd_hz, 'cmd_per_estimate': cmd_per_estimate})
 
 
 def witness(out: Path, best_effort: bool = False) -> int:
@@ -1093,12 +1100,16 @@ def issue24_verdicts(rows: list[dict], reference: list[dict]
                      ) -> list[tuple[str, str, str, str, bool]]:
     """Issue 24's live targets, one ``(robot, load, target, measured, met)`` per target and
     ``predict_between_ticks`` row of ``rows``; ``reference``: the default mode's rows of the
-    same run (the accuracy reference, matched by robot and load). Quiet: >= 950 estimates/s,
+    same run(s) (the accuracy reference, matched by robot and load: their mean where there
+    are several). Quiet: >= 950 estimates/s,
     latency p99 <= 3 ms; one core busy: >= 500/s, p99 <= 20 ms; every row: node CPU <= 60 %
     of a core, no reading lost (too old, or dropped once estimating: the ones before the
-    first estimate are the start-up's), torque commands within 3 % of the estimates, and
+    first estimate are the start-up's), as many torque commands as estimates within 3 %
+    (counted over the same arrivals), and
     the angle, rate and τ̂ RMSE at most :data:`ACCURACY_RATIO` times the reference's."""
-    ref = {(r['robot'], r['busy']): r for r in reference}
+    keys = {(r['robot'], r['busy']) for r in reference}
+    ref = {k: {f: float(np.mean([r[f] for r in reference if (r['robot'], r['busy']) == k]))
+               for f in ('crank_mrad', 'rate_rms', 'tau_pct')} for k in keys}
     out = []
     for r in rows:
         load = 'busy' if r['busy'] else 'quiet'
@@ -1113,9 +1124,8 @@ def issue24_verdicts(rows: list[dict], reference: list[dict]
                                   if 'dropped' in k and 'too_old' not in k
                                   and k != 'dropped_before_init')
         check('no reading lost', str(lost), lost == 0)
-        check('torque commands at the estimate rate (within 3 %)',
-              f"{r['cmd_hz']:.0f} / {r['est_hz']:.0f}",
-              abs(r['cmd_hz'] - r['est_hz']) <= 0.03 * r['est_hz'])
+        check('torque commands at the estimate rate (per estimate, within 3 %)',
+              f"{r['cmd_per_estimate']:.3f}", abs(r['cmd_per_estimate'] - 1.0) <= 0.03)
         d = ref.get((r['robot'], r['busy']))
         for name, key in (('angle', 'crank_mrad'), ('rate', 'rate_rms'), ('τ̂', 'tau_pct')):
             if d is None or math.isnan(r[key]) or math.isnan(d[key]):
@@ -1139,6 +1149,20 @@ def print_verdicts(verdicts: list[tuple[str, str, str, str, bool]], rows: list[d
     print(f'\n{len(verdicts) - missed} of {len(verdicts)} met' + (
         '' if not missed else '; missed: ' + '; '.join(
             f'{v[0]} {v[1]} {v[2]} ({v[3]})' for v in verdicts if not v[-1])))
+
+
+def print_verdict_summary(verdicts: list[tuple[str, str, str, str, bool]], runs: int) -> None:
+    """``--runs`` > 1: per robot, load and target, in how many runs it was met, and what
+    each run measured."""
+    groups: dict[tuple[str, str, str], list[tuple[str, bool]]] = {}
+    for robot, load, target, measured, met in verdicts:
+        groups.setdefault((robot, load, target), []).append((measured.split(' ')[0], met))
+    print(f'\nOver the {runs} runs (accuracy against the mean of their default-mode rows):\n')
+    print('| robot | load | target | met in | measured, run by run |')
+    print('|---|---|---|---|---|')
+    for (robot, load, target), got in groups.items():
+        print(f"| {robot} | {load} | {target} | {sum(m for _, m in got)} of {len(got)} | "
+              f"{', '.join(x for x, _ in got)} |")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -1203,6 +1227,9 @@ def main(argv: list[str] | None = None) -> int:
                          'simulator\'s clock stepping from 0 by its period; by default they sit '
                          'a random 0-1 ms off them; the node\'s grid follows them either way '
                          'unless --unaligned)')
+    ap.add_argument('--runs', type=int, default=1, metavar='N',
+                    help='with --issue24: N runs of its rows (each with its default-mode '
+                         'rows), then per target in how many runs it was met')
     ap.add_argument('--issue24', action='store_true',
                     help="issue 24's verdict: the UR5 and the four-bar at 1 kHz under sim time, "
                          'quiet and one core busy, with predict_between_ticks and then in the '
@@ -1215,11 +1242,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.generator:
         return generator(Path(args.generator[0]), Path(args.generator[1]), args.clock,
                          args.grid_ns)
+    if args.runs != 1 and not args.issue24:
+        ap.error('--runs needs --issue24')
     if args.issue24:
         clash = [f for f in ('predict', 'quiet_only', 'profile', 'trace', 'unaligned')
                  if getattr(args, f)]
         if clash:
             ap.error(f"--issue24 runs its own rows: drop --{clash[0].replace('_', '-')}")
+        if args.runs < 1:
+            ap.error(f'--runs {args.runs}: N >= 1')
         args.robots, args.rates = ['ur5', 'fourbar'], [1000]
         args.ticks, args.sim_time = 1000.0, True
     if args.predict_max_spacing and (args.predict_max_spacing < 1 or not
@@ -1251,6 +1282,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.issue24:        # then the default mode: the accuracy reference
             passes.append((Options(**{**vars(opts), 'predict': False,
                                       'predict_max_spacing': 0}), reference))
+            passes *= args.runs
         for run_opts, out in passes:
             for robot, rate in jobs:
                 for busy in loads:
@@ -1273,7 +1305,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nTargets: zero too-old drops at 1 kHz: {'PASS' if ok_old else 'MISS'}; "
           f"estimate beats the raw encoder in every row: {'PASS' if ok_raw else 'MISS'}")
     if reference:
-        print_verdicts(issue24_verdicts(rows, reference), rows)
+        verdicts = issue24_verdicts(rows, reference)
+        print_verdicts(verdicts, rows)
+        if args.runs > 1:
+            print_verdict_summary(verdicts, args.runs)
     if args.json:
         args.json.write_text(json.dumps(rows + reference, indent=1))
     return 0
