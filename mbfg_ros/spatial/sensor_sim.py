@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 import numpy as np
 
@@ -22,12 +22,23 @@ from ..core.measurements import ImuMeasurement, JointMeasurement
 from ..core.angles import wrap_angle
 from ..planar.sensors import sample_indices
 from .model import SpatialModel
+from .sensor_model import SpatialSensorModel
 from .sensors import quaternion_from_matrix
-from .simulate import SpatialStepper
-from .system import SpatialSystem
+from .simulate import Simulable, SpatialStepper
 
 __all__ = ['SpatialSensorConfig', 'simulate_spatial_measurements', 'Reference',
            'reference_motion', 'Tracked', 'track_reference', 'with_payload']
+
+
+class Sensed(Simulable, Protocol):
+    """What the sensor simulation and the tracking controller take of a URDF robot
+    (:class:`.system.SpatialSystem` is one; it builds its ``simulate_measurements`` on this
+    module): the integrators' :class:`~.simulate.Simulable`, its measurement models and
+    its inverse dynamics."""
+
+    def sensor_model(self) -> SpatialSensorModel: ...
+
+    def torques(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray: ...
 
 
 @dataclass(frozen=True)
@@ -76,7 +87,7 @@ def _exp_so3(w: np.ndarray) -> np.ndarray:
     return np.eye(3) + math.sin(th) / th * W + (1 - math.cos(th)) / th ** 2 * W @ W
 
 
-def simulate_spatial_measurements(system: SpatialSystem, t: np.ndarray, q: np.ndarray,
+def simulate_spatial_measurements(system: Sensed, t: np.ndarray, q: np.ndarray,
                                   qd: np.ndarray, qdd: np.ndarray, tau: np.ndarray | None,
                                   config: SpatialSensorConfig, rng: np.random.Generator
                                   ) -> list[JointMeasurement | ImuMeasurement]:
@@ -143,7 +154,7 @@ class Reference(NamedTuple):
     qdd: np.ndarray
 
 
-def reference_motion(system: SpatialSystem, duration: float, dt: float,
+def reference_motion(system: Sensed, duration: float, dt: float,
                      amplitude: float = 0.4, seed: int = 0) -> Reference:
     """A smooth reference from ``system.q0``: per joint a sum of two sines of random
     phase, each multiplied by (1 − cos)-ramp over the first second so that the motion starts
@@ -182,7 +193,7 @@ class Tracked(NamedTuple):
     tau: np.ndarray
 
 
-def track_reference(truth: SpatialSystem, ref: Reference, controller: SpatialSystem | None = None,
+def track_reference(truth: Sensed, ref: Reference, controller: Sensed | None = None,
                     wn: float = 2 * np.pi * 5.0, zeta: float = 1.0,
                     external: np.ndarray | None = None) -> Tracked:
     """Simulate ``truth`` following ``ref`` under computed torque (seed 003 §6)

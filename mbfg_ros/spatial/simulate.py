@@ -23,16 +23,50 @@ constraint forces are not re-solved for the lock; issue 30 item 3).
 """
 from __future__ import annotations
 
-from typing import Callable, NamedTuple, Union
+from typing import Callable, NamedTuple, Protocol, Union
 
 import numpy as np
 
 from ..core.end_stops import EndStopLog, EndStops
 from ..core.errors import MbfgError
-from .system import SpatialSystem
+from .loops import LoopConstraints
+from .model import SpatialModel
 
 __all__ = ['SpatialTrajectory', 'SpatialStepper', 'simulate_spatial', 'INTEGRATORS',
-           'end_stops_of']
+           'end_stops_of', 'Simulable']
+
+
+class Simulable(Protocol):
+    """What the integrators take of a URDF robot (:class:`.system.SpatialSystem` is one;
+    it builds its :meth:`~.system.SpatialSystem.integrator` on this module, so the
+    integrators name the members they use rather than the class)."""
+
+    model: SpatialModel
+    loops: LoopConstraints
+    B: np.ndarray                 # (n, na) actuator selection
+    q0: np.ndarray
+
+    @property
+    def n(self) -> int: ...
+
+    @property
+    def names(self) -> tuple[str, ...]: ...
+
+    @property
+    def actuator_names(self) -> tuple[str, ...]: ...
+
+    def mass_matrix(self, q: np.ndarray) -> np.ndarray: ...
+
+    def forward(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray | None) -> np.ndarray: ...
+
+    def accelerations(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray,
+                      jacobians: bool = False): ...
+
+    def null_space(self, q: np.ndarray, qd: np.ndarray | None = None
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]: ...
+
+    def assemble(self, q_guess: np.ndarray, keep: np.ndarray | None = None,
+                 tol: float = 1e-12, iterations: int = 50) -> np.ndarray: ...
 
 INTEGRATORS = ('trapezoidal', 'euler')
 
@@ -49,7 +83,7 @@ class SpatialTrajectory(NamedTuple):
     phi_norm: np.ndarray
 
 
-def _tau_function(system: SpatialSystem, tau: TorqueInput
+def _tau_function(system: Simulable, tau: TorqueInput
                   ) -> Callable[[float, np.ndarray, np.ndarray], np.ndarray]:
     na = system.B.shape[1]
     if tau is None:
@@ -64,7 +98,7 @@ def _tau_function(system: SpatialSystem, tau: TorqueInput
     return lambda t, q, qd: arr
 
 
-def _project(system: SpatialSystem, q: np.ndarray, qd: np.ndarray
+def _project(system: Simulable, q: np.ndarray, qd: np.ndarray
              ) -> tuple[np.ndarray, np.ndarray]:
     """Back onto φ(q) = 0 and φ_q q̇ = 0 (loops only)."""
     if not system.loops.m:
@@ -74,7 +108,7 @@ def _project(system: SpatialSystem, q: np.ndarray, qd: np.ndarray
     return q, N @ (N.T @ qd)
 
 
-def end_stops_of(system: SpatialSystem) -> EndStops:
+def end_stops_of(system: Simulable) -> EndStops:
     """The robot's joint limits as end stops: ``<limit lower upper velocity>`` of the URDF
     (with the overlay's ``limits``); a continuous joint has no position limit, a velocity
     limit of 0 or none is no limit."""
@@ -89,7 +123,7 @@ class SpatialStepper:
     """One integrator step at a time (the simulator node's workspace): ``t``, ``q``, ``q̇``,
     ``q̈`` after each :meth:`step` under the torques given to it (module docstring)."""
 
-    def __init__(self, system: SpatialSystem, dt: float, integrator: str = 'trapezoidal',
+    def __init__(self, system: Simulable, dt: float, integrator: str = 'trapezoidal',
                  q0: np.ndarray | None = None, qd0: np.ndarray | None = None,
                  tau0: np.ndarray | None = None, newton_tol: float = 1e-12,
                  newton_iterations: int = 20, end_stops: EndStops | None = None,
@@ -187,7 +221,7 @@ class SpatialStepper:
             raise MbfgError(f'the simulation diverged at t = {self.t:.4g} s (try a smaller dt)')
 
 
-def simulate_spatial(system: SpatialSystem, duration: float, dt: float = 1e-3,
+def simulate_spatial(system: Simulable, duration: float, dt: float = 1e-3,
                      integrator: str = 'trapezoidal', tau: TorqueInput = None,
                      q0: np.ndarray | None = None, qd0: np.ndarray | None = None,
                      progress: Callable[[float], None] | None = None,

@@ -38,6 +38,8 @@ from .dynamics import SpatialDynamics
 from .loops import LoopConstraints
 from .model import SpatialModel
 from .pin_backend import PinocchioDynamics
+from .sensor_sim import SpatialSensorConfig, simulate_spatial_measurements
+from .simulate import SpatialStepper, end_stops_of
 from .urdf import load_spatial
 
 __all__ = ['SpatialSystem', 'build_spatial_system', 'RANK_TOL']
@@ -322,7 +324,6 @@ class SpatialSystem:
         """The joint-space integrator (:class:`.simulate.SpatialStepper`, trapezoidal); with
         ``limits`` the joint position limits are inelastic end stops
         (:func:`.simulate.end_stops_of`, issue 30 item 3)."""
-        from .simulate import SpatialStepper, end_stops_of
         return SpatialStepper(self, dt, end_stops=end_stops_of(self) if limits else None)
 
     def end_stop_model(self, dt: float) -> None:
@@ -332,14 +333,12 @@ class SpatialSystem:
 
     def sensor_config(self, **fields: float):
         """A :class:`.sensor_sim.SpatialSensorConfig` of ``fields``."""
-        from .sensor_sim import SpatialSensorConfig
         return SpatialSensorConfig(**fields)
 
     def simulate_measurements(self, t: np.ndarray, q: np.ndarray, qd: np.ndarray,
                               qdd: np.ndarray, tau: np.ndarray | None, config,
                               rng: np.random.Generator) -> list:
         """:func:`.sensor_sim.simulate_spatial_measurements`."""
-        from .sensor_sim import simulate_spatial_measurements
         return simulate_spatial_measurements(self, t, q, qd, qdd, tau, config, rng)
 
     def drawing(self) -> None:
