@@ -50,11 +50,15 @@ import scipy.linalg.lapack as lapack
 from ..core.errors import MbfgError, MechanismError
 from ..core.interface import StateTerms
 from .constraints import Constraints, ConstraintTerms
+from .drawing import PlanarDrawing
+from .end_stops import PlanarEndStops
+from .factors import stacked_indep_state_error
 from .forces import Forces, mass_matrix
 from .lean_kinematics import KinTerms, LeanKinematics
 from .kinematics import choose_independent, independent_rows, r_s_matrices, solve_position
 from .mechanism_yaml import load_mechanism
 from .model import Mechanism
+from .sensors import SensorConfig, SensorModel, simulate_measurements
 
 __all__ = ['System', 'build_system', 'load_system', 'Accel', 'forward_accel', 'actuator_efforts',
            'actuator_effort_jacobians', 'accel_independent_eq15', 'assembly_warning',
@@ -192,6 +196,14 @@ class System:
         a = forward_accel(self, q, qd, tau, jacobians=jacobians)
         return (a.qdd, a.qdd_q, a.qdd_qd) if jacobians else a.qdd
 
+    def accel(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray | None = None, *,
+              Q_extra: np.ndarray | None = None, jacobians: bool = False,
+              jac_Q: bool = False, terms: ConstraintTerms | KinTerms | None = None) -> Accel:
+        """:func:`forward_accel` of this system (seed 000 Eq. 5/6): how the modules this one
+        builds on (``factors``, ``end_stops``) reach it without importing this module."""
+        return forward_accel(self, q, qd, tau, Q_extra=Q_extra, jacobians=jacobians,
+                             jac_Q=jac_Q, terms=terms)
+
     def acceleration_gain(self, q: np.ndarray) -> np.ndarray:
         """∂q̈/∂τ (n, n_act) at ``q``: q̈ is affine in the actuator efforts (seed 000 Eq. 5:
         ``[M Φqᵀ; Φq 0] [q̈; λ] = [Q; c]`` with ``Q = B(q) τ + …``), so it is the top-left
@@ -233,7 +245,6 @@ class System:
                                 tau: np.ndarray | None, xs: Sequence[np.ndarray], want: bool):
         """f_ipc + f_ivc + f_iac + f_idyn on stacked x and Z
         (:func:`mbfg_ros.planar.factors.stacked_indep_state_error`)."""
-        from .factors import stacked_indep_state_error     # factors builds on this module
         return stacked_indep_state_error(self, basis, tau, xs, want)
 
     def link_jacobian(self, q: np.ndarray, link: str) -> np.ndarray:
@@ -266,7 +277,6 @@ class System:
 
     def sensor_model(self):
         """The estimator's measurement models (:class:`~mbfg_ros.planar.sensors.SensorModel`)."""
-        from .sensors import SensorModel
         return SensorModel(self)
 
     # -- simulation and drawing (interface.SimulatedSystem, issue 23) ---------------------
@@ -299,12 +309,10 @@ class System:
         """The joint position limits as stiff stop forces for step ``dt``
         (:class:`~mbfg_ros.planar.end_stops.PlanarEndStops`: the system to integrate, the
         limits, the joint angles; issue 30 item 3)."""
-        from .end_stops import PlanarEndStops      # end_stops builds on this module
         return PlanarEndStops(self, dt)
 
     def sensor_config(self, **fields: float):
         """A :class:`~mbfg_ros.planar.sensors.SensorConfig` of ``fields``."""
-        from .sensors import SensorConfig
         return SensorConfig(**fields)
 
     def simulate_measurements(self, t: np.ndarray, q: np.ndarray, qd: np.ndarray,
@@ -312,12 +320,10 @@ class System:
                               rng: np.random.Generator) -> list:
         """:func:`~mbfg_ros.planar.sensors.simulate_measurements` (the encoders' effort is
         left empty: ``tau`` is not read)."""
-        from .sensors import simulate_measurements
         return simulate_measurements(self, t, q, qd, qdd, config, rng)
 
     def drawing(self):
         """The ``~/markers`` geometry (:class:`~mbfg_ros.planar.drawing.PlanarDrawing`)."""
-        from .drawing import PlanarDrawing
         return PlanarDrawing(self.mech)
 
 

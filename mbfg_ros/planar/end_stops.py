@@ -31,15 +31,34 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Any, Protocol
 
 import numpy as np
 
 from ..core.end_stops import EndStops
-from .dynamics import System, forward_accel
 from .forces import Forces, JointStop
+from .model import Mechanism
 
 __all__ = ['PlanarEndStops', 'with_end_stops', 'unenforced_limits', 'STOP_OMEGA_DT',
-           'STOP_DAMPING']
+           'STOP_DAMPING', 'StoppedSystem']
+
+
+class StoppedSystem(Protocol):
+    """What the end stops take of a planar system (:class:`.dynamics.System` is one, a
+    frozen dataclass; it builds its ``end_stop_model`` on this module): the mechanism, its
+    forces (replaced by ``dataclasses.replace`` with the stops added), the assembled pose
+    and the accelerations' ∂q̈/∂Q there (seed 000 Eq. 5)."""
+
+    mech: Mechanism
+    forces: Forces
+    q0: np.ndarray
+
+    @property
+    def n(self) -> int: ...
+
+    def accel(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray | None = None, *,
+              Q_extra: np.ndarray | None = None, jacobians: bool = False,
+              jac_Q: bool = False, terms: Any = None) -> Any: ...
 
 STOP_OMEGA_DT = 0.2
 """ω·dt of a stop's spring (module docstring)."""
@@ -54,7 +73,7 @@ def _limited(joint) -> bool:
     return joint.type == 'revolute' and hi - lo < 2 * math.pi
 
 
-def unenforced_limits(sys: System) -> list[str]:
+def unenforced_limits(sys: StoppedSystem) -> list[str]:
     """Names of the joints whose position limits no stop enforces (prismatic joints with a
     range narrower than the YAML's sanity default)."""
     return [j.name for j in sys.mech.joints
@@ -70,14 +89,14 @@ class PlanarEndStops:
     * :meth:`joints`: joint angles (wrapped next to their range) and rates at a state.
     """
 
-    def __init__(self, sys: System, dt: float) -> None:
+    def __init__(self, sys: StoppedSystem, dt: float) -> None:
         mech = sys.mech
         joints = mech.joints
         lower = np.full(len(joints), -np.inf)
         upper = np.full(len(joints), np.inf)
         velocity = np.array([j.limits.velocity if j.type == 'revolute' else np.inf
                              for j in joints])
-        Ainv = forward_accel(sys, sys.q0, np.zeros(sys.n), jac_Q=True).qdd_Q
+        Ainv = sys.accel(sys.q0, np.zeros(sys.n), jac_Q=True).qdd_Q
         omega = STOP_OMEGA_DT / dt
         specs = []
         self._joints = []
@@ -112,6 +131,6 @@ class PlanarEndStops:
         return pos.copy(), rate.copy()
 
 
-def with_end_stops(sys: System, dt: float) -> PlanarEndStops:
+def with_end_stops(sys: StoppedSystem, dt: float) -> PlanarEndStops:
     """The end stops of ``sys`` for step ``dt`` (:class:`PlanarEndStops`)."""
     return PlanarEndStops(sys, dt)

@@ -9,17 +9,35 @@ stacked dependent state) are in :mod:`mbfg_ros.core.factors` (issue 23).
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Protocol, Sequence
 
 import numpy as np
 
 from ..core.factors import basis_matrix
-from .dynamics import System, forward_accel
+from .constraints import Constraints
 
-__all__ = ['stacked_indep_state_error']
+__all__ = ['stacked_indep_state_error', 'IndependentStateSystem']
 
 
-def stacked_indep_state_error(sys: System, basis: Sequence[int] | np.ndarray,
+class IndependentStateSystem(Protocol):
+    """What Eqs. 27, 30-32 take of a planar system (:class:`.dynamics.System` is one; it
+    builds its ``independent_state_error`` on this module): its constraints and
+    accelerations (seed 000 Eq. 5/6)."""
+
+    constraints: Constraints
+
+    @property
+    def n(self) -> int: ...
+
+    @property
+    def m(self) -> int: ...
+
+    def accel(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray | None = None, *,
+              Q_extra: np.ndarray | None = None, jacobians: bool = False,
+              jac_Q: bool = False, terms: Any = None) -> Any: ...
+
+
+def stacked_indep_state_error(sys: IndependentStateSystem, basis: Sequence[int] | np.ndarray,
                               tau: np.ndarray | None, xs: Sequence[np.ndarray], want: bool):
     """f_ipc + f_ivc + f_iac + f_idyn (Eqs. 27, 30-32) on stacked x = [q, q̇, q̈], Z = [z, ż, z̈].
 
@@ -36,7 +54,7 @@ def stacked_indep_state_error(sys: System, basis: Sequence[int] | np.ndarray,
     z, zd, zdd = Z[:d], Z[d:2 * d], Z[2 * d:]
     cons = sys.constraints
     t = cons.terms(q, qd)
-    a = forward_accel(sys, q, qd, tau, jacobians=want, terms=t)
+    a = sys.accel(q, qd, tau, jacobians=want, terms=t)
     e = np.concatenate((t.phi, B @ q - z, t.phi_q @ qd, B @ qd - zd,
                         t.phi_q_dot @ qd + t.phi_q @ qdd, B @ qdd - zdd, B @ a.qdd - zdd))
     if not want:

@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from operator import itemgetter
-from typing import Sequence
+from typing import Protocol, Sequence
 
 import numpy as np
 
@@ -36,12 +36,19 @@ from ..core.observation import Model, Observation
 from .extended import Extended, point_columns
 from ..core.measurements import (ImuMeasurement, JointMeasurement, quaternion_from_yaw,
                                  quaternion_yaw)
-from .dynamics import System
 from .forces import body_matrix_A
 from .model import GROUND, Imu, Mechanism
 
 __all__ = ['SensorModel', 'Model', 'sample_indices', 'joint_positions',
            'joint_velocities', 'imu_reading', 'SensorConfig', 'simulate_measurements']
+
+
+class SensedMechanism(Protocol):
+    """What the sensor models take of a planar system: its mechanism
+    (:class:`.dynamics.System` is one; it builds its ``sensor_model`` and
+    ``simulate_measurements`` on this module)."""
+
+    mech: Mechanism
 
 
 _P = np.array([[0.0, -1.0], [1.0, 0.0]])
@@ -124,7 +131,7 @@ class SensorModel:
 
     direct_encoders = None           # encoders are functions of q (body angles, sliders)
 
-    def __init__(self, sys: System) -> None:
+    def __init__(self, sys: SensedMechanism) -> None:
         mech = sys.mech
         self.n = n = mech.n
         self.mech = mech
@@ -652,17 +659,17 @@ class SensorModel:
         return np.array([self.joint(j, q, qd)[1].h[0] for j in range(len(self._joints))])
 
 
-def joint_positions(sys: System, q: np.ndarray) -> np.ndarray:
+def joint_positions(sys: SensedMechanism, q: np.ndarray) -> np.ndarray:
     """Positions of ``mech.joints`` (revolute wrapped to (−π, π] minus offset)."""
     return SensorModel(sys).joint_positions(np.asarray(q, dtype=float))
 
 
-def joint_velocities(sys: System, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
+def joint_velocities(sys: SensedMechanism, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
     """Rates of ``mech.joints``."""
     return SensorModel(sys).joint_velocities(np.asarray(q, float), np.asarray(qd, float))
 
 
-def imu_reading(sys: System, imu: Imu | int | str, q: np.ndarray, qd: np.ndarray,
+def imu_reading(sys: SensedMechanism, imu: Imu | int | str, q: np.ndarray, qd: np.ndarray,
                 qdd: np.ndarray) -> tuple[float, np.ndarray, float]:
     """(gyro_z, specific force (2,) in the sensor frame, angle) of one IMU."""
     model = SensorModel(sys)
@@ -721,7 +728,7 @@ def sample_indices(t: np.ndarray, rate: float) -> np.ndarray:
     return np.unique(idx)
 
 
-def simulate_measurements(sys: System, t: np.ndarray, q: np.ndarray, qd: np.ndarray,
+def simulate_measurements(sys: SensedMechanism, t: np.ndarray, q: np.ndarray, qd: np.ndarray,
                           qdd: np.ndarray, config: SensorConfig,
                           rng: np.random.Generator) -> list[JointMeasurement | ImuMeasurement]:
     """Noisy encoder and IMU messages from a sampled trajectory, sorted by stamp.

@@ -168,6 +168,54 @@ def test_no_import_cycle_between_folders():
     assert not cycles, cycles
 
 
+def _module_graph() -> dict[str, set[str]]:
+    """Module -> the package modules it imports (at any depth, type-checking ones too);
+    ``from pkg import name`` counts as pkg.name where that is a module, else pkg."""
+    modules = {_module_of(p) for p in _sources()}
+    graph: dict[str, set[str]] = {}
+    for path in _sources():
+        src = _module_of(path)
+        for _, target in imports(path):
+            while target and target not in modules:
+                target = target.rpartition('.')[0]
+            if target and target != src and not src.startswith(target + '.'):
+                graph.setdefault(src, set()).add(target)
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    seen, stack, cycles = set(), [], []
+
+    def visit(node: str) -> None:
+        if node in stack:
+            cycles.append(stack[stack.index(node):] + [node])
+            return
+        if node in seen:
+            return
+        seen.add(node)
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            visit(nxt)
+        stack.pop()
+    for node in sorted(graph):
+        visit(node)
+    return cycles
+
+
+def test_no_import_cycle_between_modules():
+    """Data flows one way inside a folder too: where a class is the door to algorithms
+    that take it (a System's integrator, sensor models, end stops), those modules declare
+    the Protocol they take instead of importing the class (issue 23's layout)."""
+    assert not _cycles(_module_graph()), _cycles(_module_graph())
+
+
+def test_the_cycle_check_finds_a_cycle():
+    graph = _module_graph()
+    graph.setdefault('mbfg_ros.planar.sensors', set()).add('mbfg_ros.planar.dynamics')
+    assert ['mbfg_ros.planar.dynamics', 'mbfg_ros.planar.sensors',
+            'mbfg_ros.planar.dynamics'] in _cycles(graph)
+
+
 @pytest.mark.parametrize('code, kind', [
     ('from ..planar.model import Mechanism\n', 'door'),
     ('from ..ros.params import read\n', 'upward'),
