@@ -150,22 +150,7 @@ def test_no_import_cycle_between_folders():
             dst = _folder(target)
             if src and dst and dst != src:
                 edges.setdefault(src, set()).add(dst)
-    seen, stack, cycles = set(), [], []
-
-    def visit(node: str) -> None:
-        if node in stack:
-            cycles.append(stack[stack.index(node):] + [node])
-            return
-        if node in seen:
-            return
-        seen.add(node)
-        stack.append(node)
-        for nxt in sorted(edges.get(node, ())):
-            visit(nxt)
-        stack.pop()
-    for node in sorted(edges):
-        visit(node)
-    assert not cycles, cycles
+    assert not _cycles(edges), _cycles(edges)
 
 
 def _module_graph() -> dict[str, set[str]]:
