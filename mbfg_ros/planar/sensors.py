@@ -40,7 +40,8 @@ from .forces import body_matrix_A
 from .model import GROUND, Imu, Mechanism
 
 __all__ = ['SensorModel', 'Model', 'sample_indices', 'joint_positions',
-           'joint_velocities', 'imu_reading', 'SensorConfig', 'simulate_measurements']
+           'joint_velocities', 'imu_reading', 'SensorConfig', 'simulate_measurements',
+           'SensedMechanism']
 
 
 class SensedMechanism(Protocol):

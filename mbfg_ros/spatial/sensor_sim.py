@@ -27,7 +27,7 @@ from .sensors import quaternion_from_matrix
 from .simulate import Simulable, SpatialStepper
 
 __all__ = ['SpatialSensorConfig', 'simulate_spatial_measurements', 'Reference',
-           'reference_motion', 'Tracked', 'track_reference', 'with_payload']
+           'reference_motion', 'Tracked', 'track_reference', 'with_payload', 'Sensed']
 
 
 class Sensed(Simulable, Protocol):
