@@ -31,11 +31,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 
 from ..core.end_stops import EndStops
+from .factors import IndependentStateSystem
 from .forces import Forces, JointStop
 from .model import Mechanism
 
@@ -43,22 +44,16 @@ __all__ = ['PlanarEndStops', 'with_end_stops', 'unenforced_limits', 'STOP_OMEGA_
            'STOP_DAMPING', 'StoppedSystem']
 
 
-class StoppedSystem(Protocol):
-    """What the end stops take of a planar system (:class:`.dynamics.System` is one, a
-    frozen dataclass; it builds its ``end_stop_model`` on this module): the mechanism, its
-    forces (replaced by ``dataclasses.replace`` with the stops added), the assembled pose
-    and the accelerations' ∂q̈/∂Q there (seed 000 Eq. 5)."""
+class StoppedSystem(IndependentStateSystem, Protocol):
+    """What the end stops take of a planar system: the one :mod:`.factors` takes (its
+    accelerations' ∂q̈/∂Q at the assembled pose, seed 000 Eq. 5) with its mechanism and
+    its forces (replaced by ``dataclasses.replace`` with the stops added:
+    :class:`.dynamics.System`, a frozen dataclass, is one; it builds its
+    ``end_stop_model`` on this module)."""
 
     mech: Mechanism
     forces: Forces
-    q0: np.ndarray
 
-    @property
-    def n(self) -> int: ...
-
-    def accel(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray | None = None, *,
-              Q_extra: np.ndarray | None = None, jacobians: bool = False,
-              jac_Q: bool = False, terms: Any = None) -> Any: ...
 
 STOP_OMEGA_DT = 0.2
 """ω·dt of a stop's spring (module docstring)."""

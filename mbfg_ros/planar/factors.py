@@ -14,23 +14,20 @@ from typing import Any, Protocol, Sequence
 import numpy as np
 
 from ..core.factors import basis_matrix
+from ..core.interface import MultibodySystem
 from .constraints import Constraints
 
 __all__ = ['stacked_indep_state_error', 'IndependentStateSystem']
 
 
-class IndependentStateSystem(Protocol):
-    """What Eqs. 27, 30-32 take of a planar system (:class:`.dynamics.System` is one; it
-    builds its ``independent_state_error`` on this module): its constraints and
-    accelerations (seed 000 Eq. 5/6)."""
+class IndependentStateSystem(MultibodySystem, Protocol):
+    """What Eqs. 27, 30-32 take of a planar system: the package's
+    :class:`~mbfg_ros.core.interface.MultibodySystem` with its constraints and its
+    accelerations with their Jacobians, :func:`.dynamics.forward_accel` (seed 000 Eq. 5/6;
+    :class:`.dynamics.System` is one, and builds its ``independent_state_error`` on this
+    module; :mod:`.end_stops` takes the same)."""
 
     constraints: Constraints
-
-    @property
-    def n(self) -> int: ...
-
-    @property
-    def m(self) -> int: ...
 
     def accel(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray | None = None, *,
               Q_extra: np.ndarray | None = None, jacobians: bool = False,

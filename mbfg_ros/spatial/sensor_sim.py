@@ -33,12 +33,10 @@ __all__ = ['SpatialSensorConfig', 'simulate_spatial_measurements', 'Reference',
 class Sensed(Simulable, Protocol):
     """What the sensor simulation and the tracking controller take of a URDF robot
     (:class:`.system.SpatialSystem` is one; it builds its ``simulate_measurements`` on this
-    module): the integrators' :class:`~.simulate.Simulable`, its measurement models and
-    its inverse dynamics."""
+    module): the integrators' :class:`~.simulate.Simulable` whose measurement models are
+    the spatial ones (their IMU names and link frames)."""
 
     def sensor_model(self) -> SpatialSensorModel: ...
-
-    def torques(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray: ...
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ import numpy as np
 
 from ..core.end_stops import EndStopLog, EndStops
 from ..core.errors import MbfgError
+from ..core.interface import MultibodySystem
 from .loops import LoopConstraints
 from .model import SpatialModel
 
@@ -36,37 +37,28 @@ __all__ = ['SpatialTrajectory', 'SpatialStepper', 'simulate_spatial', 'INTEGRATO
            'end_stops_of', 'Simulable']
 
 
-class Simulable(Protocol):
-    """What the integrators take of a URDF robot (:class:`.system.SpatialSystem` is one;
-    it builds its :meth:`~.system.SpatialSystem.integrator` on this module, so the
-    integrators name the members they use rather than the class)."""
+class Simulable(MultibodySystem, Protocol):
+    """What the integrators take of a URDF robot: the package's
+    :class:`~mbfg_ros.core.interface.MultibodySystem` with the spatial members they use
+    (:class:`.system.SpatialSystem` is one; it builds its
+    :meth:`~.system.SpatialSystem.integrator` on this module, so the integrators name the
+    members they use rather than the class)."""
 
     model: SpatialModel
     loops: LoopConstraints
     B: np.ndarray                 # (n, na) actuator selection
-    q0: np.ndarray
-
-    @property
-    def n(self) -> int: ...
-
-    @property
-    def names(self) -> tuple[str, ...]: ...
 
     @property
     def actuator_names(self) -> tuple[str, ...]: ...
 
-    def mass_matrix(self, q: np.ndarray) -> np.ndarray: ...
-
     def forward(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray | None) -> np.ndarray: ...
-
-    def accelerations(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray,
-                      jacobians: bool = False): ...
 
     def null_space(self, q: np.ndarray, qd: np.ndarray | None = None
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]: ...
 
     def assemble(self, q_guess: np.ndarray, keep: np.ndarray | None = None,
                  tol: float = 1e-12, iterations: int = 50) -> np.ndarray: ...
+
 
 INTEGRATORS = ('trapezoidal', 'euler')
 

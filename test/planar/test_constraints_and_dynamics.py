@@ -136,7 +136,7 @@ def test_a_system_has_every_member_the_modules_it_builds_on_declare(name):
     """``factors``, ``end_stops`` and ``sensors`` take a planar system as the Protocols they
     declare (they import no ``dynamics``, so ``System`` builds its door methods on them):
     a real System has every member, and its ``accel`` is :func:`forward_accel`."""
-    import inspect
+    from support.protocols import missing_members
 
     from mbfg_ros.planar.end_stops import StoppedSystem
     from mbfg_ros.planar.factors import IndependentStateSystem
@@ -144,15 +144,7 @@ def test_a_system_has_every_member_the_modules_it_builds_on_declare(name):
 
     sys = SYSTEMS[name]
     for proto in (IndependentStateSystem, StoppedSystem, SensedMechanism):
-        declared = set(proto.__annotations__)
-        props = {k for k, v in vars(proto).items() if isinstance(v, property)}
-        methods = {k for k, v in vars(proto).items()
-                   if inspect.isfunction(v) and not k.startswith('_')}
-        assert declared | props | methods, proto
-        for k in declared | props:
-            assert hasattr(sys, k) and not callable(getattr(sys, k)), (proto, k)
-        for k in methods:
-            assert callable(getattr(sys, k, None)), (proto, k)
+        assert not missing_members(sys, proto), (proto, missing_members(sys, proto))
     q, qd, _ = list(states(sys, count=2))[1]
     tau = np.full(len(sys.mech.actuators), 0.3)
     a, b = sys.accel(q, qd, tau, jacobians=True, jac_Q=True), forward_accel(

@@ -105,24 +105,19 @@ def test_whole_motion_inverse_dynamics_of_the_five_bar_closes_the_loop():
 def test_a_spatial_system_has_every_member_the_integrators_and_the_sensors_name(robot, overlay):
     """``simulate.Simulable`` and ``sensor_sim.Sensed`` declare what those modules take of a
     robot (they name no class, so ``system.py`` can build on them): a real system, with
-    loops or without, has every member they declare, and as the kind they declare it."""
-    import inspect
+    loops or without, has every member they and the ``MultibodySystem`` they extend
+    declare, and as the kind they declare it."""
+    from support.protocols import missing_members
 
+    from mbfg_ros.core.interface import MultibodySystem
     from mbfg_ros.spatial.sensor_sim import Sensed
     from mbfg_ros.spatial.simulate import Simulable
 
     S = build_spatial_system(DATA / f'{robot}.urdf', overlay and DATA / overlay)
     assert bool(S.loops.m) == (overlay is not None)               # with loops, and without
+    assert Sensed.__mro__.index(Simulable) < Sensed.__mro__.index(MultibodySystem)
     for proto in (Simulable, Sensed):
-        declared = set(proto.__annotations__)
-        methods = {name for name, v in vars(proto).items()
-                   if inspect.isfunction(v) and not name.startswith('_')}
-        props = {name for name, v in vars(proto).items() if isinstance(v, property)}
-        assert declared | methods | props, proto
-        for name in declared | props:
-            assert hasattr(S, name) and not callable(getattr(S, name)), (proto, name)
-        for name in methods:
-            assert callable(getattr(S, name, None)), (proto, name)
+        assert not missing_members(S, proto), (proto, missing_members(S, proto))
     assert S.integrator(1e-3).system is S                       # the door builds on them
     assert isinstance(S.simulate_measurements(np.zeros(2), np.tile(S.q0, (2, 1)),
                                               np.zeros((2, S.n)), np.zeros((2, S.n)), None,
